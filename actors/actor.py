@@ -1,0 +1,147 @@
+"""The episode loop: a few environments stepped together, one batched forward per step.
+
+Plain Python and numpy (no torch, no Ray): `learner.runtime` hosts it in-process or as a Ray actor.
+The actor talks to two ports: an arm source (`select()/report()`, the bandit for β-DQN) at every
+episode start and end, and the replay (`insert(chunk)`) once per `collect` call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from actors.envs import make_env
+from actors.numpy_net import NumpyNet
+from actors.policies import (
+    act_beta_dqn,
+    epsilon_greedy,
+    linear_epsilon,
+    policy_set,
+    supported,
+)
+from replay_service.buffer import make_packer
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Q(s,·) and β(·|s) for a batch of observations (β is None for algorithms without one)."""
+    q = nets["q"](obs)
+    beta = softmax(nets["beta"](obs)) if "beta" in nets else None
+    return q, beta
+
+
+def is_exploitation(action: int, q: np.ndarray, beta: np.ndarray, eps: float) -> bool:
+    """Whether `action` is a pure-exploitation action (one of the maximisers of [eq:q mask greedy])."""
+    mask = supported(beta, eps)
+    return bool(mask[action] and q[action] == q[mask].max())
+
+
+@dataclass
+class Episode:
+    """State of one running episode in one environment."""
+
+    arm: int | None  # None: a warm-up episode (started before learning_starts), acted at random
+    ret: float = 0.0
+    length: int = 0
+    explored: int = 0  # steps whose action differs from pure exploitation (the bandit's bonus B)
+    counts: dict[bytes, np.ndarray] = field(default_factory=dict)
+
+
+class Actor:
+    def __init__(self, cfg, spec, actor_id: int, arm_source, replay):
+        self.cfg, self.spec, self.actor_id = cfg, spec, actor_id
+        self.arm_source, self.replay = arm_source, replay
+        base = cfg.seed * 100_003 + 7919 * (actor_id + 1)
+        self.rng = np.random.default_rng(base)
+        self.envs = [make_env(spec.name, seed=base + i) for i in range(cfg.envs_per_actor)]
+        self.obs = [env.reset()[0] for env in self.envs]
+        self.arms = policy_set(cfg.policy_set) if cfg.algo == "beta_dqn" else None
+        self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+        self.nets: dict[str, NumpyNet] = {}
+        self.version = -1
+        self.episodes: list[Episode | None] = [None] * len(self.envs)
+
+    def set_weights(self, weights: dict[str, dict[str, np.ndarray]], version: int) -> None:
+        self.nets = {name: NumpyNet(params) for name, params in weights.items()}
+        self.version = version
+
+    def _start_episode(self, step: int) -> Episode:
+        if step < self.cfg.learning_starts:
+            return Episode(arm=None)
+        return Episode(arm=self.arm_source.select())
+
+    def _act(self, ep: Episode, obs: np.ndarray, q: np.ndarray, beta: np.ndarray | None, step: int) -> int:
+        cfg = self.cfg
+        if ep.arm is None:
+            return int(self.rng.integers(self.spec.n_actions))
+        if self.arms is None:  # DQN: ε-greedy on Q
+            eps = linear_epsilon(step, cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+            return epsilon_greedy(q, eps, self.rng)
+        arm = self.arms[ep.arm]
+        counts = None
+        if arm.kind == "cov" and cfg.count_mode != "off":
+            counts = ep.counts.setdefault(obs.tobytes(), np.zeros(self.spec.n_actions))
+        action = act_beta_dqn(arm, q, beta, cfg.beta_eps, self.rng, counts, cfg.count_mode)
+        if counts is not None:
+            counts[action] += 1
+        if not is_exploitation(action, q, beta, cfg.beta_eps):
+            ep.explored += 1
+        return action
+
+    def collect(self, n_steps: int, weights=None, version: int = -1, global_step: int = 0) -> dict:
+        """Step the environments for `n_steps` env steps in all, insert them as one chunk, report stats.
+
+        `global_step` is the run's env-step count when this call was dispatched; it drives the warm-up
+        and ε schedules.
+        """
+        if weights is not None:
+            self.set_weights(weights, version)
+        if not self.nets:
+            raise RuntimeError("collect before any weights were set")
+        obs_l, act_l, rew_l, next_l, term_l = [], [], [], [], []
+        finished = []
+        produced = 0
+        while produced < n_steps:
+            k = min(len(self.envs), n_steps - produced)
+            for i in range(k):
+                if self.episodes[i] is None:
+                    self.episodes[i] = self._start_episode(global_step + produced)
+            obs = np.stack(self.obs[:k])
+            needs_values = any(self.episodes[i].arm is not None for i in range(k))
+            q, beta = acting_values(self.nets, obs) if needs_values else (None, None)
+            for i in range(k):
+                ep, step = self.episodes[i], global_step + produced + i
+                a = self._act(ep, self.obs[i], None if q is None else q[i],
+                              None if beta is None else beta[i], step)
+                next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
+                obs_l.append(self.obs[i])
+                act_l.append(a)
+                rew_l.append(reward)
+                next_l.append(next_obs)
+                term_l.append(terminated)
+                ep.ret += float(reward)
+                ep.length += 1
+                if terminated or truncated:
+                    success = info.get("success") if self.spec.has_success else None
+                    finished.append({"return": ep.ret, "length": ep.length, "arm": ep.arm,
+                                     "success": success})
+                    if ep.arm is not None:
+                        self.arm_source.report(ep.arm, ep.ret, ep.explored / ep.length)
+                    self.episodes[i] = None
+                    next_obs, _ = self.envs[i].reset()
+                self.obs[i] = next_obs
+            produced += k
+        chunk = {
+            "obs": self.packer.pack(np.stack(obs_l)),
+            "action": np.asarray(act_l, dtype=np.int64),
+            "reward": np.asarray(rew_l, dtype=np.float32),
+            "next_obs": self.packer.pack(np.stack(next_l)),
+            "terminated": np.asarray(term_l, dtype=bool),
+        }
+        self.replay.insert(chunk)
+        return {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}

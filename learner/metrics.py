@@ -1,0 +1,80 @@
+"""Run outputs: metrics.jsonl, evals.csv, W&B (same metrics), and the progress bar."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
+
+
+def wandb_mode(cfg) -> str:
+    return cfg.wandb or os.environ.get("WANDB_MODE", "") or "offline"
+
+
+class RunLogger:
+    def __init__(self, cfg, out: Path, total_steps: int):
+        self.out = out
+        self.metrics_file = open(out / "metrics.jsonl", "w")
+        new_csv = True
+        self.evals_file = open(out / "evals.csv", "w", newline="")
+        self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")
+        if new_csv:
+            self.evals_csv.writerow(EVAL_FIELDS)
+            self.evals_file.flush()
+        self.wandb = None
+        mode = wandb_mode(cfg)
+        if mode != "disabled":
+            import wandb
+
+            self.wandb = wandb.init(
+                project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
+                group=f"{cfg.env}/{cfg.algo}", job_type="train",
+                tags=[cfg.env, cfg.algo, f"seed{cfg.seed}"], config=dataclasses.asdict(cfg))
+            # evaluations finish out of order with training logs: plot both against env_steps
+            self.wandb.define_metric("env_steps")
+            self.wandb.define_metric("train/*", step_metric="env_steps")
+            self.wandb.define_metric("eval/*", step_metric="env_steps")
+        self.bar = None
+        if cfg.progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True,
+                            file=sys.stderr, desc=f"{cfg.env} {cfg.algo} s{cfg.seed}")
+
+    def log(self, row: dict) -> None:
+        self.metrics_file.write(json.dumps(row) + "\n")
+        self.metrics_file.flush()
+        if self.wandb is not None:
+            self.wandb.log({"env_steps": row["env_steps"], **{f"train/{k}": v for k, v in row.items()}})
+
+    def log_eval(self, result: dict) -> None:
+        self.evals_csv.writerow([result[k] for k in EVAL_FIELDS])
+        self.evals_file.flush()
+        if self.wandb is not None:
+            self.wandb.log({"env_steps": result["env_steps"],
+                            **{f"eval/{k}": v for k, v in result.items() if k != "env_steps"}})
+        if self.bar is not None:
+            text = f"{result['return_mean']:.2f}"
+            if not math.isnan(result["success_rate"]):
+                text += f" (success {result['success_rate']:.2f})"
+            self.bar.set_postfix_str(f"eval@{result['env_steps']}: {text}", refresh=False)
+
+    def advance(self, steps: int) -> None:
+        if self.bar is not None:
+            self.bar.update(steps)
+
+    def close(self, summary: dict | None = None) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.wandb is not None:
+            if summary:
+                self.wandb.summary.update({k: v for k, v in summary.items() if not isinstance(v, dict)})
+            self.wandb.finish()
+        self.metrics_file.close()
+        self.evals_file.close()

@@ -1,0 +1,296 @@
+"""The run: actors collect, the replay ratio is held, the learner updates and publishes, evals happen.
+
+Written once against `learner.runtime`'s backend, so the serial and the Ray runner are the same loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from actors.policies import policy_set
+from learner.learner import Learner, pick_device
+from learner.metrics import RunLogger
+from learner.runtime import build, make_backend
+from replay_service.client import concat, split_batch
+
+
+class RateLimiter:
+    """The replay ratio as a contract: updates = ratio × (env steps inserted − learning_starts).
+
+    The learner may update while it owes updates; actors may dispatch a chunk while the steps
+    committed (inserted + in flight) stay within `slack` env steps of what the learner has consumed.
+    """
+
+    def __init__(self, ratio: float, learning_starts: int, batch_size: int, slack: int):
+        self.ratio, self.learning_starts, self.batch_size = ratio, learning_starts, batch_size
+        # the bound must let a chunk through when the learner owes nothing, and fill a first batch
+        self.slack = max(slack, batch_size)
+
+    def owed(self, env_steps: int) -> int:
+        """Updates due after `env_steps` inserted steps."""
+        if env_steps < max(self.learning_starts, self.batch_size):
+            return 0
+        return math.floor(self.ratio * (env_steps - self.learning_starts))
+
+    def may_update(self, updates: int, env_steps: int) -> bool:
+        return updates < self.owed(env_steps)
+
+    def may_collect(self, committed_after: int, updates: int) -> bool:
+        consumed = self.learning_starts + (updates + 1) / self.ratio
+        return committed_after <= consumed + self.slack
+
+
+def achieved_ratio(updates: int, env_steps: int, learning_starts: int) -> float:
+    """Updates per env step inserted after learning started (the quantity the limiter holds)."""
+    return updates / max(env_steps - learning_starts, 1)
+
+
+def _process_tree_rss() -> float:
+    """Resident memory of this process and all its descendants (Ray's too), in GB."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 1e9
+
+
+class Run:
+    def __init__(self, cfg, spec):
+        self.cfg, self.spec = cfg, spec
+        self.out = Path(cfg.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+        torch.set_num_threads(cfg.learner_threads)
+        self.learner = Learner(cfg, spec, pick_device(cfg.device))
+        self.backend = make_backend(cfg)
+        self.parts = build(cfg, spec, self.backend)
+        self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
+                                   cfg.chunk_steps * cfg.actors)
+        self.split_rng = np.random.default_rng(cfg.seed + 17)
+        self.shard_inserted = np.zeros(cfg.replay_shards, dtype=np.int64)
+        self.shard_capacity = cfg.replay_capacity // cfg.replay_shards
+        self.arm_groups = ([a.group for a in policy_set(cfg.policy_set)] if cfg.algo == "beta_dqn" else None)
+        self.env_steps = 0
+        self.committed = 0
+        self.episodes = 0
+        self.arm_episodes = 0  # finished episodes that were played under an arm (reported to it)
+        self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
+        self.evals: dict[int, dict | None] = {}  # env_steps -> result (None while running)
+
+    # ---- replay ----
+    def _sample_future(self):
+        sizes = np.minimum(self.shard_inserted, self.shard_capacity)
+        counts = split_batch(sizes, self.cfg.batch_size, self.split_rng)
+        return [self.backend.call(self.parts["shards"][s], "sample", int(n))
+                for s, n in enumerate(counts) if n > 0]
+
+    def _next_batch(self, prefetched: deque):
+        # serial: sample now (deterministic); Ray: keep a couple of batches in flight
+        depth = 1 if self.backend.name == "serial" else 2
+        while len(prefetched) < depth:
+            prefetched.append(self._sample_future())
+        return concat(self.backend.get(prefetched.popleft()))
+
+    # ---- the loop ----
+    def run(self) -> dict:
+        cfg, backend, learner = self.cfg, self.backend, self.learner
+        actors = self.parts["actors"]
+        logger = RunLogger(cfg, self.out, cfg.total_steps)
+        t0 = time.perf_counter()
+        weights = backend.put(learner.weights())
+        actor_version = [-1] * len(actors)
+        inflight: dict = {}  # future -> actor index
+        eval_futures: list = []
+        prefetched: deque = deque()
+        next_target, next_eval = cfg.target_update, cfg.eval_every
+        window = _Window()
+        last_log = time.perf_counter()
+        peak_rss = 0.0
+        try:
+            while True:
+                # 1. hand chunks to idle actors, as far as the replay ratio allows
+                busy = set(inflight.values())
+                for i in range(len(actors)):
+                    if i in busy:
+                        continue
+                    n = min(cfg.chunk_steps, cfg.total_steps - self.committed)
+                    if n <= 0 or not self.limiter.may_collect(self.committed + n, learner.updates):
+                        break
+                    send = weights if actor_version[i] != learner.version else None
+                    fut = backend.call(actors[i], "collect", n, send, learner.version, self.committed)
+                    actor_version[i] = learner.version
+                    inflight[fut] = i
+                    self.committed += n
+                # 2. the updates the ratio asks for now
+                updated = 0
+                while self.limiter.may_update(learner.updates, self.env_steps):
+                    window.add_update(learner.update(self._next_batch(prefetched)))
+                    updated += 1
+                    if learner.updates % cfg.publish_every == 0:
+                        weights = self._publish()
+                    if updated >= 16 and inflight:
+                        break  # keep harvesting so actors do not idle behind a long burst
+                caught_up = not self.limiter.may_update(learner.updates, self.env_steps)
+                if caught_up:
+                    while self.env_steps >= next_target:
+                        learner.sync_target()
+                        next_target += cfg.target_update
+                    while next_eval <= self.env_steps:
+                        weights = self._start_eval(next_eval, eval_futures)
+                        next_eval += cfg.eval_every
+                    if self.env_steps >= cfg.total_steps and cfg.total_steps not in self.evals:
+                        weights = self._start_eval(cfg.total_steps, eval_futures)
+                # 3. results: finished chunks and evaluations
+                for fut in backend.ready(eval_futures, block=False):
+                    eval_futures.remove(fut)
+                    self._record_eval(backend.get(fut), logger)
+                if not inflight:
+                    if self.env_steps >= cfg.total_steps and caught_up:
+                        break
+                    continue
+                for fut in backend.ready(list(inflight), block=not updated):
+                    i = inflight.pop(fut)
+                    stats = backend.get(fut)
+                    self.env_steps += stats["steps"]
+                    self.shard_inserted[i % cfg.replay_shards] += stats["steps"]
+                    self.episodes += len(stats["episodes"])
+                    self.arm_episodes += sum(ep["arm"] is not None for ep in stats["episodes"])
+                    seen = self.actor_versions[i]
+                    seen[0] = stats["version"] if seen[0] < 0 else seen[0]
+                    seen[1] = stats["version"]
+                    window.add_chunk(stats, learner.version - stats["version"])
+                    logger.advance(stats["steps"])
+                now = time.perf_counter()
+                if now - last_log >= cfg.log_every:
+                    peak_rss = max(peak_rss, _process_tree_rss())
+                    logger.log(self._metrics(window, now - last_log, now - t0))
+                    window = _Window()
+                    last_log = now
+            for fut in eval_futures:
+                self._record_eval(backend.get(fut), logger)
+            wall = time.perf_counter() - t0
+            peak_rss = max(peak_rss, _process_tree_rss())
+            if window.updates or window.steps:
+                logger.log(self._metrics(window, time.perf_counter() - last_log, wall))
+            summary = self._finish(wall, peak_rss)
+            logger.close(summary)
+            return summary
+        finally:
+            if logger.bar is not None:
+                logger.bar.close()
+            backend.shutdown()
+
+    def _publish(self):
+        self.learner.version += 1
+        return self.backend.put(self.learner.weights())
+
+    def _start_eval(self, at: int, futures: list):
+        """Evaluate the current weights (published now) as those of env step `at`."""
+        weights = self._publish()
+        futures.append(self.backend.call(self.parts["evaluator"], "evaluate", weights, at))
+        self.evals[at] = None
+        return weights
+
+    def _record_eval(self, result: dict, logger: RunLogger) -> None:
+        self.evals[result["env_steps"]] = result
+        logger.log_eval(result)
+
+    def _metrics(self, window: _Window, seconds: float, wall: float) -> dict:
+        cfg = self.cfg
+        row = {"env_steps": self.env_steps, "updates": self.learner.updates, "episodes": self.episodes,
+               "wall_seconds": round(wall, 2),
+               "env_steps_per_s": window.steps / max(seconds, 1e-9),
+               "updates_per_s": window.updates / max(seconds, 1e-9),
+               "replay_ratio": achieved_ratio(self.learner.updates, self.env_steps, cfg.learning_starts),
+               **window.summary()}
+        if self.arm_groups is not None:
+            props = self.backend.get(self.backend.call(self.parts["arm_source"], "proportions"))
+            row["arm_proportions"] = [round(float(p), 4) for p in props]
+            for g in ("cov", "cor", "cor0"):
+                row[f"arms_{g}"] = float(sum(p for p, gg in zip(props, self.arm_groups, strict=True) if gg == g))
+        return row
+
+    def _finish(self, wall: float, peak_rss: float) -> dict:
+        cfg, learner = self.cfg, self.learner
+        evals = [self.evals[k] for k in sorted(self.evals)]
+        final = self.evals.get(cfg.total_steps) or {}
+        arm_state = self.backend.get(self.backend.call(self.parts["arm_source"], "state_dict"))
+        shard_stats = [self.backend.get(self.backend.call(h, "stats")) for h in self.parts["shards"]]
+        checkpoint = {
+            "config": dataclasses.asdict(cfg),
+            "learner": learner.state_dict(),
+            "counters": {"env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes},
+            "arm_source": arm_state,
+            "evals": evals,
+        }
+        tmp = self.out / "checkpoint.pt.tmp"
+        torch.save(checkpoint, tmp)
+        os.replace(tmp, self.out / "checkpoint.pt")
+        summary = {
+            "env": cfg.env, "algo": cfg.algo, "seed": cfg.seed, "runtime": cfg.runtime, "actors": cfg.actors,
+            "env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes,
+            "arm_episodes": self.arm_episodes, "weight_versions": learner.version,
+            "replay_inserted": sum(st["inserted"] for st in shard_stats),
+            "replay_size": sum(st["size"] for st in shard_stats),
+            "replay_ratio": achieved_ratio(learner.updates, self.env_steps, cfg.learning_starts),
+            "wall_seconds": wall, "env_steps_per_s": self.env_steps / wall, "peak_rss_gb": peak_rss,
+            "device": str(learner.device),
+            "final_eval": {k: final.get(k) for k in ("env_steps", "return_mean", "return_std", "success_rate")},
+        }
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
+
+class _Window:
+    """Metrics gathered between two log lines."""
+
+    def __init__(self):
+        self.steps = 0
+        self.updates = 0
+        self.sums: dict[str, torch.Tensor] = {}
+        self.staleness: list[int] = []
+        self.returns: list[float] = []
+        self.successes: list[bool] = []
+
+    def add_update(self, metrics: dict) -> None:
+        self.updates += 1
+        for k, v in metrics.items():
+            self.sums[k] = self.sums[k] + v if k in self.sums else v.clone()
+
+    def add_chunk(self, stats: dict, staleness: int) -> None:
+        self.steps += stats["steps"]
+        self.staleness.append(staleness)
+        for ep in stats["episodes"]:
+            self.returns.append(ep["return"])
+            if ep["success"] is not None:
+                self.successes.append(ep["success"])
+
+    def summary(self) -> dict:
+        row = {k: float(v) / self.updates for k, v in self.sums.items()} if self.updates else {}
+        if self.staleness:
+            row["staleness_mean"] = float(np.mean(self.staleness))
+            row["staleness_p95"] = float(np.percentile(self.staleness, 95))
+        if self.returns:
+            row["train_return_mean"] = float(np.mean(self.returns))
+            row["train_episodes"] = len(self.returns)
+        if self.successes:
+            row["train_success_rate"] = float(np.mean(self.successes))
+        return row
+
+
+def train(cfg, spec) -> dict:
+    return Run(cfg, spec).run()

@@ -1,0 +1,154 @@
+"""Where the plain classes run: in this process (`SerialBackend`) or as Ray actors (`RayBackend`).
+
+The training loop (`learner.run`) is written once against this small interface:
+`make(cls, *args)` builds a component, `call(handle, method, *args)` returns a future,
+`ready(futures, block)` says which are done, `get(future)` reads one, `put(value)` shares a value.
+This module is the only place that touches Ray's API for the run.
+"""
+
+from __future__ import annotations
+
+import os
+
+from actors.actor import Actor
+from actors.evaluator import Evaluator
+from meta_controller.bandit import FixedArm, SlidingWindowBandit
+from replay_service.buffer import ReplayBuffer, make_packer
+
+_THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class _Done:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class SerialBackend:
+    """Everything in one process, in a fixed order: deterministic for a given seed."""
+
+    name = "serial"
+
+    def make(self, cls, *args, cpus: float = 0.0):
+        return cls(*args)
+
+    def port(self, handle):
+        return handle
+
+    def call(self, handle, method: str, *args):
+        return _Done(getattr(handle, method)(*args))
+
+    def ready(self, futures: list, block: bool) -> list:
+        return list(futures)
+
+    def get(self, future):
+        return [f.value for f in future] if isinstance(future, list) else future.value
+
+    def put(self, value):
+        return value
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _RemotePort:
+    """What an actor holds to reach the bandit or a replay shard across processes.
+
+    `select` and `insert` wait for their answer (the arm is needed now; an acknowledged insert is
+    what the learner's step count relies on); `report` is fire-and-forget, in order per caller.
+    """
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def select(self) -> int:
+        import ray
+
+        return ray.get(self.handle.select.remote())
+
+    def report(self, arm: int, episode_return: float, bonus: float) -> None:
+        self.handle.report.remote(arm, episode_return, bonus)
+
+    def insert(self, chunk) -> int:
+        import ray
+
+        return ray.get(self.handle.insert.remote(chunk))
+
+
+class RayBackend:
+    name = "ray"
+
+    def __init__(self, address: str = ""):
+        import ray
+
+        self.ray = ray
+        self.handles: list = []
+        self.owned = not ray.is_initialized()  # shut down only a cluster this backend started
+        address = address or os.environ.get("RAY_ADDRESS", "")
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
+            else:
+                # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
+                ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+                         log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
+        self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
+
+    def make(self, cls, *args, cpus: float = 0.0):
+        handle = self.ray.remote(num_cpus=cpus)(cls).remote(*args)
+        self.handles.append(handle)
+        return handle
+
+    def port(self, handle):
+        return _RemotePort(handle)
+
+    def call(self, handle, method: str, *args):
+        return getattr(handle, method).remote(*args)
+
+    def ready(self, futures: list, block: bool) -> list:
+        if not futures:
+            return []
+        done, _ = self.ray.wait(futures, num_returns=1, timeout=None if block else 0)
+        if done:  # take everything else that is already done too
+            more, _ = self.ray.wait(futures, num_returns=len(futures), timeout=0)
+            done = more or done
+        return done
+
+    def get(self, future):
+        return self.ray.get(future)
+
+    def put(self, value):
+        return self.ray.put(value)
+
+    def shutdown(self) -> None:
+        for handle in self.handles:
+            self.ray.kill(handle)
+        self.handles.clear()
+        if self.owned:
+            self.ray.shutdown()
+
+
+def make_backend(cfg):
+    return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
+
+
+def build(cfg, spec, backend) -> dict:
+    """Wire the run: arm source, replay shards, actors, evaluator. Returns their handles."""
+    if cfg.algo == "beta_dqn":
+        from actors.policies import policy_set
+
+        arm_source = backend.make(SlidingWindowBandit, len(policy_set(cfg.policy_set)),
+                                  cfg.bandit_window, cfg.seed)
+    else:
+        arm_source = backend.make(FixedArm, cfg.seed)
+    packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+    shard_capacity = cfg.replay_capacity // cfg.replay_shards
+    shards = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
+                           cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
+    actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
+    actors = [backend.make(Actor, cfg, spec, i, backend.port(arm_source),
+                           backend.port(shards[i % cfg.replay_shards]), cpus=actor_cpus)
+              for i in range(cfg.actors)]
+    evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003)
+    return {"arm_source": arm_source, "shards": shards, "actors": actors, "evaluator": evaluator}

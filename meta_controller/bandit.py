@@ -1,0 +1,111 @@
+"""The meta-controller: a sliding-window bandit over the policy set   [eq:policy select] (spec §3).
+
+Plain and seeded; `learner.runtime` hosts it as a Ray actor. The arm source of the other
+algorithms (`FixedArm` for DQN) shares the same `select()/report()` contract, so choosing a policy
+per episode is one mechanism for every method.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+
+class SlidingWindowBandit:
+    """Window of the last L finished episodes (all actors together).
+
+    In the window: N(π) plays, μ(π) the mean return normalised to [0, 1] by the window's min and max
+    (0.5 when they are equal), b(π) the mean exploration bonus. `select` returns an arm with
+    N(π) = 0 first — arms handed to episodes still running count as played, so concurrent actors
+    spread over the unplayed arms — otherwise argmax μ + b with ties broken by the seeded rng.
+    """
+
+    def __init__(self, n_arms: int, window: int = 1000, seed: int = 0):
+        if n_arms < 1 or window < 1:
+            raise ValueError(f"n_arms={n_arms} and window={window} must be >= 1")
+        self.n_arms = n_arms
+        self.window: deque[tuple[int, float, float]] = deque(maxlen=window)
+        self.pending = np.zeros(n_arms, dtype=np.int64)
+        self.rng = np.random.default_rng(seed)
+
+    def statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(N(π), μ(π), b(π)) over the window; μ and b are 0 where N(π) = 0."""
+        plays = np.zeros(self.n_arms)
+        mu = np.zeros(self.n_arms)
+        bonus = np.zeros(self.n_arms)
+        if not self.window:
+            return plays, mu, bonus
+        arms = np.fromiter((e[0] for e in self.window), dtype=np.int64, count=len(self.window))
+        returns = np.fromiter((e[1] for e in self.window), dtype=np.float64, count=len(self.window))
+        bonuses = np.fromiter((e[2] for e in self.window), dtype=np.float64, count=len(self.window))
+        lo, hi = returns.min(), returns.max()
+        normed = np.full_like(returns, 0.5) if hi == lo else (returns - lo) / (hi - lo)
+        plays = np.bincount(arms, minlength=self.n_arms).astype(np.float64)
+        played = plays > 0
+        mu[played] = np.bincount(arms, weights=normed, minlength=self.n_arms)[played] / plays[played]
+        bonus[played] = np.bincount(arms, weights=bonuses, minlength=self.n_arms)[played] / plays[played]
+        return plays, mu, bonus
+
+    def select(self) -> int:
+        plays, mu, bonus = self.statistics()
+        unplayed = np.flatnonzero(plays + self.pending == 0)
+        if unplayed.size:
+            arm = int(unplayed[0])
+        elif not plays.any():
+            # every arm is already handed out and none has finished: spread the load
+            arm = int(np.argmin(self.pending))
+        else:
+            score = np.where(plays > 0, mu + bonus, -np.inf)
+            best = np.flatnonzero(score == score.max())
+            arm = int(best[0]) if best.size == 1 else int(self.rng.choice(best))
+        self.pending[arm] += 1
+        return arm
+
+    def report(self, arm: int, episode_return: float, bonus: float) -> None:
+        """A finished episode played with `arm`: return R and bonus B (fraction of exploratory steps)."""
+        if not 0 <= arm < self.n_arms:
+            raise ValueError(f"arm {arm} outside [0, {self.n_arms})")
+        if self.pending[arm] > 0:
+            self.pending[arm] -= 1
+        self.window.append((int(arm), float(episode_return), float(bonus)))
+
+    def proportions(self) -> np.ndarray:
+        """Share of each arm among the window's episodes."""
+        plays = self.statistics()[0]
+        return plays / max(plays.sum(), 1.0)
+
+    def state_dict(self) -> dict:
+        return {"n_arms": self.n_arms, "window_size": self.window.maxlen,
+                "window": [list(e) for e in self.window], "pending": self.pending.tolist(),
+                "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.n_arms = int(state["n_arms"])
+        self.window = deque((tuple(e) for e in state["window"]), maxlen=int(state["window_size"]))
+        self.pending = np.asarray(state["pending"], dtype=np.int64)
+        self.rng.bit_generator.state = state["rng"]
+
+
+class FixedArm:
+    """One policy for every episode (DQN): arm 0, nothing learned."""
+
+    n_arms = 1
+
+    def __init__(self, seed: int = 0):
+        self.counts = np.zeros(1)
+
+    def select(self) -> int:
+        return 0
+
+    def report(self, arm: int, episode_return: float, bonus: float) -> None:
+        self.counts[0] += 1
+
+    def proportions(self) -> np.ndarray:
+        return np.ones(1)
+
+    def state_dict(self) -> dict:
+        return {"counts": self.counts.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.counts = np.asarray(state["counts"], dtype=np.float64)

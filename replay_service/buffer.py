@@ -1,0 +1,97 @@
+"""A FIFO ring of transitions in numpy, with observations stored compactly (spec §4: 100k, FIFO).
+
+Boolean and one-hot observations (MinAtar, CliffWalk) are bit-packed: 1 bit per entry.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
+
+
+class ObsPacker:
+    """Bit-packs observations whose entries are all 0/1 (bool, or CliffWalk's uint8 one-hot)."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, binary: bool):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.size = int(np.prod(shape))
+        self.binary = binary
+
+    def pack(self, obs: np.ndarray) -> np.ndarray:
+        flat = obs.reshape(obs.shape[0], self.size)
+        return np.packbits(flat.astype(bool), axis=1) if self.binary else flat.astype(self.dtype, copy=False)
+
+    def unpack(self, packed: np.ndarray) -> np.ndarray:
+        if self.binary:
+            flat = np.unpackbits(packed, axis=1, count=self.size).astype(self.dtype, copy=False)
+        else:
+            flat = packed
+        return flat.reshape(packed.shape[0], *self.shape)
+
+    @property
+    def packed_shape(self) -> tuple[int]:
+        return ((self.size + 7) // 8,) if self.binary else (self.size,)
+
+    @property
+    def packed_dtype(self) -> np.dtype:
+        return np.dtype(np.uint8) if self.binary else self.dtype
+
+
+def make_packer(obs_shape: tuple[int, ...], obs_dtype: str, env_name: str) -> ObsPacker:
+    binary = obs_dtype == "bool" or env_name == "CliffWalk"
+    return ObsPacker(obs_shape, obs_dtype, binary)
+
+
+class ReplayBuffer:
+    """Fixed-capacity FIFO ring. `insert` takes a chunk of packed transitions; `sample` is uniform."""
+
+    def __init__(self, capacity: int, packed_shape: tuple[int, ...], packed_dtype, seed: int = 0):
+        self.capacity = capacity
+        self.obs = np.zeros((capacity, *packed_shape), dtype=packed_dtype)
+        self.next_obs = np.zeros_like(self.obs)
+        self.action = np.zeros(capacity, dtype=np.int64)
+        self.reward = np.zeros(capacity, dtype=np.float32)
+        self.terminated = np.zeros(capacity, dtype=bool)
+        self.cursor = 0  # next slot to write
+        self.size = 0
+        self.inserted = 0  # total ever inserted
+        self.rng = np.random.default_rng(seed)
+
+    def insert(self, chunk: dict[str, np.ndarray]) -> int:
+        n = len(chunk["action"])
+        if n > self.capacity:  # only the newest `capacity` survive FIFO anyway
+            chunk = {k: v[-self.capacity:] for k, v in chunk.items()}
+            self.inserted += n - self.capacity
+            n = self.capacity
+        idx = (self.cursor + np.arange(n)) % self.capacity
+        for name in FIELDS:
+            getattr(self, name)[idx] = chunk[name]
+        self.cursor = (self.cursor + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+        self.inserted += n
+        return self.inserted
+
+    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
+        if self.size == 0:
+            raise RuntimeError("sample from an empty replay buffer")
+        idx = self.rng.integers(0, self.size, size=batch_size)
+        return {name: getattr(self, name)[idx] for name in FIELDS}
+
+    def __len__(self) -> int:
+        return self.size
+
+    def stats(self) -> dict[str, int]:
+        return {"size": self.size, "inserted": self.inserted, "capacity": self.capacity}
+
+    def state_dict(self) -> dict:
+        return {"arrays": {n: getattr(self, n)[: self.size].copy() for n in FIELDS},
+                "cursor": self.cursor, "size": self.size, "inserted": self.inserted,
+                "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        size = int(state["size"])
+        for n in FIELDS:
+            getattr(self, n)[:size] = state["arrays"][n]
+        self.cursor, self.size, self.inserted = int(state["cursor"]), size, int(state["inserted"])
+        self.rng.bit_generator.state = state["rng"]

@@ -1,0 +1,19 @@
+import os
+import tempfile
+
+import pytest
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("WANDB_SILENT", "true")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the whole session, with a temp dir of its own."""
+    import ray
+
+    temp_dir = tempfile.mkdtemp(prefix="ray-test-")
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
+             _temp_dir=temp_dir, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    yield ray
+    ray.shutdown()

@@ -1,0 +1,84 @@
+"""The meta-controller [eq:policy select] on hand-built episode streams."""
+
+import numpy as np
+import pytest
+
+from meta_controller.bandit import SlidingWindowBandit
+
+
+def test_unplayed_arms_first_in_index_order_counting_pending():
+    b = SlidingWindowBandit(n_arms=4, window=10, seed=0)
+    # four concurrent episodes start before any finishes: they spread over the four arms
+    assert [b.select() for _ in range(4)] == [0, 1, 2, 3]
+    # a fifth concurrent request: every arm is handed out and none finished -> least pending
+    assert b.select() == 0
+    assert b.pending.tolist() == [2, 1, 1, 1]
+
+
+def test_argmax_of_normalised_return_plus_bonus():
+    b = SlidingWindowBandit(n_arms=3, window=10, seed=0)
+    for arm, ret, bonus in [(0, 0.0, 0.0), (1, 10.0, 0.0), (2, 5.0, 0.3)]:
+        b.report(arm, ret, bonus)
+    plays, mu, bonus = b.statistics()
+    # normalised by the window's min 0 and max 10: μ = [0, 1, 0.5]; b = [0, 0, 0.3]
+    np.testing.assert_allclose(mu, [0.0, 1.0, 0.5])
+    np.testing.assert_allclose(bonus, [0.0, 0.0, 0.3])
+    assert b.select() == 1  # 1.0 > 0.8
+    b.report(2, 5.0, 0.9)  # arm 2: μ = 0.5, b = 0.6 -> 1.1 > 1.0
+    assert b.select() == 2
+
+
+def test_normalisation_is_one_half_when_all_returns_are_equal():
+    b = SlidingWindowBandit(n_arms=2, window=10, seed=0)
+    b.report(0, 3.0, 0.0)
+    b.report(1, 3.0, 0.2)
+    _, mu, _ = b.statistics()
+    np.testing.assert_allclose(mu, [0.5, 0.5])
+    assert b.select() == 1
+
+
+def test_window_forgets_old_episodes_and_the_arm_becomes_unplayed_again():
+    b = SlidingWindowBandit(n_arms=3, window=3, seed=0)
+    b.report(0, 1.0, 0.0)
+    for _ in range(3):
+        b.report(1, 2.0, 0.0)
+    plays, _, _ = b.statistics()
+    assert plays.tolist() == [0, 3, 0]  # arm 0's episode left the window
+    assert b.select() == 0  # unplayed again, lowest index first
+    assert b.select() == 2
+
+
+def test_ties_are_broken_by_the_seeded_rng():
+    picks = []
+    for seed in range(40):
+        b = SlidingWindowBandit(n_arms=3, window=10, seed=seed)
+        for arm in range(3):
+            b.report(arm, 1.0, 0.1)
+        picks.append(b.select())
+    assert set(picks) == {0, 1, 2}
+    b1, b2 = SlidingWindowBandit(3, 10, seed=5), SlidingWindowBandit(3, 10, seed=5)
+    for b in (b1, b2):
+        for arm in range(3):
+            b.report(arm, 1.0, 0.1)
+    assert [b1.select() for _ in range(10)] == [b2.select() for _ in range(10)]
+
+
+def test_report_releases_the_pending_assignment():
+    b = SlidingWindowBandit(n_arms=2, window=10, seed=0)
+    arm = b.select()
+    assert b.pending[arm] == 1
+    b.report(arm, 1.0, 0.5)
+    assert b.pending[arm] == 0
+    with pytest.raises(ValueError):
+        b.report(5, 0.0, 0.0)
+
+
+def test_state_round_trip_continues_identically():
+    b = SlidingWindowBandit(n_arms=3, window=5, seed=1)
+    for i in range(7):
+        b.report(i % 3, float(i % 2), 0.1 * (i % 3))
+    b.select()
+    c = SlidingWindowBandit(n_arms=3, window=5, seed=99)
+    c.load_state_dict(b.state_dict())
+    assert [b.select() for _ in range(5)] == [c.select() for _ in range(5)]
+    assert list(b.window) == list(c.window)

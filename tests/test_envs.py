@@ -1,0 +1,113 @@
+"""The environment factory against spec §6."""
+
+import numpy as np
+import pytest
+
+from actors.envs import UnknownEnvError, env_spec, make_env
+
+
+def test_cliffwalk_shapes_rewards_and_limits():
+    env = make_env("CliffWalk", seed=0)
+    obs, _ = env.reset()
+    assert obs.shape == (48,) and obs.dtype == np.uint8 and obs.sum() == 1
+    assert obs[3 * 12 + 0] == 1  # start: bottom-left
+    assert env.action_space.n == 4
+    # right from the start falls into the cliff: −1, terminated, no success
+    _, r, term, trunc, info = env.step(1)
+    assert (r, term, trunc, info["success"]) == (-1.0, True, False, False)
+    # up, 11 × right, down reaches the goal: +1, terminated, success
+    env.reset()
+    for a in [0] + [1] * 11:
+        _, r, term, _, _ = env.step(a)
+        assert r == 0.0 and not term
+    _, r, term, _, info = env.step(2)
+    assert (r, term, info["success"]) == (1.0, True, True)
+    # 100 steps without ending: truncated, not terminated
+    env.reset()
+    for _ in range(100):
+        _, r, term, trunc, _ = env.step(0)  # bumping into the top wall
+    assert (term, trunc) == (False, True)
+    spec = env_spec("CliffWalk")
+    assert spec.gamma == 0.9 and spec.n_actions == 4 and spec.has_success
+
+
+def test_minatar_breakout():
+    spec = env_spec("MinAtar/Breakout")
+    assert spec.obs_shape == (10, 10, 4) and spec.obs_dtype == "bool" and spec.n_actions == 6
+    assert spec.gamma == 0.99 and spec.learning_rate == 3e-4 and not spec.has_success
+    assert env_spec("MinAtar/Breakout-v0").name == "MinAtar/Breakout"
+    assert env_spec("MinAtar/Asterix").learning_rate == 3e-5
+    env = make_env("MinAtar/Breakout", seed=1)
+    obs, _ = env.reset()
+    assert obs.shape == (10, 10, 4) and obs.dtype == bool
+    assert env.unwrapped.game.sticky_action_prob == 0.1
+
+
+def test_minatar_is_seeded():
+    def trajectory(seed):
+        env = make_env("MinAtar/SpaceInvaders", seed=seed)
+        obs, _ = env.reset()
+        out = [obs.copy()]
+        for t in range(30):
+            obs, *_ = env.step(t % 6)
+            out.append(obs.copy())
+        return np.stack(out)
+
+    assert np.array_equal(trajectory(3), trajectory(3))
+
+
+def _lava_crossing_env():
+    """LavaCrossing with the agent placed facing a lava cell."""
+    env = make_env("LavaCrossing-Easy", seed=0)
+    env.reset()
+    grid = env.unwrapped.grid
+    for x in range(1, grid.width - 1):
+        for y in range(1, grid.height - 1):
+            cell = grid.get(x, y)
+            if cell is not None and cell.type == "lava":
+                for d, (dx, dy) in enumerate([(1, 0), (0, 1), (-1, 0), (0, -1)]):
+                    px, py = x - dx, y - dy
+                    if grid.get(px, py) is None:
+                        env.unwrapped.agent_pos = (px, py)
+                        env.unwrapped.agent_dir = d
+                        return env
+    raise AssertionError("no lava cell reachable in this layout")
+
+
+def test_minigrid_paper_rewards_and_action_sets():
+    spec = env_spec("LavaCrossing-Easy")
+    assert spec.obs_shape == (9, 9, 3) and spec.n_actions == 3 and spec.has_success
+    assert env_spec("DoorKey").n_actions == 5 and env_spec("DoorKey").obs_shape == (6, 6, 3)
+    assert env_spec("Unlock").n_actions == 5
+    assert env_spec("SimpleCrossing-Easy").learning_rate == 1e-4
+    env = _lava_crossing_env()
+    max_steps = env.unwrapped.max_steps
+    assert max_steps == 4 * 9 * 9
+    # turning is an ordinary step: −0.01
+    _, r, term, _, _ = env.step(0)
+    assert r == pytest.approx(-0.01) and not term
+    env.step(1)  # turn back to face the lava
+    _, r, term, _, info = env.step(2)  # forward into lava: −MaxSteps/100, ends, no success
+    assert r == pytest.approx(-max_steps / 100) and term and info["success"] is False
+
+
+def test_minigrid_success_reward():
+    env = make_env("DoorKey", seed=0)
+    env.reset()
+    u = env.unwrapped
+    gx, gy = next((x, y) for x in range(u.width) for y in range(u.height)
+                  if u.grid.get(x, y) is not None and u.grid.get(x, y).type == "goal")
+    u.agent_pos, u.agent_dir = (gx - 1, gy), 0  # just left of the goal, facing right
+    _, r, term, _, info = env.step(2)
+    assert r == pytest.approx(10 * 6 * 6 / 100) and term and info["success"] is True
+
+
+def test_any_registered_gymnasium_id_and_unknown_names():
+    spec = env_spec("CartPole-v1")
+    assert spec.obs_shape == (4,) and spec.n_actions == 2
+    with pytest.raises(UnknownEnvError, match="known: CliffWalk, MinAtar/Asterix"):
+        env_spec("Pong")
+    with pytest.raises(UnknownEnvError):
+        env_spec("MinAtar/Pong")
+    with pytest.raises(UnknownEnvError, match="only Discrete"):
+        env_spec("Pendulum-v1")
