@@ -146,6 +146,11 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     """Fill environment defaults (γ, lr, out) and return (config, EnvSpec); unknown env -> ConfigError."""
     from actors.envs import UnknownEnvError, canonical_name, env_spec
 
+    if cfg.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("device", "cuda: no CUDA device is available here; use auto or cpu")
     try:
         spec = env_spec(cfg.env)
     except UnknownEnvError as e:

@@ -43,11 +43,12 @@ class Learner:
 
     def _to_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         out = {}
+        # torch.tensor copies: arrays that come through Ray's object store are read-only
         for k in ("obs", "next_obs"):
-            out[k] = torch.as_tensor(self.packer.unpack(batch[k])).to(self.device, non_blocking=True)
-        out["action"] = torch.as_tensor(batch["action"], dtype=torch.int64).to(self.device)
-        out["reward"] = torch.as_tensor(batch["reward"], dtype=torch.float32).to(self.device)
-        out["terminated"] = torch.as_tensor(batch["terminated"]).to(self.device)
+            out[k] = torch.tensor(self.packer.unpack(batch[k])).to(self.device, non_blocking=True)
+        out["action"] = torch.tensor(batch["action"], dtype=torch.int64).to(self.device)
+        out["reward"] = torch.tensor(batch["reward"], dtype=torch.float32).to(self.device)
+        out["terminated"] = torch.tensor(batch["terminated"]).to(self.device)
         return out
 
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:

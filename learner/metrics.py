@@ -44,7 +44,7 @@ class RunLogger:
         if cfg.progress:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True,
+            self.bar = tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True, mininterval=1.0,
                             file=sys.stderr, desc=f"{cfg.env} {cfg.algo} s{cfg.seed}")
 
     def log(self, row: dict) -> None:

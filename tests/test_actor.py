@@ -1,0 +1,94 @@
+"""The episode loop: arms per episode, the bandit's bonus B, warm-up, chunks, weight versions."""
+
+import numpy as np
+import pytest
+import torch
+
+from actors.actor import Actor, is_exploitation
+from learner.config import Config, resolve
+from learner.networks import make_network, to_numpy
+
+
+class FakeArms:
+    def __init__(self, arm):
+        self.arm, self.reports = arm, []
+
+    def select(self):
+        return self.arm
+
+    def report(self, arm, ret, bonus):
+        self.reports.append((arm, ret, bonus))
+
+
+class FakeReplay:
+    def __init__(self):
+        self.chunks = []
+
+    def insert(self, chunk):
+        self.chunks.append(chunk)
+        return sum(len(c["action"]) for c in self.chunks)
+
+
+def biased_net(spec, action):
+    """A network whose output is dominated by a bias towards `action`, whatever the state."""
+    net = make_network(spec.obs_shape, spec.n_actions)
+    with torch.no_grad():
+        net.out.weight.zero_()
+        net.out.bias.zero_()
+        net.out.bias[action] = 10.0
+    return to_numpy(net)
+
+
+def make_actor(arm, learning_starts=0, policy_set="13"):
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=learning_starts, envs_per_actor=2,
+                               policy_set=policy_set, wandb="disabled"))
+    arms, replay = FakeArms(arm), FakeReplay()
+    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    # β is certain of action 0 (up): only "up" is supported, so pure exploitation is always "up";
+    # Q prefers action 2 (down), which β does not support.
+    weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
+    return actor, arms, replay, weights
+
+
+def test_bonus_is_the_fraction_of_steps_off_pure_exploitation():
+    # arm 12 = π_cor(1): greedy on Q -> "down" at every step, never the exploitation action
+    actor, arms, replay, weights = make_actor(arm=12)
+    stats = actor.collect(400, weights, version=7)
+    assert stats["steps"] == 400 and stats["version"] == 7
+    assert len(replay.chunks) == 1 and len(replay.chunks[0]["action"]) == 400
+    assert np.all(replay.chunks[0]["action"] == 2)
+    assert arms.reports and all(b == 1.0 and arm == 12 for arm, _, b in arms.reports)
+    # "down" at the start stays on the start cell: 400 steps over 2 environments are four
+    # 100-step episodes, all truncated with return 0
+    assert len(stats["episodes"]) == 4 and all(ep["return"] == 0.0 for ep in stats["episodes"])
+    # arm 2 = π_cor(0): pure exploitation at every step -> B = 0
+    actor, arms, replay, weights = make_actor(arm=2)
+    actor.collect(400, weights, version=0)
+    assert np.all(replay.chunks[0]["action"] == 0)
+    assert arms.reports and all(b == 0.0 for _, _, b in arms.reports)
+
+
+def test_warm_up_episodes_are_random_and_not_reported():
+    actor, arms, replay, weights = make_actor(arm=2, learning_starts=10_000)
+    stats = actor.collect(600, weights, version=0, global_step=0)
+    actions = replay.chunks[0]["action"]
+    assert len(set(actions.tolist())) == 4  # uniform random, not the policy's constant "up"
+    assert stats["episodes"] and all(ep["arm"] is None for ep in stats["episodes"])
+    assert arms.reports == []
+
+
+def test_chunks_carry_exact_step_counts_across_uneven_calls():
+    actor, _, replay, weights = make_actor(arm=2)
+    actor.collect(5, weights, version=0)  # 2 envs: 2 + 2 + 1 steps
+    actor.collect(64, None, version=0)
+    assert [len(c["action"]) for c in replay.chunks] == [5, 64]
+    with pytest.raises(RuntimeError):
+        make_actor(arm=2)[0].collect(4)  # no weights yet
+
+
+def test_is_exploitation_counts_ties_as_exploitation():
+    q = np.array([1.0, 3.0, 3.0])
+    beta = np.array([0.4, 0.3, 0.3])
+    assert is_exploitation(1, q, beta, 0.05) and is_exploitation(2, q, beta, 0.05)
+    assert not is_exploitation(0, q, beta, 0.05)
+    assert not is_exploitation(1, q, np.array([0.5, 0.01, 0.49]), 0.05)  # unsupported action

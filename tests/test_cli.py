@@ -1,0 +1,48 @@
+"""User mistakes end with status 2 and one line that names the field and what is allowed."""
+
+import subprocess
+import sys
+
+import pytest
+
+from learner.main import build_parser, parse_config
+
+CASES = [
+    (["--env", "Pong"], "--env: unknown env 'Pong'; known: CliffWalk"),
+    (["--algo", "ppo"], "--algo: 'ppo' is not one of: beta_dqn, dqn"),
+    (["--total-steps", "-5"], "--total-steps: must be > 0, got -5"),
+    (["--actors", "0"], "--actors: must be > 0, got 0"),
+    (["--beta-eps", "1.5"], "--beta-eps: must be in (0, 1), got 1.5"),
+    (["--beta-eps", "0"], "--beta-eps: must be in (0, 1), got 0.0"),
+    (["--eval-epsilon", "-0.1"], "--eval-epsilon: must be in [0, 1], got -0.1"),
+    (["--gamma", "1"], "--gamma: must be in (0, 1), got 1.0"),
+    (["--replay-capacity", "16"], "--replay-capacity: must be >= --batch-size (32), got 16"),
+    (["--eval-every", "0"], "--eval-every: must be > 0, got 0"),
+    (["--lr", "nan"], "--lr: must be finite, got nan"),
+    (["--policy-set", "7"], "--policy-set: '7' is not one of: 13, 8, 23, cov, cor0, cor1"),
+    (["--actors", "two"], "argument --actors: invalid int value: 'two'"),
+    (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+]
+
+
+@pytest.mark.parametrize("argv,message", CASES)
+def test_bad_input_exits_2_with_one_line(argv, message):
+    proc = subprocess.run([sys.executable, "-m", "learner.main", *argv], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert message in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_defaults_are_the_papers_configuration():
+    cfg = parse_config(["--actors", "32"])
+    assert (cfg.env, cfg.algo, cfg.total_steps, cfg.actors) == ("MinAtar/Breakout", "beta_dqn", 5_000_000, 32)
+    assert (cfg.batch_size, cfg.replay_capacity, cfg.target_update, cfg.replay_ratio) == (32, 100_000, 1000, 0.25)
+    assert (cfg.learning_starts, cfg.beta_eps, cfg.bandit_window, cfg.policy_set) == (5000, 0.05, 1000, "13")
+    assert (cfg.eval_every, cfg.eval_episodes, cfg.eval_epsilon) == (100_000, 30, 0.01)
+    help_text = build_parser().format_help()
+    for flag in ("--env", "--algo", "--actors", "--total-steps", "--seed", "--out", "--eval-every",
+                 "--eval-episodes", "--device", "--address", "--beta-eps", "--replay-ratio"):
+        assert flag in help_text

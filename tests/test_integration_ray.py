@@ -1,0 +1,39 @@
+"""The same run with its parts as Ray actors (2 actors, one shared local cluster)."""
+
+import json
+
+import pytest
+import torch
+
+from learner.config import Config, resolve
+from learner.run import Run
+
+pytestmark = pytest.mark.integration
+
+
+def test_two_actors_on_ray(ray_cluster, tmp_path):
+    cfg, spec = resolve(Config(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2,
+                               total_steps=12_000, learning_starts=1000, chunk_steps=64, eval_every=4000,
+                               eval_episodes=5, wandb="disabled", progress=False, log_every=0.5,
+                               out=str(tmp_path / "ray")))
+    run = Run(cfg, spec)
+    summary = run.run()
+    # transitions reach the replay: every env step was inserted exactly once
+    assert summary["env_steps"] == 12_000 and summary["replay_inserted"] == 12_000
+    # weights reach the actors: each actor acted with several, increasing versions
+    for first, last in run.actor_versions:
+        assert 0 <= first < last <= summary["weight_versions"]
+    # the bandit receives every finished episode that was played under an arm
+    ckpt = torch.load(tmp_path / "ray" / "checkpoint.pt")
+    assert summary["arm_episodes"] > 20
+    assert len(ckpt["arm_source"]["window"]) == summary["arm_episodes"]
+    # episodes still running at the end hold their arms as pending, no more
+    assert sum(ckpt["arm_source"]["pending"]) <= cfg.actors * cfg.envs_per_actor
+    # the replay ratio is held within ±5% over the run
+    assert summary["replay_ratio"] == pytest.approx(0.25, rel=0.05)
+    lines = [json.loads(line) for line in (tmp_path / "ray" / "metrics.jsonl").read_text().splitlines()]
+    assert all("staleness_p95" in line for line in lines if line.get("updates", 0) > 0 and "loss" in line)
+    evals = (tmp_path / "ray" / "evals.csv").read_text().splitlines()
+    assert [int(row.split(",")[0]) for row in evals[1:]] == [4000, 8000, 12_000]
+    # the run's actors are gone; the shared cluster is still up for other tests
+    assert ray_cluster.is_initialized()
