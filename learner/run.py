@@ -54,6 +54,11 @@ def achieved_ratio(updates: int, env_steps: int, learning_starts: int) -> float:
     return updates / max(env_steps - learning_starts, 1)
 
 
+def _json_number(value):
+    """NaN (no notion of success, e.g. MinAtar) is written as null: JSON has no NaN."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
 def _process_tree_rss() -> float:
     """Resident memory of this process and all its descendants (Ray's too), in GB."""
     import psutil
@@ -90,6 +95,9 @@ class Run:
         self.arm_episodes = 0  # finished episodes that were played under an arm (reported to it)
         self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
         self.evals: dict[int, dict | None] = {}  # env_steps -> result (None while running)
+        self.next_target = cfg.target_update
+        self.target_syncs: list[tuple[int, int]] = []  # (env step, learner updates) of each target copy
+        self.next_eval = min(cfg.eval_every, cfg.total_steps)
 
     # ---- replay ----
     def _sample_future(self):
@@ -116,7 +124,6 @@ class Run:
         inflight: dict = {}  # future -> actor index
         eval_futures: list = []
         prefetched: deque = deque()
-        next_target, next_eval = cfg.target_update, cfg.eval_every
         window = _Window()
         last_log = time.perf_counter()
         peak_rss = 0.0
@@ -135,31 +142,26 @@ class Run:
                     actor_version[i] = learner.version
                     inflight[fut] = i
                     self.committed += n
-                # 2. the updates the ratio asks for now
+                # 2. the updates the ratio asks for now; target copies and evaluations fall due
+                #    on the learner's clock, exactly after the update that step count owes
                 updated = 0
+                weights = self._milestones(weights, eval_futures)
                 while self.limiter.may_update(learner.updates, self.env_steps):
                     window.add_update(learner.update(self._next_batch(prefetched)))
                     updated += 1
                     if learner.updates % cfg.publish_every == 0:
                         weights = self._publish()
+                    weights = self._milestones(weights, eval_futures)
                     if updated >= 16 and inflight:
                         break  # keep harvesting so actors do not idle behind a long burst
-                caught_up = not self.limiter.may_update(learner.updates, self.env_steps)
-                if caught_up:
-                    while self.env_steps >= next_target:
-                        learner.sync_target()
-                        next_target += cfg.target_update
-                    while next_eval <= self.env_steps:
-                        weights = self._start_eval(next_eval, eval_futures)
-                        next_eval += cfg.eval_every
-                    if self.env_steps >= cfg.total_steps and cfg.total_steps not in self.evals:
-                        weights = self._start_eval(cfg.total_steps, eval_futures)
                 # 3. results: finished chunks and evaluations
                 for fut in backend.ready(eval_futures, block=False):
                     eval_futures.remove(fut)
                     self._record_eval(backend.get(fut), logger)
                 if not inflight:
-                    if self.env_steps >= cfg.total_steps and caught_up:
+                    if self.env_steps >= cfg.total_steps and not self.limiter.may_update(
+                            learner.updates, self.env_steps):
+                        weights = self._milestones(weights, eval_futures)
                         break
                     continue
                 for fut in backend.ready(list(inflight), block=not updated):
@@ -193,6 +195,26 @@ class Run:
             if logger.bar is not None:
                 logger.bar.close()
             backend.shutdown()
+
+    def _due(self, at: int) -> bool:
+        """Env step `at` is reached and the learner has done every update owed at `at`."""
+        return self.env_steps >= at and self.learner.updates >= self.limiter.owed(at)
+
+    def _milestones(self, weights, eval_futures: list):
+        """Copy the target every `target_update` env steps and evaluate every `eval_every` (and at the
+        end), each on the learner's clock; returns the newest published weights."""
+        cfg = self.cfg
+        while self._due(self.next_target):
+            self.learner.sync_target()
+            self.target_syncs.append((self.next_target, self.learner.updates))
+            self.next_target += cfg.target_update
+        while self.next_eval <= cfg.total_steps and self._due(self.next_eval):
+            weights = self._start_eval(self.next_eval, eval_futures)
+            if self.next_eval == cfg.total_steps:
+                self.next_eval += 1  # done: the final evaluation is started
+            else:
+                self.next_eval = min(self.next_eval + cfg.eval_every, cfg.total_steps)
+        return weights
 
     def _publish(self):
         self.learner.version += 1
@@ -244,14 +266,16 @@ class Run:
             "env": cfg.env, "algo": cfg.algo, "seed": cfg.seed, "runtime": cfg.runtime, "actors": cfg.actors,
             "env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes,
             "arm_episodes": self.arm_episodes, "weight_versions": learner.version,
+            "target_updates": len(self.target_syncs),
             "replay_inserted": sum(st["inserted"] for st in shard_stats),
             "replay_size": sum(st["size"] for st in shard_stats),
             "replay_ratio": achieved_ratio(learner.updates, self.env_steps, cfg.learning_starts),
             "wall_seconds": wall, "env_steps_per_s": self.env_steps / wall, "peak_rss_gb": peak_rss,
             "device": str(learner.device),
-            "final_eval": {k: final.get(k) for k in ("env_steps", "return_mean", "return_std", "success_rate")},
+            "final_eval": {k: _json_number(final.get(k))
+                           for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         return summary
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from learner.config import Config, resolve
-from learner.run import train
+from learner.run import Run, train
 
 
 def short(tmp_path, name, **kw):
@@ -45,6 +45,19 @@ def test_outputs_are_complete(tmp_path):
     assert ckpt["counters"]["env_steps"] == 3000
     assert set(ckpt["learner"]["nets"]) >= {"q.fc1.weight", "beta.fc1.weight"}
     assert len(ckpt["arm_source"]["window"]) == summary["arm_episodes"]
+
+
+def test_target_copies_and_evaluations_follow_the_learners_clock(tmp_path):
+    """With many actors the learner trails the actors; target copies and evaluations must still
+    happen every 1,000 / `eval_every` env steps, right after the update owed at that step."""
+    cfg, spec = short(tmp_path, "many", env="CliffWalk", algo="dqn", actors=8, total_steps=6000)
+    run = Run(cfg, spec)
+    summary = run.run()
+    owed = run.limiter.owed
+    assert run.target_syncs == [(t, owed(t)) for t in range(1000, 6001, 1000)]
+    assert summary["target_updates"] == 6
+    with open(tmp_path / "many" / "evals.csv") as f:
+        assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [1000, 2000, 3000, 4000, 5000, 6000]
 
 
 def test_same_seed_same_evaluations(tmp_path):
