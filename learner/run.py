@@ -91,6 +91,7 @@ class Run:
         self.arm_groups = ([a.group for a in policy_set(cfg.policy_set)] if cfg.algo == "beta_dqn" else None)
         self.env_steps = 0
         self.committed = 0
+        self.dispatched = 0  # chunks handed out (round-robin position)
         self.episodes = 0
         self.arm_episodes = 0  # finished episodes that were played under an arm (reported to it)
         self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
@@ -108,7 +109,7 @@ class Run:
 
     def _next_batch(self, prefetched: deque):
         # serial: sample now (deterministic); Ray: keep a couple of batches in flight
-        depth = 1 if self.backend.name == "serial" else 2
+        depth = 2 if self.backend.concurrent else 1
         while len(prefetched) < depth:
             prefetched.append(self._sample_future())
         return concat(self.backend.get(prefetched.popleft()))
@@ -129,9 +130,11 @@ class Run:
         peak_rss = 0.0
         try:
             while True:
-                # 1. hand chunks to idle actors, as far as the replay ratio allows
+                # 1. hand chunks to idle actors, as far as the replay ratio allows. Serial: one chunk
+                #    per round, actors in turn, so acting and learning interleave as in the paper
                 busy = set(inflight.values())
-                for i in range(len(actors)):
+                for k in range(len(actors)):
+                    i = (self.dispatched + k) % len(actors)
                     if i in busy:
                         continue
                     n = min(cfg.chunk_steps, cfg.total_steps - self.committed)
@@ -142,6 +145,9 @@ class Run:
                     actor_version[i] = learner.version
                     inflight[fut] = i
                     self.committed += n
+                    self.dispatched += 1
+                    if not backend.concurrent:
+                        break
                 # 2. the updates the ratio asks for now; target copies and evaluations fall due
                 #    on the learner's clock, exactly after the update that step count owes
                 updated = 0
@@ -152,7 +158,7 @@ class Run:
                     if learner.updates % cfg.publish_every == 0:
                         weights = self._publish()
                     weights = self._milestones(weights, eval_futures)
-                    if updated >= 16 and inflight:
+                    if updated >= 16 and inflight and backend.concurrent:
                         break  # keep harvesting so actors do not idle behind a long burst
                 # 3. results: finished chunks and evaluations
                 for fut in backend.ready(eval_futures, block=False):

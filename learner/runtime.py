@@ -28,7 +28,7 @@ class _Done:
 class SerialBackend:
     """Everything in one process, in a fixed order: deterministic for a given seed."""
 
-    name = "serial"
+    concurrent = False
 
     def make(self, cls, *args, cpus: float = 0.0):
         return cls(*args)
@@ -77,7 +77,7 @@ class _RemotePort:
 
 
 class RayBackend:
-    name = "ray"
+    concurrent = True
 
     def __init__(self, address: str = ""):
         import ray
