@@ -5,10 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pip install -q --upgrade pip
-# MinAtar's metadata drags in matplotlib/seaborn/pandas/scipy, which its environments never import.
-pip install -q --no-deps "minatar==1.0.15"
 if [ "${1:-}" = "--test" ]; then
   pip install -q -e ".[test]"
 else
   pip install -q -e .
 fi
+# Last and without dependencies: MinAtar's metadata asks for matplotlib, seaborn, pandas and scipy,
+# which its environments never import (~330 MB).
+pip install -q --no-deps "minatar==1.0.15"
