@@ -52,12 +52,12 @@ def parse_config(argv: list[str] | None = None) -> Config:
 def main(argv: list[str] | None = None) -> int:
     try:
         cfg, spec = resolve(parse_config(argv))
+        from learner.run import train  # torch and Ray load only for a valid config
+
+        summary = train(cfg, spec)
     except ConfigError as e:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
         return 2
-    from learner.run import train
-
-    summary = train(cfg, spec)
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -76,12 +76,12 @@ def _process_tree_rss() -> float:
 class Run:
     def __init__(self, cfg, spec):
         self.cfg, self.spec = cfg, spec
+        self.backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.out = Path(cfg.out)
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
         torch.set_num_threads(cfg.learner_threads)
         self.learner = Learner(cfg, spec, pick_device(cfg.device))
-        self.backend = make_backend(cfg)
         self.parts = build(cfg, spec, self.backend)
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)

@@ -76,6 +76,23 @@ class _RemotePort:
         return ray.get(self.handle.insert.remote(chunk))
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast with one line when a `host:port` address does not answer (ray.init retries for minutes)."""
+    import socket
+
+    from learner.config import ConfigError
+
+    target = address.split("://", 1)[-1]
+    if target == "auto" or ":" not in target:
+        return
+    host, _, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as e:
+        raise ConfigError("address", f"no Ray cluster answers at {address!r} ({e})") from None
+
+
 class RayBackend:
     concurrent = True
 
@@ -88,7 +105,14 @@ class RayBackend:
         address = address or os.environ.get("RAY_ADDRESS", "")
         if not ray.is_initialized():
             if address:
-                ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
+                _check_reachable(address)
+                try:
+                    ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
+                except (ConnectionError, ValueError, RuntimeError) as e:
+                    from learner.config import ConfigError
+
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}") from None
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,

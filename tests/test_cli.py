@@ -22,6 +22,8 @@ CASES = [
     (["--policy-set", "7"], "--policy-set: '7' is not one of: 13, 8, 23, cov, cor0, cor1"),
     (["--actors", "two"], "argument --actors: invalid int value: 'two'"),
     (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["--env", "CliffWalk", "--address", "127.0.0.1:1"], "--address: no Ray cluster answers at '127.0.0.1:1'"),
+    (["--address", "127.0.0.1:notaport"], "--address: no Ray cluster answers at '127.0.0.1:notaport'"),
 ]
 
 
