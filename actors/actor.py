@@ -45,10 +45,11 @@ def is_exploitation(action: int, q: np.ndarray, beta: np.ndarray, eps: float) ->
 class Episode:
     """State of one running episode in one environment."""
 
-    arm: int | None  # None: a warm-up episode (started before learning_starts), acted at random
+    arm: int | None = None  # None until the run passes learning_starts (uniformly random until then)
     ret: float = 0.0
     length: int = 0
-    explored: int = 0  # steps whose action differs from pure exploitation (the bandit's bonus B)
+    arm_steps: int = 0  # steps acted under the arm
+    explored: int = 0  # of those, steps off pure exploitation (the bandit's bonus B = explored/arm_steps)
     counts: dict[bytes, np.ndarray] = field(default_factory=dict)
 
 
@@ -56,9 +57,10 @@ class Actor:
     def __init__(self, cfg, spec, actor_id: int, arm_source, replay):
         self.cfg, self.spec, self.actor_id = cfg, spec, actor_id
         self.arm_source, self.replay = arm_source, replay
-        base = cfg.seed * 100_003 + 7919 * (actor_id + 1)
-        self.rng = np.random.default_rng(base)
-        self.envs = [make_env(spec.name, seed=base + i) for i in range(cfg.envs_per_actor)]
+        # independent streams for the acting rng and each environment (never the same seed twice)
+        streams = np.random.SeedSequence([cfg.seed, actor_id]).spawn(1 + cfg.envs_per_actor)
+        self.rng = np.random.default_rng(streams[0])
+        self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0])) for ss in streams[1:]]
         self.obs = [env.reset()[0] for env in self.envs]
         self.arms = policy_set(cfg.policy_set) if cfg.algo == "beta_dqn" else None
         self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
@@ -70,15 +72,11 @@ class Actor:
         self.nets = {name: NumpyNet(params) for name, params in weights.items()}
         self.version = version
 
-    def _start_episode(self, step: int) -> Episode:
-        if step < self.cfg.learning_starts:
-            return Episode(arm=None)
-        return Episode(arm=self.arm_source.select())
-
     def _act(self, ep: Episode, obs: np.ndarray, q: np.ndarray, beta: np.ndarray | None, step: int) -> int:
         cfg = self.cfg
         if ep.arm is None:
             return int(self.rng.integers(self.spec.n_actions))
+        ep.arm_steps += 1
         if self.arms is None:  # DQN: ε-greedy on Q
             eps = linear_epsilon(step, cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
             return epsilon_greedy(q, eps, self.rng)
@@ -110,7 +108,11 @@ class Actor:
             k = min(len(self.envs), n_steps - produced)
             for i in range(k):
                 if self.episodes[i] is None:
-                    self.episodes[i] = self._start_episode(global_step + produced)
+                    self.episodes[i] = Episode()
+                # an arm for every episode from learning_starts on: at its start, or at the step the
+                # run passes learning_starts for an episode that began in the warm-up
+                if self.episodes[i].arm is None and global_step + produced + i >= self.cfg.learning_starts:
+                    self.episodes[i].arm = self.arm_source.select()
             obs = np.stack(self.obs[:k])
             needs_values = any(self.episodes[i].arm is not None for i in range(k))
             q, beta = acting_values(self.nets, obs) if needs_values else (None, None)
@@ -131,7 +133,7 @@ class Actor:
                     finished.append({"return": ep.ret, "length": ep.length, "arm": ep.arm,
                                      "success": success})
                     if ep.arm is not None:
-                        self.arm_source.report(ep.arm, ep.ret, ep.explored / ep.length)
+                        self.arm_source.report(ep.arm, ep.ret, ep.explored / max(ep.arm_steps, 1))
                     self.episodes[i] = None
                     next_obs, _ = self.envs[i].reset()
                 self.obs[i] = next_obs

@@ -16,8 +16,9 @@ from actors.policies import argmax_random_tie, pure_exploitation
 class Evaluator:
     def __init__(self, cfg, spec, seed: int):
         self.cfg, self.spec = cfg, spec
-        self.env = make_env(spec.name, seed=seed)
-        self.rng = np.random.default_rng(seed)
+        env_stream, rng_stream = np.random.SeedSequence(seed).spawn(2)
+        self.env = make_env(spec.name, seed=int(env_stream.generate_state(1)[0]))
+        self.rng = np.random.default_rng(rng_stream)
 
     def _greedy(self, q: np.ndarray, beta: np.ndarray | None) -> int:
         if beta is None:

@@ -69,12 +69,13 @@ class RunLogger:
         if self.bar is not None:
             self.bar.update(steps)
 
-    def close(self, summary: dict | None = None) -> None:
+    def close(self, summary: dict | None = None, failed: bool = False) -> None:
         if self.bar is not None:
             self.bar.close()
         if self.wandb is not None:
             if summary:
                 self.wandb.summary.update({k: v for k, v in summary.items() if not isinstance(v, dict)})
-            self.wandb.finish()
+            self.wandb.finish(exit_code=1 if failed else 0)
+            self.wandb = None
         self.metrics_file.close()
         self.evals_file.close()

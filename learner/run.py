@@ -32,12 +32,12 @@ class RateLimiter:
 
     def __init__(self, ratio: float, learning_starts: int, batch_size: int, slack: int):
         self.ratio, self.learning_starts, self.batch_size = ratio, learning_starts, batch_size
-        # the bound must let a chunk through when the learner owes nothing, and fill a first batch
-        self.slack = max(slack, batch_size)
+        self.slack = slack  # at least one chunk, so a chunk always fits when the learner owes nothing
+        self.first_update = max(learning_starts, batch_size)  # env steps before the first update
 
     def owed(self, env_steps: int) -> int:
         """Updates due after `env_steps` inserted steps."""
-        if env_steps < max(self.learning_starts, self.batch_size):
+        if env_steps < self.first_update:
             return 0
         return math.floor(self.ratio * (env_steps - self.learning_starts))
 
@@ -45,7 +45,7 @@ class RateLimiter:
         return updates < self.owed(env_steps)
 
     def may_collect(self, committed_after: int, updates: int) -> bool:
-        consumed = self.learning_starts + (updates + 1) / self.ratio
+        consumed = max(self.learning_starts + (updates + 1) / self.ratio, self.first_update)
         return committed_after <= consumed + self.slack
 
 
@@ -77,12 +77,16 @@ class Run:
     def __init__(self, cfg, spec):
         self.cfg, self.spec = cfg, spec
         self.backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
-        self.out = Path(cfg.out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
-        torch.set_num_threads(cfg.learner_threads)
-        self.learner = Learner(cfg, spec, pick_device(cfg.device))
-        self.parts = build(cfg, spec, self.backend)
+        try:
+            self.out = Path(cfg.out)
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+            torch.set_num_threads(cfg.learner_threads)
+            self.learner = Learner(cfg, spec, pick_device(cfg.device))
+            self.parts = build(cfg, spec, self.backend)
+        except BaseException:
+            self.backend.shutdown()  # no Ray actors or cluster left behind
+            raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
         self.split_rng = np.random.default_rng(cfg.seed + 17)
@@ -92,6 +96,7 @@ class Run:
         self.env_steps = 0
         self.committed = 0
         self.dispatched = 0  # chunks handed out (round-robin position)
+        self.max_inflight = 0  # most chunks collected at once (all actors busy: == actors)
         self.episodes = 0
         self.arm_episodes = 0  # finished episodes that were played under an arm (reported to it)
         self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
@@ -118,7 +123,11 @@ class Run:
     def run(self) -> dict:
         cfg, backend, learner = self.cfg, self.backend, self.learner
         actors = self.parts["actors"]
-        logger = RunLogger(cfg, self.out, cfg.total_steps)
+        try:
+            logger = RunLogger(cfg, self.out, cfg.total_steps)
+        except BaseException:
+            backend.shutdown()
+            raise
         t0 = time.perf_counter()
         weights = backend.put(learner.weights())
         actor_version = [-1] * len(actors)
@@ -133,8 +142,9 @@ class Run:
                 # 1. hand chunks to idle actors, as far as the replay ratio allows. Serial: one chunk
                 #    per round, actors in turn, so acting and learning interleave as in the paper
                 busy = set(inflight.values())
+                start = self.dispatched
                 for k in range(len(actors)):
-                    i = (self.dispatched + k) % len(actors)
+                    i = (start + k) % len(actors)
                     if i in busy:
                         continue
                     n = min(cfg.chunk_steps, cfg.total_steps - self.committed)
@@ -148,6 +158,7 @@ class Run:
                     self.dispatched += 1
                     if not backend.concurrent:
                         break
+                self.max_inflight = max(self.max_inflight, len(inflight))
                 # 2. the updates the ratio asks for now; target copies and evaluations fall due
                 #    on the learner's clock, exactly after the update that step count owes
                 updated = 0
@@ -197,9 +208,10 @@ class Run:
             summary = self._finish(wall, peak_rss)
             logger.close(summary)
             return summary
+        except BaseException:
+            logger.close(None, failed=True)
+            raise
         finally:
-            if logger.bar is not None:
-                logger.bar.close()
             backend.shutdown()
 
     def _due(self, at: int) -> bool:

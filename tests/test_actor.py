@@ -92,3 +92,21 @@ def test_is_exploitation_counts_ties_as_exploitation():
     assert is_exploitation(1, q, beta, 0.05) and is_exploitation(2, q, beta, 0.05)
     assert not is_exploitation(0, q, beta, 0.05)
     assert not is_exploitation(1, q, np.array([0.5, 0.01, 0.49]), 0.05)  # unsupported action
+
+
+def test_an_episode_that_spans_learning_starts_gets_an_arm_at_the_crossing():
+    # arm 12 = π_cor(1) acts "down" (action 2); random before step 150, the arm from step 150 on
+    actor, arms, replay, weights = make_actor(arm=12, learning_starts=150)
+    actor.collect(400, weights, version=0, global_step=0)
+    actions = replay.chunks[0]["action"]
+    assert len(set(actions[:100].tolist())) > 1  # uniformly random in the warm-up
+    assert np.all(actions[150:] == 2)  # every step after learning_starts follows the arm
+    # the episodes that crossed were reported; B counts only the steps acted under the arm
+    assert arms.reports and all(arm == 12 and b == 1.0 for arm, _, b in arms.reports)
+
+
+def test_actor_streams_are_independent_of_each_other():
+    a, _, _, _ = make_actor(arm=2)
+    # the acting rng and each environment's rng come from distinct seeds
+    draws = [a.rng.random()] + [env.np_random.random() for env in a.envs]
+    assert len(set(draws)) == len(draws)

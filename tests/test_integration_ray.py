@@ -29,6 +29,8 @@ def test_two_actors_on_ray(ray_cluster, tmp_path):
     assert len(ckpt["arm_source"]["window"]) == summary["arm_episodes"]
     # episodes still running at the end hold their arms as pending, no more
     assert sum(ckpt["arm_source"]["pending"]) <= cfg.actors * cfg.envs_per_actor
+    # both actors collected at the same time
+    assert run.max_inflight == cfg.actors
     # the replay ratio is held within ±5% over the run
     assert summary["replay_ratio"] == pytest.approx(0.25, rel=0.05)
     lines = [json.loads(line) for line in (tmp_path / "ray" / "metrics.jsonl").read_text().splitlines()]

@@ -76,13 +76,15 @@ def test_rate_limiter_holds_the_ratio():
     assert achieved_ratio(updates, steps, 100) == pytest.approx(0.25, abs=1e-3)
 
 
-def test_limiter_never_deadlocks_with_small_slack():
-    lim = RateLimiter(ratio=0.25, learning_starts=0, batch_size=32, slack=4)
+@pytest.mark.parametrize("learning_starts,chunk", [(0, 20), (0, 8), (10, 20), (100, 64), (5000, 64)])
+def test_limiter_never_deadlocks(learning_starts, chunk):
+    # slack = one chunk (one actor): the tightest the runner ever sets
+    lim = RateLimiter(ratio=0.25, learning_starts=learning_starts, batch_size=32, slack=chunk)
     steps = updates = 0
-    for _ in range(1000):
+    for _ in range(2000):
         progressed = False
-        if lim.may_collect(steps + 8, updates):
-            steps, progressed = steps + 8, True
+        if lim.may_collect(steps + chunk, updates):
+            steps, progressed = steps + chunk, True
         while lim.may_update(updates, steps):
             updates, progressed = updates + 1, True
-        assert progressed
+        assert progressed, (steps, updates)
