@@ -1,14 +1,11 @@
-"""Learning on CliffWalk: the greedy policy reaches the goal (success ≥ 0.9 over the final evaluation's
-30 episodes) within 100k env steps for at least 2 of the seeds 0, 1, 2.
+"""Learning on CliffWalk with every spec default: the greedy policy reaches the goal (success ≥ 0.9
+over the final evaluation's 30 episodes) within 100k env steps for at least 2 of the seeds 0, 1, 2,
+for β-DQN and for DQN.
 
 Serial mode: the same classes as the Ray runner, deterministic for a seed (the Ray path is covered
 by tests/test_integration_ray.py); 2 actors × 2 environments, as `--actors 2` runs on Ray.
-
-DQN meets this bar with every spec default. β-DQN with the spec's defaults does not (0 of 3 seeds,
-serial and Ray; README, "The CliffWalk bar"): its bandit settles on a policy whose episodes loop until
-the time limit. Its test therefore trains at replay ratio 1.0 (four times the paper's updates per env
-step), the one change, under which the same seeds reach the goal. The evidence and the question of
-the bar go to the issue tracker; the method itself is untouched.
+Measured on the development machine (README, "The CliffWalk bar"): DQN 3 of 3, β-DQN 2 of 3 (seed 0
+stays at 0: its bandit settles on a policy whose episodes loop until the time limit).
 """
 
 import csv
@@ -23,11 +20,11 @@ pytestmark = pytest.mark.learning
 BAR, STEPS, SEEDS, NEEDED = 0.9, 100_000, (0, 1, 2), 2
 
 
-def final_success(tmp_path, algo: str, seed: int, replay_ratio: float) -> tuple[float, list[float]]:
+def final_success(tmp_path, algo: str, seed: int) -> tuple[float, list[float]]:
     out = tmp_path / f"{algo}-{seed}"
     cfg, spec = resolve(Config(env="CliffWalk", algo=algo, seed=seed, runtime="serial", actors=2,
-                               envs_per_actor=2, total_steps=STEPS, replay_ratio=replay_ratio,
-                               eval_every=10_000, wandb="disabled", progress=False, out=str(out)))
+                               envs_per_actor=2, total_steps=STEPS, eval_every=10_000, wandb="disabled",
+                               progress=False, out=str(out)))
     summary = train(cfg, spec)
     assert summary["env_steps"] == STEPS
     with open(out / "evals.csv") as f:
@@ -35,11 +32,11 @@ def final_success(tmp_path, algo: str, seed: int, replay_ratio: float) -> tuple[
     return summary["final_eval"]["success_rate"], curve
 
 
-@pytest.mark.parametrize("algo,replay_ratio", [("dqn", 0.25), ("beta_dqn", 1.0)])
-def test_cliffwalk_reaches_the_goal(tmp_path, algo, replay_ratio):
+@pytest.mark.parametrize("algo", ["beta_dqn", "dqn"])
+def test_cliffwalk_reaches_the_goal(tmp_path, algo):
     results = {}
     for seed in SEEDS:
-        results[seed] = final_success(tmp_path, algo, seed, replay_ratio)
+        results[seed] = final_success(tmp_path, algo, seed)
         passed = sum(s >= BAR for s, _ in results.values())
         if passed >= NEEDED or passed + len(SEEDS) - len(results) < NEEDED:
             break  # decided either way
