@@ -60,16 +60,13 @@ def pi_cov(q: np.ndarray, beta: np.ndarray, delta: float, eps: float, rng: np.ra
     return int(rng.choice(np.flatnonzero(rare)))
 
 
-def pi_cor(q: np.ndarray, beta: np.ndarray, alpha: float, eps: float, rng: np.random.Generator,
-           q_optimistic: np.ndarray | None = None) -> int:
-    """π_cor(α) = argmax_a α Q(s,a) + (1 − α) Q̂(s,a)   [eq:policy cor].
-
-    `q_optimistic` is the unconstrained Q of the "two Q" ablation; by default the same Q.
-    """
-    q_opt = q if q_optimistic is None else q_optimistic
-    if alpha == 0.0:  # avoid 0·(−inf)-style surprises and match pure exploitation exactly
+def pi_cor(q: np.ndarray, beta: np.ndarray, alpha: float, eps: float, rng: np.random.Generator) -> int:
+    """π_cor(α) = argmax_a α Q(s,a) + (1 − α) Q̂(s,a)   [eq:policy cor]."""
+    if alpha == 0.0:
+        # π_cor(0) is pure exploitation; argmax Q̂ alone could pick an unsupported action whose
+        # Q̂ = min Q ties with the best supported one
         return pure_exploitation(q, beta, eps, rng)
-    return argmax_random_tie(alpha * q_opt + (1.0 - alpha) * masked_q(q, beta, eps), rng)
+    return argmax_random_tie(alpha * q + (1.0 - alpha) * masked_q(q, beta, eps), rng)
 
 
 def epsilon_greedy(q: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:

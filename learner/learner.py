@@ -72,9 +72,3 @@ class Learner:
     def state_dict(self) -> dict:
         return {"nets": self.nets.state_dict(), "target_q": self.target_q.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "updates": self.updates, "version": self.version}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.nets.load_state_dict(state["nets"])
-        self.target_q.load_state_dict(state["target_q"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.updates, self.version = int(state["updates"]), int(state["version"])

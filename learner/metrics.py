@@ -21,12 +21,10 @@ class RunLogger:
     def __init__(self, cfg, out: Path, total_steps: int):
         self.out = out
         self.metrics_file = open(out / "metrics.jsonl", "w")
-        new_csv = True
         self.evals_file = open(out / "evals.csv", "w", newline="")
         self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")
-        if new_csv:
-            self.evals_csv.writerow(EVAL_FIELDS)
-            self.evals_file.flush()
+        self.evals_csv.writerow(EVAL_FIELDS)
+        self.evals_file.flush()
         self.wandb = None
         mode = wandb_mode(cfg)
         if mode != "disabled":

@@ -20,7 +20,7 @@ from actors.policies import policy_set
 from learner.learner import Learner, pick_device
 from learner.metrics import RunLogger
 from learner.runtime import build, make_backend
-from replay_service.client import concat, split_batch
+from replay_service.client import concat, shard_of, split_batch
 
 
 class RateLimiter:
@@ -185,7 +185,7 @@ class Run:
                     i = inflight.pop(fut)
                     stats = backend.get(fut)
                     self.env_steps += stats["steps"]
-                    self.shard_inserted[i % cfg.replay_shards] += stats["steps"]
+                    self.shard_inserted[shard_of(i, cfg.replay_shards)] += stats["steps"]
                     self.episodes += len(stats["episodes"])
                     self.arm_episodes += sum(ep["arm"] is not None for ep in stats["episodes"])
                     seen = self.actor_versions[i]

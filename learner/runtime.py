@@ -14,6 +14,7 @@ from actors.actor import Actor
 from actors.evaluator import Evaluator
 from meta_controller.bandit import FixedArm, SlidingWindowBandit
 from replay_service.buffer import ReplayBuffer, make_packer
+from replay_service.client import shard_of
 
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -165,14 +166,14 @@ def build(cfg, spec, backend) -> dict:
         arm_source = backend.make(SlidingWindowBandit, len(policy_set(cfg.policy_set)),
                                   cfg.bandit_window, cfg.seed)
     else:
-        arm_source = backend.make(FixedArm, cfg.seed)
+        arm_source = backend.make(FixedArm)
     packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
     shards = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
                            cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
     actors = [backend.make(Actor, cfg, spec, i, backend.port(arm_source),
-                           backend.port(shards[i % cfg.replay_shards]), cpus=actor_cpus)
+                           backend.port(shards[shard_of(i, cfg.replay_shards)]), cpus=actor_cpus)
               for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003)
     return {"arm_source": arm_source, "shards": shards, "actors": actors, "evaluator": evaluator}

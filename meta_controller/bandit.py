@@ -92,7 +92,7 @@ class FixedArm:
 
     n_arms = 1
 
-    def __init__(self, seed: int = 0):
+    def __init__(self):
         self.counts = np.zeros(1)
 
     def select(self) -> int:
@@ -106,6 +106,3 @@ class FixedArm:
 
     def state_dict(self) -> dict:
         return {"counts": self.counts.tolist()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.counts = np.asarray(state["counts"], dtype=np.float64)

@@ -78,20 +78,5 @@ class ReplayBuffer:
         idx = self.rng.integers(0, self.size, size=batch_size)
         return {name: getattr(self, name)[idx] for name in FIELDS}
 
-    def __len__(self) -> int:
-        return self.size
-
     def stats(self) -> dict[str, int]:
         return {"size": self.size, "inserted": self.inserted, "capacity": self.capacity}
-
-    def state_dict(self) -> dict:
-        return {"arrays": {n: getattr(self, n)[: self.size].copy() for n in FIELDS},
-                "cursor": self.cursor, "size": self.size, "inserted": self.inserted,
-                "rng": self.rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict) -> None:
-        size = int(state["size"])
-        for n in FIELDS:
-            getattr(self, n)[:size] = state["arrays"][n]
-        self.cursor, self.size, self.inserted = int(state["cursor"]), size, int(state["inserted"])
-        self.rng.bit_generator.state = state["rng"]

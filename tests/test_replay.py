@@ -37,7 +37,7 @@ def test_ring_is_fifo_at_capacity():
     buf = ReplayBuffer(10, packer.packed_shape, packer.packed_dtype, seed=0)
     buf.insert(chunk(0, 6, packer))
     buf.insert(chunk(6, 6, packer))
-    assert len(buf) == 10 and buf.inserted == 12
+    assert buf.stats() == {"size": 10, "inserted": 12, "capacity": 10}
     # the two oldest (rewards 0 and 1) were evicted; 2..11 remain
     assert sorted(buf.reward.tolist()) == list(range(2, 12))
     batch = buf.sample(500)
