@@ -34,7 +34,9 @@ def test_two_actors_on_ray(ray_cluster, tmp_path):
     # the replay ratio is held within ±5% over the run
     assert summary["replay_ratio"] == pytest.approx(0.25, rel=0.05)
     lines = [json.loads(line) for line in (tmp_path / "ray" / "metrics.jsonl").read_text().splitlines()]
-    assert all("staleness_p95" in line for line in lines if line.get("updates", 0) > 0 and "loss" in line)
+    # every log interval that received chunks reports their weight staleness, in versions
+    with_chunks = [line for line in lines if line["env_steps_per_s"] > 0]
+    assert with_chunks and all(0 <= line["staleness_p95"] <= summary["weight_versions"] for line in with_chunks)
     evals = (tmp_path / "ray" / "evals.csv").read_text().splitlines()
     assert [int(row.split(",")[0]) for row in evals[1:]] == [4000, 8000, 12_000]
     # the run's actors are gone; the shared cluster is still up for other tests
