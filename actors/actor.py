@@ -1,8 +1,9 @@
 """The episode loop: a few environments stepped together, one batched forward per step.
 
 Plain Python and numpy (no torch, no Ray): `learner.runtime` hosts it in-process or as a Ray actor.
-The actor talks to two ports: an arm source (`select()/report()`, the bandit for β-DQN) at every
-episode start and end, and the replay (`insert(chunk)`) once per `collect` call.
+The actor talks to two ports: an arm source (the bandit for β-DQN) once per episode — `select()` for the
+first episode under an arm, then `report_and_select()` when an episode ends, which reports it and returns
+the arm of the env's next episode in one round trip — and the replay (`insert(chunk)`) once per `collect`.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Q(s,·) and β(·|s) for a batch of observations (β is None for algorithms without one)."""
-    q = nets["q"](obs)
-    beta = softmax(nets["beta"](obs)) if "beta" in nets else None
+    q_net = nets["q"]
+    patches = q_net.patches(obs) if q_net.conv else None  # one gather for both conv nets
+    q = q_net(obs, patches)
+    beta = softmax(nets["beta"](obs, patches)) if "beta" in nets else None
     return q, beta
 
 
@@ -67,6 +70,10 @@ class Actor:
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
         self.episodes: list[Episode | None] = [None] * len(self.envs)
+
+    def ready(self) -> int:
+        """Answers once the actor is constructed (the run waits for all before the first chunk)."""
+        return self.actor_id
 
     def set_weights(self, weights: dict[str, dict[str, np.ndarray]], version: int) -> None:
         self.nets = {name: NumpyNet(params) for name, params in weights.items()}
@@ -133,8 +140,11 @@ class Actor:
                     finished.append({"return": ep.ret, "length": ep.length, "arm": ep.arm,
                                      "success": success})
                     if ep.arm is not None:
-                        self.arm_source.report(ep.arm, ep.ret, ep.explored / max(ep.arm_steps, 1))
-                    self.episodes[i] = None
+                        # one round trip per episode: the report, and the arm of this env's next episode
+                        self.episodes[i] = Episode(arm=self.arm_source.report_and_select(
+                            ep.arm, ep.ret, ep.explored / max(ep.arm_steps, 1)))
+                    else:
+                        self.episodes[i] = None
                     next_obs, _ = self.envs[i].reset()
                 self.obs[i] = next_obs
             produced += k

@@ -9,10 +9,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+SMALL_BATCH = 3  # up to this many rows, a row-by-row matrix–vector product beats OpenBLAS's small-M gemm 2x
+
 
 class NumpyNet:
     def __init__(self, params: dict[str, np.ndarray]):
         self.conv = "conv.weight" in params
+        self.windows = None  # conv: flat input index of every (position, C·k·k) entry, built on first use
         self.b1, self.w_out, self.b_out = params["fc1.bias"], params["out.weight"].T, params["out.bias"]
         if self.conv:
             w = params["conv.weight"]  # (16, C, 3, 3)
@@ -28,15 +31,26 @@ class NumpyNet:
         else:
             self.w1 = params["fc1.weight"].T
 
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        x = obs.astype(np.float32, copy=False)
-        n = x.shape[0]
+    def patches(self, obs: np.ndarray) -> np.ndarray:
+        """The conv layer's input windows, (N·H'·W', C·k·k) float32: one gather. Nets with the same
+        observation shape and kernel can share them (`acting_values` computes them once for Q and β)."""
+        if self.windows is None:
+            # windows of the index grid come out as (H', W', C, k, k), matching the weight's flattening
+            grid = np.arange(int(np.prod(obs.shape[1:]))).reshape(obs.shape[1:])
+            self.windows = sliding_window_view(grid, (self.k, self.k), axis=(0, 1)).reshape(-1, self.w_conv.shape[0])
+        x = obs.reshape(obs.shape[0], -1)[:, self.windows]
+        return x.reshape(-1, self.windows.shape[1]).astype(np.float32, copy=False)
+
+    def __call__(self, obs: np.ndarray, patches: np.ndarray | None = None) -> np.ndarray:
+        n = obs.shape[0]
         if self.conv:
-            # (N, H, W, C) -> windows (N, H', W', C, k, k)
-            win = sliding_window_view(x, (self.k, self.k), axis=(1, 2))
-            h = np.maximum(win.reshape(n * win.shape[1] * win.shape[2], -1) @ self.w_conv + self.b_conv, 0.0)
-            x = h.reshape(n, -1)
+            p = self.patches(obs) if patches is None else patches
+            x = np.maximum(p @ self.w_conv + self.b_conv, 0.0).reshape(n, -1)
         else:
-            x = x.reshape(n, -1)
-        x = np.maximum(x @ self.w1 + self.b1, 0.0)
+            x = obs.reshape(n, -1).astype(np.float32, copy=False)
+        if n <= SMALL_BATCH:
+            x = np.stack([row @ self.w1 for row in x])
+        else:
+            x = x @ self.w1
+        x = np.maximum(x + self.b1, 0.0)
         return x @ self.w_out + self.b_out

@@ -46,6 +46,8 @@ class Config:
     address: str = field(default="", metadata={"help": "Ray cluster to join (default: RAY_ADDRESS, else local)"})
     device: str = field(default="auto", metadata={"help": f"learner device: {', '.join(DEVICES)}"})
     learner_threads: int = field(default=1, metadata={"help": "torch CPU threads of the learner"})
+    beta_thread: bool = field(default=True, metadata={
+        "help": "β-DQN: update β on a second learner thread beside Q (same math, faster with 2+ cores)"})
     publish_every: int = field(default=10, metadata={"help": "learner updates between weight broadcasts"})
     # --- training loop (spec §4) ---
     batch_size: int = field(default=32, metadata={"help": "minibatch size"})

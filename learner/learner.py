@@ -6,6 +6,7 @@ The process that hosts it (`learner.run`) decides when to update; this class onl
 from __future__ import annotations
 
 import copy
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -34,9 +35,15 @@ class Learner:
             {name: make_network(spec.obs_shape, spec.n_actions) for name in self.algo.NETWORKS}
         ).to(self.device)
         self.target_q = copy.deepcopy(self.nets["q"]).requires_grad_(False)
-        # one optimizer step for every trained network: their parameters are disjoint, so this is
-        # the same as one Adam per network
-        self.optimizer = torch.optim.Adam(self.nets.parameters(), lr=cfg.lr, foreach=True)
+        # one Adam per network (fused: one kernel for all its parameters); stepping them all after one
+        # backward of the summed loss is the same as one Adam over every parameter
+        self.optimizers = {name: torch.optim.Adam(net.parameters(), lr=cfg.lr, fused=True)
+                           for name, net in self.nets.items()}
+        # β-DQN: β's forward, backward and Adam step on a second thread while Q does its own
+        # (torch releases the GIL inside its kernels; the math is the same as the one-thread update)
+        self.beta_thread = None
+        if cfg.algo == "beta_dqn" and cfg.beta_thread:
+            self.beta_thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
         self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         self.updates = 0
         self.version = 0
@@ -53,14 +60,51 @@ class Learner:
 
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         """One gradient step on Q (and β); returns detached metric tensors (no device sync)."""
-        loss, metrics = self.algo.loss(self.nets, self.target_q, self._to_tensors(batch),
-                                       self.cfg.gamma, self.cfg)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        tensors = self._to_tensors(batch)
+        if self.beta_thread is not None:
+            metrics = self._update_overlapped(tensors)
+        else:
+            loss, metrics = self.algo.loss(self.nets, self.target_q, tensors, self.cfg.gamma, self.cfg)
+            self._step(loss, self.optimizers.values())
+            metrics["loss"] = loss.detach()
         self.updates += 1
-        metrics["loss"] = loss.detach()
         return metrics
+
+    @staticmethod
+    def _step(loss: torch.Tensor, optimizers) -> None:
+        for opt in optimizers:
+            opt.zero_grad(set_to_none=True)
+        loss.backward()
+        for opt in optimizers:
+            opt.step()
+
+    def _update_overlapped(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """β-DQN's update with β on its own thread: β(·|s′) is handed to Q's target as soon as β's
+        forward pass has it, then β's backward and step run beside Q's."""
+        algo, beta_next = self.algo, Future()
+
+        def beta_step() -> dict:
+            try:
+                loss_beta, probs_next, metrics = algo.behaviour_part(
+                    self.nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
+            except BaseException as e:
+                beta_next.set_exception(e)
+                raise
+            beta_next.set_result(probs_next)
+            self._step(loss_beta, [self.optimizers["beta"]])
+            return metrics
+
+        job = self.beta_thread.submit(beta_step)
+        q_sa, q_next_target = algo.value_forward(self.nets, self.target_q, batch)
+        loss_q, metrics = algo.value_loss(q_sa, q_next_target, beta_next.result(), batch, self.cfg.gamma, self.cfg)
+        self._step(loss_q, [self.optimizers["q"]])
+        metrics.update(job.result())  # β is stepped before anything reads its parameters again
+        metrics["loss"] = metrics["loss_q"] + metrics["loss_beta"]
+        return metrics
+
+    def close(self) -> None:
+        if self.beta_thread is not None:
+            self.beta_thread.shutdown()
 
     def sync_target(self) -> None:
         self.target_q.load_state_dict(self.nets["q"].state_dict())
@@ -71,4 +115,5 @@ class Learner:
 
     def state_dict(self) -> dict:
         return {"nets": self.nets.state_dict(), "target_q": self.target_q.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "updates": self.updates, "version": self.version}
+                "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
+                "updates": self.updates, "version": self.version}

@@ -24,7 +24,8 @@ class ConvNet(nn.Module):
         self.out = nn.Linear(HIDDEN, n_out)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        x = obs.float().permute(0, 3, 1, 2)
+        # contiguous NCHW: a channels-last view makes the conv and its backward ~2x slower on CPU
+        x = obs.float().permute(0, 3, 1, 2).contiguous()
         x = torch.relu(self.conv(x)).flatten(1)
         return self.out(torch.relu(self.fc1(x)))
 

@@ -10,7 +10,7 @@ import json
 import math
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,9 @@ from learner.learner import Learner, pick_device
 from learner.metrics import RunLogger
 from learner.runtime import build, make_backend
 from replay_service.client import concat, shard_of, split_batch
+
+SAMPLE_BATCHES = 8  # batches per replay sample call on Ray (data at most 2×8 updates old: negligible at 100k)
+PREFETCH_CALLS = 2
 
 
 class RateLimiter:
@@ -76,6 +79,7 @@ def _process_tree_rss() -> float:
 class Run:
     def __init__(self, cfg, spec):
         self.cfg, self.spec = cfg, spec
+        self.clock = _Clock()  # startup, steady-state rates and where the learner's time goes
         self.backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         try:
             self.out = Path(cfg.out)
@@ -104,20 +108,32 @@ class Run:
         self.next_target = cfg.target_update
         self.target_syncs: list[tuple[int, int]] = []  # (env step, learner updates) of each target copy
         self.next_eval = min(cfg.eval_every, cfg.total_steps)
+        self.staleness: Counter = Counter()  # versions behind -> chunks
 
     # ---- replay ----
-    def _sample_future(self):
+    def _sample_future(self, n_batches: int):
+        """Ask every shard, in one call each, for its part of `n_batches` uniform batches."""
         sizes = np.minimum(self.shard_inserted, self.shard_capacity)
-        counts = split_batch(sizes, self.cfg.batch_size, self.split_rng)
-        return [self.backend.call(self.parts["shards"][s], "sample", int(n))
-                for s, n in enumerate(counts) if n > 0]
+        counts = np.stack([split_batch(sizes, self.cfg.batch_size, self.split_rng) for _ in range(n_batches)])
+        futures = [self.backend.call(self.parts["shards"][s], "sample", int(n))
+                   for s, n in enumerate(counts.sum(0)) if n > 0]
+        return counts, futures
 
-    def _next_batch(self, prefetched: deque):
-        # serial: sample now (deterministic); Ray: keep a couple of batches in flight
-        depth = 2 if self.backend.concurrent else 1
-        while len(prefetched) < depth:
-            prefetched.append(self._sample_future())
-        return concat(self.backend.get(prefetched.popleft()))
+    def _next_batch(self, prefetched: deque, ready: deque):
+        """Serial: sample one batch now (deterministic). Ray: batches come `SAMPLE_BATCHES` per shard call,
+        with `PREFETCH_CALLS` calls in flight, so the learner rarely waits and pays a round trip per 8 updates."""
+        if not ready:
+            n_batches, depth = (SAMPLE_BATCHES, PREFETCH_CALLS) if self.backend.concurrent else (1, 1)
+            while len(prefetched) < depth:
+                prefetched.append(self._sample_future(n_batches))
+            counts, futures = prefetched.popleft()
+            parts = self.backend.get(futures)
+            per_shard = counts[:, counts.sum(0) > 0]  # (batches, shards asked): rows each batch takes
+            starts = np.cumsum(per_shard, axis=0) - per_shard
+            for j in range(len(counts)):
+                ready.append(concat([{k: v[lo:lo + n] for k, v in part.items()}
+                                     for part, lo, n in zip(parts, starts[j], per_shard[j], strict=True)]))
+        return ready.popleft()
 
     # ---- the loop ----
     def run(self) -> dict:
@@ -128,12 +144,17 @@ class Run:
         except BaseException:
             backend.shutdown()
             raise
+        # every actor up before the first chunk: a process that starts while the learner is already
+        # updating starts slowly on a busy machine and then acts on weights that are long out of date
+        backend.get([backend.call(a, "ready") for a in actors])
+        self.clock.actors_ready()
         t0 = time.perf_counter()
         weights = backend.put(learner.weights())
         actor_version = [-1] * len(actors)
         inflight: dict = {}  # future -> actor index
         eval_futures: list = []
-        prefetched: deque = deque()
+        prefetched: deque = deque()  # sample calls in flight
+        batches: deque = deque()  # sampled batches not used yet
         window = _Window()
         last_log = time.perf_counter()
         peak_rss = 0.0
@@ -164,7 +185,11 @@ class Run:
                 updated = 0
                 weights = self._milestones(weights, eval_futures)
                 while self.limiter.may_update(learner.updates, self.env_steps):
-                    window.add_update(learner.update(self._next_batch(prefetched)))
+                    t_wait = time.perf_counter()
+                    batch = self._next_batch(prefetched, batches)
+                    t_update = time.perf_counter()
+                    window.add_update(learner.update(batch))
+                    self.clock.learner(t_update - t_wait, time.perf_counter() - t_update)
                     updated += 1
                     if learner.updates % cfg.publish_every == 0:
                         weights = self._publish()
@@ -179,11 +204,17 @@ class Run:
                     if self.env_steps >= cfg.total_steps and not self.limiter.may_update(
                             learner.updates, self.env_steps):
                         weights = self._milestones(weights, eval_futures)
+                        self.clock.stop(self.env_steps, learner.updates)
                         break
                     continue
-                for fut in backend.ready(list(inflight), block=not updated):
+                t_idle = time.perf_counter()
+                done = backend.ready(list(inflight), block=not updated)
+                if not updated:
+                    self.clock.idle += time.perf_counter() - t_idle
+                for fut in done:
                     i = inflight.pop(fut)
                     stats = backend.get(fut)
+                    self.clock.chunk()
                     self.env_steps += stats["steps"]
                     self.shard_inserted[shard_of(i, cfg.replay_shards)] += stats["steps"]
                     self.episodes += len(stats["episodes"])
@@ -192,6 +223,10 @@ class Run:
                     seen[0] = stats["version"] if seen[0] < 0 else seen[0]
                     seen[1] = stats["version"]
                     window.add_chunk(stats, learner.version - stats["version"])
+                    self.staleness[learner.version - stats["version"]] += 1
+                    if self.clock.t_steady is None and self.env_steps >= self.limiter.first_update:
+                        self.clock.start_steady(self.env_steps, learner.updates)
+                        self.staleness.clear()  # the summary's staleness is the steady state's
                     logger.advance(stats["steps"])
                 now = time.perf_counter()
                 if now - last_log >= cfg.log_every:
@@ -212,6 +247,7 @@ class Run:
             logger.close(None, failed=True)
             raise
         finally:
+            learner.close()
             backend.shutdown()
 
     def _due(self, at: int) -> bool:
@@ -290,11 +326,72 @@ class Run:
             "replay_ratio": achieved_ratio(learner.updates, self.env_steps, cfg.learning_starts),
             "wall_seconds": wall, "env_steps_per_s": self.env_steps / wall, "peak_rss_gb": peak_rss,
             "device": str(learner.device),
+            "throughput": self.clock.summary(self.env_steps, learner.updates, self.staleness),
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         return summary
+
+
+class _Clock:
+    """Where the time goes: startup (to every actor constructed, to the first transition), the steady
+    state (from the first update on), and the learner's share of it.
+
+    `wait` is the learner blocked on a replay sample it needs now; `update` its gradient steps; `idle`
+    the loop blocked on actors while no update is owed (the rate limiter holding the learner back).
+    """
+
+    def __init__(self):
+        self.t_created = time.perf_counter()
+        self.t_first_chunk = self.t_all_actors = self.t_steady = None
+        self.steady_from = (0, 0)  # (env steps, updates) when the steady state began
+        self.wait = self.update = self.idle = 0.0
+        self.end: tuple[float, int, int] | None = None  # (time, env steps, updates) when the loop ended
+
+    def stop(self, env_steps: int, updates: int) -> None:
+        self.end = (time.perf_counter(), env_steps, updates)
+
+    def actors_ready(self) -> None:
+        self.t_all_actors = time.perf_counter()
+
+    def chunk(self) -> None:
+        if self.t_first_chunk is None:
+            self.t_first_chunk = time.perf_counter()
+
+    def start_steady(self, env_steps: int, updates: int) -> None:
+        self.t_steady = time.perf_counter()
+        self.steady_from = (env_steps, updates)
+        self.wait = self.update = self.idle = 0.0
+
+    def learner(self, wait: float, update: float) -> None:
+        self.wait += wait
+        self.update += update
+
+    def summary(self, env_steps: int, updates: int, staleness: Counter) -> dict:
+        now, env_steps, updates = self.end or (time.perf_counter(), env_steps, updates)
+
+        def since(t):
+            return None if t is None else round(t - self.t_created, 3)
+
+        steady = now - self.t_steady if self.t_steady is not None else 0.0
+        out = {"first_transition_s": since(self.t_first_chunk), "all_actors_ready_s": since(self.t_all_actors),
+               "steady_seconds": round(steady, 3)}
+        if steady > 0:
+            out.update({
+                "steady_env_steps_per_s": (env_steps - self.steady_from[0]) / steady,
+                "steady_updates_per_s": (updates - self.steady_from[1]) / steady,
+                "learner_update_fraction": self.update / steady,
+                "learner_wait_fraction": self.wait / steady,
+                "learner_idle_fraction": self.idle / steady,
+                "update_ms": 1e3 * self.update / max(updates - self.steady_from[1], 1),
+            })
+        if staleness:
+            values = np.repeat(list(staleness), list(staleness.values()))
+            out["staleness_median"] = float(np.median(values))
+            out["staleness_p95"] = float(np.percentile(values, 95))
+            out["staleness_max"] = int(values.max())
+        return out
 
 
 class _Window:

@@ -56,8 +56,8 @@ class SerialBackend:
 class _RemotePort:
     """What an actor holds to reach the bandit or a replay shard across processes.
 
-    `select` and `insert` wait for their answer (the arm is needed now; an acknowledged insert is
-    what the learner's step count relies on); `report` is fire-and-forget, in order per caller.
+    `select`, `report_and_select` and `insert` wait for their answer (the arm is needed now; an
+    acknowledged insert is what the learner's step count relies on); `report` is fire-and-forget.
     """
 
     def __init__(self, handle):
@@ -68,8 +68,10 @@ class _RemotePort:
 
         return ray.get(self.handle.select.remote())
 
-    def report(self, arm: int, episode_return: float, bonus: float) -> None:
-        self.handle.report.remote(arm, episode_return, bonus)
+    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
+        import ray
+
+        return ray.get(self.handle.report_and_select.remote(arm, episode_return, bonus))
 
     def insert(self, chunk) -> int:
         import ray
@@ -165,14 +167,18 @@ def build(cfg, spec, backend) -> dict:
 
         arm_source = backend.make(SlidingWindowBandit, len(policy_set(cfg.policy_set)),
                                   cfg.bandit_window, cfg.seed)
+        actor_arms = [backend.port(arm_source)] * cfg.actors
     else:
+        # one policy for every episode: nothing to choose centrally, so each actor holds its own
+        # (no round trip per episode); the run's copy answers `proportions` and `state_dict`
         arm_source = backend.make(FixedArm)
+        actor_arms = [FixedArm() for _ in range(cfg.actors)]
     packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
     shards = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
                            cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
-    actors = [backend.make(Actor, cfg, spec, i, backend.port(arm_source),
+    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i],
                            backend.port(shards[shard_of(i, cfg.replay_shards)]), cpus=actor_cpus)
               for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003)

@@ -1,13 +1,11 @@
 """The meta-controller: a sliding-window bandit over the policy set   [eq:policy select] (spec §3).
 
 Plain and seeded; `learner.runtime` hosts it as a Ray actor. The arm source of the other
-algorithms (`FixedArm` for DQN) shares the same `select()/report()` contract, so choosing a policy
+algorithms (`FixedArm` for DQN) shares the same `select()/report_and_select()` contract, so choosing a policy
 per episode is one mechanism for every method.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import numpy as np
 
@@ -25,20 +23,34 @@ class SlidingWindowBandit:
         if n_arms < 1 or window < 1:
             raise ValueError(f"n_arms={n_arms} and window={window} must be >= 1")
         self.n_arms = n_arms
-        self.window: deque[tuple[int, float, float]] = deque(maxlen=window)
+        self._new_window(window)
         self.pending = np.zeros(n_arms, dtype=np.int64)
         self.rng = np.random.default_rng(seed)
+
+    def _new_window(self, size: int) -> None:
+        # a ring of the last `size` episodes as arrays: statistics are a few vectorised passes, so
+        # a select costs tens of microseconds at L = 1000 (it runs at every episode start)
+        self.size = size
+        self.arms = np.zeros(size, dtype=np.int64)
+        self.returns = np.zeros(size)
+        self.bonuses = np.zeros(size)
+        self.filled = 0
+        self.cursor = 0
+
+    @property
+    def window(self) -> list[tuple[int, float, float]]:
+        """The window's episodes, oldest first, as (arm, return, bonus)."""
+        order = np.arange(self.cursor - self.filled, self.cursor) % self.size
+        return [(int(self.arms[i]), float(self.returns[i]), float(self.bonuses[i])) for i in order]
 
     def statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(N(π), μ(π), b(π)) over the window; μ and b are 0 where N(π) = 0."""
         plays = np.zeros(self.n_arms)
         mu = np.zeros(self.n_arms)
         bonus = np.zeros(self.n_arms)
-        if not self.window:
+        if not self.filled:
             return plays, mu, bonus
-        arms = np.fromiter((e[0] for e in self.window), dtype=np.int64, count=len(self.window))
-        returns = np.fromiter((e[1] for e in self.window), dtype=np.float64, count=len(self.window))
-        bonuses = np.fromiter((e[2] for e in self.window), dtype=np.float64, count=len(self.window))
+        arms, returns, bonuses = self.arms[:self.filled], self.returns[:self.filled], self.bonuses[:self.filled]
         lo, hi = returns.min(), returns.max()
         normed = np.full_like(returns, 0.5) if hi == lo else (returns - lo) / (hi - lo)
         plays = np.bincount(arms, minlength=self.n_arms).astype(np.float64)
@@ -68,7 +80,15 @@ class SlidingWindowBandit:
             raise ValueError(f"arm {arm} outside [0, {self.n_arms})")
         if self.pending[arm] > 0:
             self.pending[arm] -= 1
-        self.window.append((int(arm), float(episode_return), float(bonus)))
+        i = self.cursor
+        self.arms[i], self.returns[i], self.bonuses[i] = int(arm), float(episode_return), float(bonus)
+        self.cursor = (i + 1) % self.size
+        self.filled = min(self.filled + 1, self.size)
+
+    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
+        """`report` a finished episode, then `select` the arm of the next one (one call per episode)."""
+        self.report(arm, episode_return, bonus)
+        return self.select()
 
     def proportions(self) -> np.ndarray:
         """Share of each arm among the window's episodes."""
@@ -76,33 +96,41 @@ class SlidingWindowBandit:
         return plays / max(plays.sum(), 1.0)
 
     def state_dict(self) -> dict:
-        return {"n_arms": self.n_arms, "window_size": self.window.maxlen,
+        return {"n_arms": self.n_arms, "window_size": self.size,
                 "window": [list(e) for e in self.window], "pending": self.pending.tolist(),
                 "rng": self.rng.bit_generator.state}
 
     def load_state_dict(self, state: dict) -> None:
         self.n_arms = int(state["n_arms"])
-        self.window = deque((tuple(e) for e in state["window"]), maxlen=int(state["window_size"]))
+        self._new_window(int(state["window_size"]))
+        for arm, ret, bonus in state["window"]:
+            self.arms[self.cursor], self.returns[self.cursor], self.bonuses[self.cursor] = arm, ret, bonus
+            self.cursor = (self.cursor + 1) % self.size
+            self.filled = min(self.filled + 1, self.size)
         self.pending = np.asarray(state["pending"], dtype=np.int64)
         self.rng.bit_generator.state = state["rng"]
 
 
 class FixedArm:
-    """One policy for every episode (DQN): arm 0, nothing learned."""
+    """One policy for every episode (DQN): arm 0, nothing learned; counts the episodes reported."""
 
     n_arms = 1
 
     def __init__(self):
-        self.counts = np.zeros(1)
+        self.episodes = 0
 
     def select(self) -> int:
         return 0
 
     def report(self, arm: int, episode_return: float, bonus: float) -> None:
-        self.counts[0] += 1
+        self.episodes += 1
+
+    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
+        self.report(arm, episode_return, bonus)
+        return 0
 
     def proportions(self) -> np.ndarray:
         return np.ones(1)
 
     def state_dict(self) -> dict:
-        return {"counts": self.counts.tolist()}
+        return {"episodes": self.episodes}

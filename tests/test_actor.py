@@ -19,6 +19,10 @@ class FakeArms:
     def report(self, arm, ret, bonus):
         self.reports.append((arm, ret, bonus))
 
+    def report_and_select(self, arm, ret, bonus):
+        self.report(arm, ret, bonus)
+        return self.select()
+
 
 class FakeReplay:
     def __init__(self):

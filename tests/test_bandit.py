@@ -82,3 +82,18 @@ def test_state_round_trip_continues_identically():
     c.load_state_dict(b.state_dict())
     assert [b.select() for _ in range(5)] == [c.select() for _ in range(5)]
     assert list(b.window) == list(c.window)
+
+
+def test_report_and_select_is_a_report_then_a_select():
+    a, b = SlidingWindowBandit(n_arms=3, window=4, seed=2), SlidingWindowBandit(n_arms=3, window=4, seed=2)
+    rng = np.random.default_rng(0)
+    for _ in range(12):  # past the window: the ring forgets the oldest episodes in both
+        arm_a, arm_b = a.select(), b.select()
+        assert arm_a == arm_b
+        ret, bonus = float(rng.integers(0, 3)), float(rng.random())
+        b.report(arm_b, ret, bonus)
+        assert a.report_and_select(arm_a, ret, bonus) == b.select()
+        a.report(a.pending.argmax(), 0.0, 0.0)  # finish the episode the combined call started
+        b.report(b.pending.argmax(), 0.0, 0.0)
+    assert a.window == b.window and len(a.window) == 4
+    np.testing.assert_array_equal(a.pending, b.pending)

@@ -10,13 +10,18 @@ from learner.networks import MLP, ConvNet, make_network, to_numpy
 
 @pytest.mark.parametrize("shape,dtype", [((10, 10, 4), bool), ((9, 9, 3), np.uint8), ((48,), np.uint8),
                                          ((4,), np.float32)])
-def test_numpy_forward_equals_torch(shape, dtype):
+@pytest.mark.parametrize("batch", [1, 2, 5])  # 1 and 2 take the row-by-row path, 5 the matrix product
+def test_numpy_forward_equals_torch(shape, dtype, batch):
     torch.manual_seed(0)
     net = make_network(shape, 6)
     rng = np.random.default_rng(0)
-    obs = (rng.random((5, *shape)) * (11 if dtype == np.uint8 else 1)).astype(dtype)
+    obs = (rng.random((batch, *shape)) * (11 if dtype == np.uint8 else 1)).astype(dtype)
     expected = net(torch.as_tensor(obs)).detach().numpy()
-    np.testing.assert_allclose(NumpyNet(to_numpy(net))(obs), expected, rtol=1e-5, atol=1e-5)
+    numpy_net = NumpyNet(to_numpy(net))
+    np.testing.assert_allclose(numpy_net(obs), expected, rtol=1e-5, atol=1e-5)
+    if numpy_net.conv:  # patches shared between nets give the same answer
+        other = NumpyNet(to_numpy(make_network(shape, 6)))
+        np.testing.assert_array_equal(numpy_net(obs, other.patches(obs)), numpy_net(obs))
 
 
 def test_architecture_is_the_minatar_baseline():

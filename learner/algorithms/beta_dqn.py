@@ -31,21 +31,37 @@ def in_sample_target(reward, terminated, q_next_target, beta_next, gamma: float,
     return bootstrap(reward, terminated, in_sample_max(q_next_target, beta_next, eps), gamma)
 
 
-def loss(nets, target_q, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:
-    obs, next_obs, action = batch["obs"], batch["next_obs"], batch["action"]
+def behaviour_part(beta_net, obs, next_obs, action) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """L_β on s, and β(·|s′) (no gradient) for the target's mask, from one β pass over [s; s′]."""
     n = obs.shape[0]
-    # one β pass over [s; s′]: s gets the gradient of L_β, s′ only feeds the mask
-    beta_logits = nets["beta"](torch.cat([obs, next_obs]))
+    beta_logits = beta_net(torch.cat([obs, next_obs]))
     loss_beta = behaviour_loss(beta_logits[:n], action)
-    q = nets["q"](obs)
-    q_sa = q.gather(1, action[:, None]).squeeze(1)
     with torch.no_grad():
-        beta_next = torch.softmax(beta_logits[n:].detach(), dim=1)
-        y = in_sample_target(batch["reward"], batch["terminated"], target_q(next_obs), beta_next,
-                             gamma, cfg.beta_eps)
+        beta_next = torch.softmax(beta_logits[n:], dim=1)
+        probs = torch.softmax(beta_logits[:n], dim=1)
+        entropy = -(probs * torch.log(probs.clamp_min(1e-12))).sum(1).mean()
+    return loss_beta, beta_next, {"loss_beta": loss_beta.detach(), "beta_entropy": entropy}
+
+
+def value_forward(nets, target_q, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q_θ(s,a) (with gradient) and Q_θ⁻(s′,·) (without): everything of the TD loss that needs no β."""
+    q_sa = nets["q"](batch["obs"]).gather(1, batch["action"][:, None]).squeeze(1)
+    with torch.no_grad():
+        q_next_target = target_q(batch["next_obs"])
+    return q_sa, q_next_target
+
+
+def value_loss(q_sa, q_next_target, beta_next, batch: dict[str, torch.Tensor], gamma: float, cfg):
+    """The in-sample TD loss on Q, given β(·|s′)."""
+    y = in_sample_target(batch["reward"], batch["terminated"], q_next_target, beta_next, gamma, cfg.beta_eps)
     loss_q = td_loss(q_sa, y, cfg.loss)
-    probs = torch.softmax(beta_logits[:n].detach(), dim=1)
-    entropy = -(probs * torch.log(probs.clamp_min(1e-12))).sum(1).mean()
-    metrics = {"loss_q": loss_q.detach(), "loss_beta": loss_beta.detach(), "q_mean": q_sa.detach().mean(),
-               "beta_entropy": entropy}
-    return loss_q + loss_beta, metrics
+    return loss_q, {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean()}
+
+
+def loss(nets, target_q, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:
+    """L_Q + L_β on one minibatch. `learner.Learner` may run the two parts on two threads instead
+    (the same computation: they share no parameters, and Q's target only reads β(·|s′))."""
+    loss_beta, beta_next, metrics = behaviour_part(nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
+    q_sa, q_next_target = value_forward(nets, target_q, batch)
+    loss_q, q_metrics = value_loss(q_sa, q_next_target, beta_next, batch, gamma, cfg)
+    return loss_q + loss_beta, {**q_metrics, **metrics}

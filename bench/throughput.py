@@ -1,0 +1,208 @@
+"""Throughput of the whole system: env steps/s end to end, where the learner's time goes, startup, memory.
+
+    python bench/throughput.py                       # MinAtar/Breakout, 1, 2, 4 and 32 actors, both algorithms
+    python bench/throughput.py --actors 4 --steps 10000 --out /tmp/t.json
+
+For every actor count it runs β-DQN and DQN back to back (ABBA order across actor counts, so drift in a
+noisy machine falls on both), each a real `learner.run.Run` on a fresh local Ray cluster at the paper's
+replay ratio 0.25, batch 32 and networks. Rates are taken in the steady state (from the first update to
+the last); startup is the time from the run's construction (Ray's start included) until the first
+transition and until every actor has delivered its first chunk. Then it measures the actors alone
+(the learner paused: every actor collecting back to back for a fixed time). It prints a table and writes
+JSON with the machine, the versions, every measurement, and the headline keys of the best configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+ALGOS = ("beta_dqn", "dqn")
+
+
+def machine() -> dict:
+    import gymnasium
+    import numpy
+    import ray
+    import torch
+
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    import psutil
+
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
+            "gpu": gpu, "python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__,
+            "numpy": numpy.__version__, "gymnasium": gymnasium.__version__, "commit": commit,
+            "date": time.strftime("%Y-%m-%d")}
+
+
+def config(args, algo: str, actors: int, out: str):
+    from learner.config import Config, resolve
+
+    cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps,
+                 learning_starts=args.learning_starts, eval_every=10**9, eval_episodes=1, device=args.device,
+                 out=out, wandb="disabled", progress=False, log_every=1.0, seed=args.seed)
+    return resolve(cfg)
+
+
+def end_to_end(args, algo: str, actors: int) -> dict:
+    """One training run; its steady-state rates, learner time split, staleness, startup and memory."""
+    from learner.run import Run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg, spec = config(args, algo, actors, tmp)
+        summary = Run(cfg, spec).run()
+    t = summary["throughput"]
+    return {"algo": algo, "actors": actors, "device": summary["device"],
+            "env_steps_per_s": t["steady_env_steps_per_s"], "updates_per_s": t["steady_updates_per_s"],
+            "replay_ratio": t["steady_updates_per_s"] / t["steady_env_steps_per_s"],
+            "update_ms": t["update_ms"], "learner_update_fraction": t["learner_update_fraction"],
+            "learner_wait_fraction": t["learner_wait_fraction"], "learner_idle_fraction": t["learner_idle_fraction"],
+            "staleness_median": t["staleness_median"], "staleness_p95": t["staleness_p95"],
+            "first_transition_s": t["first_transition_s"], "all_actors_ready_s": t["all_actors_ready_s"],
+            "peak_rss_gb": summary["peak_rss_gb"], "steady_seconds": t["steady_seconds"]}
+
+
+def actors_only(args, algo: str, actors: int, seconds: float) -> dict:
+    """The actors with the learner paused: every actor collects chunks back to back for `seconds`."""
+    from learner.learner import Learner
+    from learner.runtime import RayBackend, build
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg, spec = config(args, algo, actors, tmp)
+        backend = RayBackend(cfg.address)
+        try:
+            parts = build(cfg, spec, backend)
+            learner = Learner(cfg, spec)
+            weights = backend.put(learner.weights())
+            handles = parts["actors"]
+            # warm: every actor has its weights and has acted once (past learning_starts: arms in use)
+            backend.get([backend.call(h, "collect", cfg.chunk_steps, weights, 0, cfg.learning_starts)
+                         for h in handles])
+            steps, t0 = 0, time.perf_counter()
+            inflight = {backend.call(h, "collect", cfg.chunk_steps, None, 0, cfg.learning_starts): h
+                        for h in handles}
+            while time.perf_counter() - t0 < seconds:
+                for fut in backend.ready(list(inflight), block=True):
+                    h = inflight.pop(fut)
+                    steps += backend.get(fut)["steps"]
+                    inflight[backend.call(h, "collect", cfg.chunk_steps, None, 0, cfg.learning_starts)] = h
+            wall = time.perf_counter() - t0
+            backend.get(list(inflight))
+        finally:
+            backend.shutdown()
+    return {"algo": algo, "actors": actors, "env_steps_per_s": steps / wall}
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--env", default="MinAtar/Breakout")
+    p.add_argument("--actors", default="1,2,4,32", help="comma-separated actor counts")
+    p.add_argument("--steps", type=int, default=20_000, help="steady-state env steps per run (after warm-up)")
+    p.add_argument("--learning-starts", type=int, default=5_000)
+    p.add_argument("--actor-seconds", type=float, default=8.0, help="seconds of the actors-only measurement")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="", help="JSON path (default bench/results/throughput-<cpus>cpu-<device>.json)")
+    args = p.parse_args(argv)
+    try:
+        args.actor_counts = [int(a) for a in args.actors.split(",")]
+        if not args.actor_counts or min(args.actor_counts) < 1:
+            raise ValueError
+    except ValueError:
+        p.error(f"--actors: expected comma-separated positive integers, got {args.actors!r}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    info = machine()
+    t_start = time.perf_counter()
+    runs = []
+    for k, n in enumerate(args.actor_counts):
+        for algo in (ALGOS if k % 2 == 0 else ALGOS[::-1]):  # ABBA across actor counts
+            row = end_to_end(args, algo, n)
+            runs.append(row)
+            print(f"  {algo:9s} {n:3d} actors: {row['env_steps_per_s']:7.0f} env steps/s", file=sys.stderr)
+    most = max(args.actor_counts)
+    actor_rows = [actors_only(args, algo, most, args.actor_seconds) for algo in ALGOS]
+
+    def find(algo, n):
+        return next(r for r in runs if r["algo"] == algo and r["actors"] == n)
+
+    best_n = max(args.actor_counts, key=lambda n: find("beta_dqn", n)["env_steps_per_s"])
+    beta, dqn = find("beta_dqn", best_n), find("dqn", best_n)
+    big = [r for r in runs if r["actors"] == 32]
+    result = {
+        "beta_dqn_env_steps_per_s": round(beta["env_steps_per_s"], 1),
+        "dqn_env_steps_per_s": round(dqn["env_steps_per_s"], 1),
+        # wall-clock cost per env step of β-DQN relative to DQN (the paper's "computational cost")
+        "cost_ratio_beta_over_dqn": round(dqn["env_steps_per_s"] / beta["env_steps_per_s"], 3),
+        "actors32_ready_s": max(r["first_transition_s"] for r in big) if big else None,  # all up, first chunk in
+        "actors32_peak_rss_gb": round(max(r["peak_rss_gb"] for r in big), 2) if big else None,
+        "learner_wait_fraction": round(beta["learner_wait_fraction"], 4),
+        "staleness_p95": beta["staleness_p95"],
+        "replay_ratio_achieved": round(beta["replay_ratio"], 4),
+        "best_actors": best_n,
+        "env": args.env, "device": beta["device"], "machine": info,
+        "command": "python bench/throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "bench_seconds": round(time.perf_counter() - t_start, 1),
+        "runs": runs, "actors_only": actor_rows,
+    }
+    print_table(result)
+    device = "gpu" if beta["device"].startswith("cuda") else "cpu"
+    out = Path(args.out or ROOT / "bench" / "results" / f"throughput-{info['cpu_count']}cpu-{device}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+def print_table(result: dict) -> None:
+    m = result["machine"]
+    print(f"\n{result['env']} on {m['cpu']} ({m['cpu_count']} CPUs), learner on {result['device']}"
+          + (f" ({m['gpu']})" if m["gpu"] else "") + f"; torch {m['torch']}, ray {m['ray']}")
+    cols = ("algo", "actors", "env steps/s", "updates/s", "ratio", "update ms", "learner busy", "wait",
+            "idle", "stale p50/p95", "first step s", "all ready s", "peak RSS GB")
+    print(" | ".join(cols))
+    for r in result["runs"]:
+        print(" | ".join([r["algo"], str(r["actors"]), f"{r['env_steps_per_s']:.0f}", f"{r['updates_per_s']:.0f}",
+                          f"{r['replay_ratio']:.3f}", f"{r['update_ms']:.2f}", f"{r['learner_update_fraction']:.2f}",
+                          f"{r['learner_wait_fraction']:.3f}", f"{r['learner_idle_fraction']:.3f}",
+                          f"{r['staleness_median']:.0f}/{r['staleness_p95']:.0f}", f"{r['first_transition_s']:.1f}",
+                          f"{r['all_actors_ready_s']:.1f}", f"{r['peak_rss_gb']:.2f}"]))
+    for r in result["actors_only"]:
+        print(f"actors only ({r['algo']}, {r['actors']} actors, learner paused): "
+              f"{r['env_steps_per_s']:.0f} env steps/s")
+    print()
+    for k in ("beta_dqn_env_steps_per_s", "dqn_env_steps_per_s", "cost_ratio_beta_over_dqn", "actors32_ready_s",
+              "actors32_peak_rss_gb", "learner_wait_fraction", "staleness_p95", "replay_ratio_achieved",
+              "best_actors"):
+        print(f"{k:28s} {result[k]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
