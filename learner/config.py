@@ -48,6 +48,8 @@ class Config:
     learner_threads: int = field(default=1, metadata={"help": "torch CPU threads of the learner"})
     beta_thread: bool = field(default=True, metadata={
         "help": "β-DQN: update β on a second learner thread beside Q (same math, faster with 2+ cores)"})
+    cuda_graphs: bool = field(default=True, metadata={
+        "help": "GPU learner: capture the whole update as one CUDA graph and replay it per batch"})
     publish_every: int = field(default=10, metadata={"help": "learner updates between weight broadcasts"})
     # --- training loop (spec §4) ---
     batch_size: int = field(default=32, metadata={"help": "minibatch size"})

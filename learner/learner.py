@@ -16,6 +16,8 @@ from learner.algorithms import ALGORITHMS
 from learner.networks import make_network, to_numpy
 from replay_service.buffer import make_packer
 
+GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
+
 
 def pick_device(name: str) -> torch.device:
     if name == "auto":
@@ -35,40 +37,79 @@ class Learner:
             {name: make_network(spec.obs_shape, spec.n_actions) for name in self.algo.NETWORKS}
         ).to(self.device)
         self.target_q = copy.deepcopy(self.nets["q"]).requires_grad_(False)
+        # on a GPU the whole update (forward, backward, Adam) is one CUDA graph, replayed per batch:
+        # at batch 32 the update is a few hundred tiny kernels, and launching them is the cost
+        self.graphed = cfg.cuda_graphs and self.device.type == "cuda"
+        self.graph = None
+        self.static: dict[str, torch.Tensor] = {}  # graph inputs; metrics are its outputs
+        self.static_metrics: dict[str, torch.Tensor] = {}
         # one Adam per network (fused: one kernel for all its parameters); stepping them all after one
         # backward of the summed loss is the same as one Adam over every parameter
-        self.optimizers = {name: torch.optim.Adam(net.parameters(), lr=cfg.lr, fused=True)
+        self.optimizers = {name: torch.optim.Adam(net.parameters(), lr=cfg.lr, fused=True, capturable=self.graphed)
                            for name, net in self.nets.items()}
-        # β-DQN: β's forward, backward and Adam step on a second thread while Q does its own
+        # β-DQN on CPU: β's forward, backward and Adam step on a second thread while Q does its own
         # (torch releases the GIL inside its kernels; the math is the same as the one-thread update)
         self.beta_thread = None
-        if cfg.algo == "beta_dqn" and cfg.beta_thread:
+        if cfg.algo == "beta_dqn" and cfg.beta_thread and not self.graphed:
             self.beta_thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
         self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         self.updates = 0
         self.version = 0
 
-    def _to_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        out = {}
+    def _host_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         # torch.tensor copies: arrays that come through Ray's object store are read-only
-        for k in ("obs", "next_obs"):
-            out[k] = torch.tensor(self.packer.unpack(batch[k])).to(self.device, non_blocking=True)
-        out["action"] = torch.tensor(batch["action"], dtype=torch.int64).to(self.device)
-        out["reward"] = torch.tensor(batch["reward"], dtype=torch.float32).to(self.device)
-        out["terminated"] = torch.tensor(batch["terminated"]).to(self.device)
+        out = {k: torch.tensor(self.packer.unpack(batch[k])) for k in ("obs", "next_obs")}
+        out["action"] = torch.tensor(batch["action"], dtype=torch.int64)
+        out["reward"] = torch.tensor(batch["reward"], dtype=torch.float32)
+        out["terminated"] = torch.tensor(batch["terminated"], dtype=torch.bool)
         return out
 
+    def _to_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device, non_blocking=True) for k, v in self._host_tensors(batch).items()}
+
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        """One gradient step on Q (and β); returns detached metric tensors (no device sync)."""
-        tensors = self._to_tensors(batch)
-        if self.beta_thread is not None:
-            metrics = self._update_overlapped(tensors)
+        """One gradient step on Q (and β); returns detached metric tensors (no device sync). With CUDA
+        graphs they are the graph's outputs: read them before the next update."""
+        if self.graphed:
+            metrics = self._update_graphed(batch)
+        elif self.beta_thread is not None:
+            metrics = self._update_overlapped(self._to_tensors(batch))
         else:
-            loss, metrics = self.algo.loss(self.nets, self.target_q, tensors, self.cfg.gamma, self.cfg)
-            self._step(loss, self.optimizers.values())
-            metrics["loss"] = loss.detach()
+            metrics = self._update_eager(self._to_tensors(batch))
         self.updates += 1
         return metrics
+
+    def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        loss, metrics = self.algo.loss(self.nets, self.target_q, tensors, self.cfg.gamma, self.cfg)
+        self._step(loss, self.optimizers.values())
+        metrics["loss"] = loss.detach()
+        return metrics
+
+    def _update_graphed(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+        """The first GRAPH_WARMUP updates run eagerly on a side stream (as CUDA graph capture requires),
+        the next captures the update once, and every update replays it on new inputs."""
+        if self.graph is None:
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                if self.updates < GRAPH_WARMUP:
+                    metrics = self._update_eager(self._to_tensors(batch))
+                else:
+                    self.static = self._to_tensors(batch)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            if self.updates < GRAPH_WARMUP:
+                return metrics
+            for opt in self.optimizers.values():
+                opt.zero_grad(set_to_none=True)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):  # records; nothing runs until replay
+                self.static_metrics = self._update_eager(self.static)
+            self.graph = graph
+        else:
+            for k, v in self._host_tensors(batch).items():
+                self.static[k].copy_(v, non_blocking=True)
+        self.graph.replay()
+        return self.static_metrics
 
     @staticmethod
     def _step(loss: torch.Tensor, optimizers) -> None:

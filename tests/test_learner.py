@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 
 from learner.config import Config, resolve
@@ -39,3 +40,28 @@ def test_beta_thread_gives_exactly_the_one_thread_update():
     # and it did learn something: parameters moved from their initial values
     fresh = Learner(cfg, spec)
     assert not torch.equal(fresh.nets["beta"].out.weight, learners[1].nets["beta"].out.weight)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("algo", ["beta_dqn", "dqn"])
+def test_cuda_graph_update_equals_the_eager_update(algo):
+    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo=algo, wandb="disabled", device="cuda"))
+    device = torch.device("cuda")
+    learners = [Learner(dataclasses.replace(cfg, cuda_graphs=flag), spec, device) for flag in (False, True)]
+    assert not learners[0].graphed and learners[1].graphed
+    metrics = [[], []]
+    for k, learner in enumerate(learners):
+        for i, batch in enumerate(batches(learner, 8)):  # warm-up, capture, then replays
+            metrics[k].append({n: float(v) for n, v in learner.update(batch).items()})
+            if i == 5:
+                learner.sync_target()  # the graph reads the target's parameters in place
+        learner.close()
+    assert learners[1].graph is not None
+    for a, b in zip(metrics[0], metrics[1], strict=True):
+        assert a.keys() == b.keys()
+        for n in a:
+            assert a[n] == pytest.approx(b[n], rel=1e-4, abs=1e-5), n
+    for name in learners[0].nets:
+        for (pn, a), (_, b) in zip(learners[0].nets[name].named_parameters(),
+                                   learners[1].nets[name].named_parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=f"{name}.{pn}")
