@@ -3,17 +3,19 @@
 Plain Python and numpy (no torch, no Ray): `learner.runtime` hosts it in-process or as a Ray actor.
 The actor talks to two ports: an arm source (the bandit for β-DQN) once per episode — `select()` for the
 first episode under an arm, then `report_and_select()` when an episode ends, which reports it and returns
-the arm of the env's next episode in one round trip — and the replay (`insert(chunk)`) once per `collect`.
+the arm of the env's next episode in one round trip (asynchronously when the port offers it: that env
+waits while the others step) — and the replay (`insert(chunk)`) once per `collect`.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from actors.envs import make_env
-from actors.numpy_net import NumpyNet
+from actors.numpy_net import NumpyNet, unflatten
 from actors.policies import (
     act_beta_dqn,
     epsilon_greedy,
@@ -54,6 +56,7 @@ class Episode:
     arm_steps: int = 0  # steps acted under the arm
     explored: int = 0  # of those, steps off pure exploitation (the bandit's bonus B = explored/arm_steps)
     counts: dict[bytes, np.ndarray] = field(default_factory=dict)
+    arm_request: Future | None = None  # the arm on its way from the arm source (the env waits for it)
 
 
 class Actor:
@@ -75,8 +78,8 @@ class Actor:
         """Answers once the actor is constructed (the run waits for all before the first chunk)."""
         return self.actor_id
 
-    def set_weights(self, weights: dict[str, dict[str, np.ndarray]], version: int) -> None:
-        self.nets = {name: NumpyNet(params) for name, params in weights.items()}
+    def set_weights(self, weights: dict, version: int) -> None:
+        self.nets = {name: NumpyNet(params) for name, params in unflatten(weights).items()}
         self.version = version
 
     def _act(self, ep: Episode, obs: np.ndarray, q: np.ndarray, beta: np.ndarray | None, step: int) -> int:
@@ -98,6 +101,26 @@ class Actor:
             ep.explored += 1
         return action
 
+    def _report_and_select(self, arm: int, episode_return: float, bonus: float) -> Future:
+        """Report a finished episode and ask for the next arm without waiting (a remote arm source
+        answers with a future; a local one answers now)."""
+        ask = getattr(self.arm_source, "report_and_select_async", None)
+        if ask is not None:
+            return ask(arm, episode_return, bonus)
+        done: Future = Future()
+        done.set_result(self.arm_source.report_and_select(arm, episode_return, bonus))
+        return done
+
+    def _waiting(self, i: int, block: bool = False) -> bool:
+        """Whether env i still waits for its next arm (taking the arm if it has come)."""
+        ep = self.episodes[i]
+        if ep is None or ep.arm_request is None:
+            return False
+        if not (block or ep.arm_request.done()):
+            return True
+        ep.arm, ep.arm_request = int(ep.arm_request.result()), None
+        return False
+
     def collect(self, n_steps: int, weights=None, version: int = -1, global_step: int = 0) -> dict:
         """Step the environments for `n_steps` env steps in all, insert them as one chunk, report stats.
 
@@ -112,21 +135,27 @@ class Actor:
         finished = []
         produced = 0
         while produced < n_steps:
-            k = min(len(self.envs), n_steps - produced)
-            for i in range(k):
+            # an env whose next arm is still on its way sits this round out: its round trip to the
+            # arm source overlaps the other envs' steps (with none left, wait for the first arm)
+            active = [i for i in range(len(self.envs)) if not self._waiting(i)]
+            if not active:
+                self._waiting(next(i for i, ep in enumerate(self.episodes) if ep and ep.arm_request), block=True)
+                continue
+            active = active[:n_steps - produced]
+            for j, i in enumerate(active):
                 if self.episodes[i] is None:
                     self.episodes[i] = Episode()
                 # an arm for every episode from learning_starts on: at its start, or at the step the
                 # run passes learning_starts for an episode that began in the warm-up
-                if self.episodes[i].arm is None and global_step + produced + i >= self.cfg.learning_starts:
+                if self.episodes[i].arm is None and global_step + produced + j >= self.cfg.learning_starts:
                     self.episodes[i].arm = self.arm_source.select()
-            obs = np.stack(self.obs[:k])
-            needs_values = any(self.episodes[i].arm is not None for i in range(k))
+            obs = np.stack([self.obs[i] for i in active])
+            needs_values = any(self.episodes[i].arm is not None for i in active)
             q, beta = acting_values(self.nets, obs) if needs_values else (None, None)
-            for i in range(k):
-                ep, step = self.episodes[i], global_step + produced + i
-                a = self._act(ep, self.obs[i], None if q is None else q[i],
-                              None if beta is None else beta[i], step)
+            for j, i in enumerate(active):
+                ep, step = self.episodes[i], global_step + produced + j
+                a = self._act(ep, self.obs[i], None if q is None else q[j],
+                              None if beta is None else beta[j], step)
                 next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
                 obs_l.append(self.obs[i])
                 act_l.append(a)
@@ -141,13 +170,13 @@ class Actor:
                                      "success": success})
                     if ep.arm is not None:
                         # one round trip per episode: the report, and the arm of this env's next episode
-                        self.episodes[i] = Episode(arm=self.arm_source.report_and_select(
+                        self.episodes[i] = Episode(arm_request=self._report_and_select(
                             ep.arm, ep.ret, ep.explored / max(ep.arm_steps, 1)))
                     else:
                         self.episodes[i] = None
                     next_obs, _ = self.envs[i].reset()
                 self.obs[i] = next_obs
-            produced += k
+            produced += len(active)
         chunk = {
             "obs": self.packer.pack(np.stack(obs_l)),
             "action": np.asarray(act_l, dtype=np.int64),

@@ -9,7 +9,7 @@ import numpy as np
 
 from actors.actor import acting_values
 from actors.envs import make_env
-from actors.numpy_net import NumpyNet
+from actors.numpy_net import NumpyNet, unflatten
 from actors.policies import argmax_random_tie, pure_exploitation
 
 
@@ -25,8 +25,8 @@ class Evaluator:
             return argmax_random_tie(q, self.rng)
         return pure_exploitation(q, beta, self.cfg.beta_eps, self.rng)
 
-    def evaluate(self, weights: dict[str, dict[str, np.ndarray]], env_steps: int) -> dict:
-        nets = {name: NumpyNet(p) for name, p in weights.items()}
+    def evaluate(self, weights: dict, env_steps: int) -> dict:
+        nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}
         returns, successes = [], []
         for _ in range(self.cfg.eval_episodes):
             obs, _ = self.env.reset()

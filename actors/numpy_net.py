@@ -12,6 +12,20 @@ from numpy.lib.stride_tricks import sliding_window_view
 SMALL_BATCH = 3  # up to this many rows, a row-by-row matrix–vector product beats OpenBLAS's small-M gemm 2x
 
 
+def unflatten(weights: dict) -> dict[str, dict[str, np.ndarray]]:
+    """`learner.networks.flat_weights`' buffer as {network: {parameter: array}} (views, no copy).
+    A dict that is already per network passes through."""
+    if "flat" not in weights:
+        return weights
+    out: dict[str, dict[str, np.ndarray]] = {}
+    offset = 0
+    for name, key, shape in weights["layout"]:
+        size = int(np.prod(shape))
+        out.setdefault(name, {})[key] = weights["flat"][offset:offset + size].reshape(shape)
+        offset += size
+    return out
+
+
 class NumpyNet:
     def __init__(self, params: dict[str, np.ndarray]):
         self.conv = "conv.weight" in params

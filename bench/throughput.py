@@ -62,7 +62,8 @@ def machine() -> dict:
 def config(args, algo: str, actors: int, out: str):
     from learner.config import Config, resolve
 
-    cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps,
+    extra = {"envs_per_actor": args.envs_per_actor} if args.envs_per_actor else {}
+    cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps, **extra,
                  learning_starts=args.learning_starts, eval_every=10**9, eval_episodes=1, device=args.device,
                  out=out, wandb="disabled", progress=False, log_every=1.0, seed=args.seed)
     return resolve(cfg)
@@ -123,6 +124,7 @@ def parse(argv=None):
     p.add_argument("--actors", default="1,2,4,32", help="comma-separated actor counts")
     p.add_argument("--steps", type=int, default=20_000, help="steady-state env steps per run (after warm-up)")
     p.add_argument("--learning-starts", type=int, default=5_000)
+    p.add_argument("--envs-per-actor", type=int, default=0, help="0: the run's default")
     p.add_argument("--actor-seconds", type=float, default=8.0, help="seconds of the actors-only measurement")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=0)

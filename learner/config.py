@@ -37,7 +37,7 @@ class Config:
     # --- runtime ---
     runtime: str = field(default="ray", metadata={"help": "ray: actors as processes; serial: one process"})
     actors: int = field(default=4, metadata={"help": "actor processes"})
-    envs_per_actor: int = field(default=2, metadata={"help": "environments stepped together per actor"})
+    envs_per_actor: int = field(default=4, metadata={"help": "environments stepped together per actor"})
     actor_cpus: float = field(default=0.0, metadata={
         "help": "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors"})
     chunk_steps: int = field(default=64, metadata={

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from learner.algorithms import ALGORITHMS
-from learner.networks import make_network, to_numpy
+from learner.networks import flat_weights, make_network
 from replay_service.buffer import make_packer
 
 GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
@@ -150,9 +150,9 @@ class Learner:
     def sync_target(self) -> None:
         self.target_q.load_state_dict(self.nets["q"].state_dict())
 
-    def weights(self) -> dict[str, dict[str, np.ndarray]]:
-        """Acting parameters as numpy arrays, stamped with a new version by the caller."""
-        return {name: to_numpy(net) for name, net in self.nets.items()}
+    def weights(self) -> dict:
+        """Acting parameters in one numpy buffer (`flat_weights`), stamped with a version by the caller."""
+        return flat_weights(self.nets)
 
     def state_dict(self) -> dict:
         return {"nets": self.nets.state_dict(), "target_q": self.target_q.state_dict(),

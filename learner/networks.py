@@ -48,5 +48,16 @@ def make_network(obs_shape: tuple[int, ...], n_out: int) -> nn.Module:
 
 
 def to_numpy(net: nn.Module) -> dict[str, np.ndarray]:
-    """Parameters as plain float32 arrays: what actors receive (they never import torch)."""
+    """Parameters as plain float32 arrays (they never import torch on the actor side)."""
     return {k: v.detach().to("cpu", torch.float32).numpy().copy() for k, v in net.state_dict().items()}
+
+
+def flat_weights(nets: dict[str, nn.Module]) -> dict:
+    """Every network's parameters in one float32 buffer (one device-to-host copy, one object to share:
+    half the cost of sharing a dict of arrays) with its layout; `actors.numpy_net.unflatten` reads it."""
+    layout, tensors = [], []
+    for name, net in nets.items():
+        for key, value in net.state_dict().items():
+            layout.append((name, key, tuple(value.shape)))
+            tensors.append(value.detach().reshape(-1).float())
+    return {"layout": layout, "flat": torch.cat(tensors).cpu().numpy()}

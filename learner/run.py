@@ -110,6 +110,7 @@ class Run:
         self.target_syncs: list[tuple[int, int]] = []  # (env step, learner updates) of each target copy
         self.next_eval = min(cfg.eval_every, cfg.total_steps)
         self.staleness: Counter = Counter()  # versions behind -> chunks
+        self.shared, self.shared_version = None, -1  # the weights in the object store, and their version
 
     # ---- replay ----
     def _sample_future(self, n_batches: int):
@@ -150,7 +151,6 @@ class Run:
         backend.get([backend.call(a, "ready") for a in actors])
         self.clock.actors_ready()
         t0 = time.perf_counter()
-        weights = backend.put(learner.weights())
         actor_version = [-1] * len(actors)
         inflight: dict = {}  # future -> actor index
         eval_futures: list = []
@@ -172,7 +172,7 @@ class Run:
                     n = min(cfg.chunk_steps, cfg.total_steps - self.committed)
                     if n <= 0 or not self.limiter.may_collect(self.committed + n, learner.updates):
                         break
-                    send = weights if actor_version[i] != learner.version else None
+                    send = self._shared_weights() if actor_version[i] != learner.version else None
                     fut = backend.call(actors[i], "collect", n, send, learner.version, self.committed)
                     actor_version[i] = learner.version
                     inflight[fut] = i
@@ -184,7 +184,7 @@ class Run:
                 # 2. the updates the ratio asks for now; target copies and evaluations fall due
                 #    on the learner's clock, exactly after the update that step count owes
                 updated = 0
-                weights = self._milestones(weights, eval_futures)
+                self._milestones(eval_futures)
                 while self.limiter.may_update(learner.updates, self.env_steps):
                     t_wait = time.perf_counter()
                     batch = self._next_batch(prefetched, batches)
@@ -193,8 +193,8 @@ class Run:
                     self.clock.learner(t_update - t_wait, time.perf_counter() - t_update)
                     updated += 1
                     if learner.updates % cfg.publish_every == 0:
-                        weights = self._publish()
-                    weights = self._milestones(weights, eval_futures)
+                        learner.version += 1  # a new version; shared when someone asks for it
+                    self._milestones(eval_futures)
                     if updated >= HARVEST_EVERY and inflight and backend.concurrent:
                         break  # harvest between bursts: actors do not idle, and data lags ≤ a few versions
                 # 3. results: finished chunks and evaluations
@@ -204,7 +204,7 @@ class Run:
                 if not inflight:
                     if self.env_steps >= cfg.total_steps and not self.limiter.may_update(
                             learner.updates, self.env_steps):
-                        weights = self._milestones(weights, eval_futures)
+                        self._milestones(eval_futures)
                         self.clock.stop(self.env_steps, learner.updates)
                         break
                     continue
@@ -255,32 +255,35 @@ class Run:
         """Env step `at` is reached and the learner has done every update owed at `at`."""
         return self.env_steps >= at and self.learner.updates >= self.limiter.owed(at)
 
-    def _milestones(self, weights, eval_futures: list):
+    def _milestones(self, eval_futures: list) -> None:
         """Copy the target every `target_update` env steps and evaluate every `eval_every` (and at the
-        end), each on the learner's clock; returns the newest published weights."""
+        end), each on the learner's clock."""
         cfg = self.cfg
         while self._due(self.next_target):
             self.learner.sync_target()
             self.target_syncs.append((self.next_target, self.learner.updates))
             self.next_target += cfg.target_update
         while self.next_eval <= cfg.total_steps and self._due(self.next_eval):
-            weights = self._start_eval(self.next_eval, eval_futures)
+            self._start_eval(self.next_eval, eval_futures)
             if self.next_eval == cfg.total_steps:
                 self.next_eval += 1  # done: the final evaluation is started
             else:
                 self.next_eval = min(self.next_eval + cfg.eval_every, cfg.total_steps)
-        return weights
 
-    def _publish(self):
+    def _shared_weights(self):
+        """The current version's weights, shared (put in Ray's object store) at most once per version
+        and only when an actor or the evaluator needs them: a version every `publish_every` updates can
+        come faster than actors ask (a GPU learner does ~1,500 updates/s), and a share costs ~1 ms."""
+        if self.shared_version != self.learner.version:
+            self.shared = self.backend.put(self.learner.weights())
+            self.shared_version = self.learner.version
+        return self.shared
+
+    def _start_eval(self, at: int, futures: list) -> None:
+        """Evaluate the current weights (a new version) as those of env step `at`."""
         self.learner.version += 1
-        return self.backend.put(self.learner.weights())
-
-    def _start_eval(self, at: int, futures: list):
-        """Evaluate the current weights (published now) as those of env step `at`."""
-        weights = self._publish()
-        futures.append(self.backend.call(self.parts["evaluator"], "evaluate", weights, at))
+        futures.append(self.backend.call(self.parts["evaluator"], "evaluate", self._shared_weights(), at))
         self.evals[at] = None
-        return weights
 
     def _record_eval(self, result: dict, logger: RunLogger) -> None:
         self.evals[result["env_steps"]] = result

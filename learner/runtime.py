@@ -73,6 +73,10 @@ class _RemotePort:
 
         return ray.get(self.handle.report_and_select.remote(arm, episode_return, bonus))
 
+    def report_and_select_async(self, arm: int, episode_return: float, bonus: float):
+        """The same, as a concurrent.futures.Future: the actor steps its other envs meanwhile."""
+        return self.handle.report_and_select.remote(arm, episode_return, bonus).future()
+
     def insert(self, chunk) -> int:
         import ray
 

@@ -90,6 +90,47 @@ def test_chunks_carry_exact_step_counts_across_uneven_calls():
         make_actor(arm=2)[0].collect(4)  # no weights yet
 
 
+class SlowFuture:
+    """An arm that arrives after a few polls, like a remote answer."""
+
+    def __init__(self, arm, polls):
+        self.arm, self.polls, self.left, self.taken = arm, 0, polls, False
+
+    def done(self):
+        self.polls += 1
+        self.left -= 1
+        return self.left <= 0
+
+    def result(self):
+        self.taken = True
+        return self.arm
+
+
+class AsyncArms(FakeArms):
+    def __init__(self, arm):
+        super().__init__(arm)
+        self.futures = []
+
+    def report_and_select_async(self, arm, ret, bonus):
+        self.report(arm, ret, bonus)
+        self.futures.append(SlowFuture(self.arm, polls=5))
+        return self.futures[-1]
+
+
+def test_an_env_waiting_for_its_next_arm_lets_the_others_step():
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=1, envs_per_actor=2, wandb="disabled"))
+    arms, replay = AsyncArms(12), FakeReplay()  # π_cor(1) goes down: 100-step episodes to the time limit
+    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
+    stats = actor.collect(450, weights, version=0, global_step=0)
+    assert stats["steps"] == 450 and len(replay.chunks[0]["action"]) == 450
+    # env 0 starts in the warm-up (random, its own episode length), env 1 under the arm: their episodes
+    # end at different steps, and the one that waits is polled while the other keeps stepping
+    assert arms.reports and any(f.polls >= 5 for f in arms.futures)
+    assert all(f.taken for f in arms.futures[:-2])  # every arm but the newest ones was taken
+    assert np.all(replay.chunks[0]["action"][250:] == 2)  # and acted on (the warm-up episode is ≤ 100 steps)
+
+
 def test_is_exploitation_counts_ties_as_exploitation():
     q = np.array([1.0, 3.0, 3.0])
     beta = np.array([0.4, 0.3, 0.3])
