@@ -80,3 +80,23 @@ def test_smoke_every_family(tmp_path, env, algo):
     summary = train(cfg, spec)
     assert summary["env_steps"] == 1500 and summary["updates"] == 300
     assert summary["final_eval"]["return_mean"] is not None
+
+
+def test_weights_are_shared_once_per_version_and_only_when_asked(tmp_path):
+    cfg, spec = short(tmp_path, "pub", env="CliffWalk", algo="dqn", publish_every=1)
+    run = Run(cfg, spec)
+    shared = []
+    real_put = run.backend.put
+
+    def put(value):
+        shared.append(run.learner.version)
+        return real_put(value)
+
+    run.backend.put = put
+    summary = run.run()
+    # a version per update (and per evaluation), but a share only when an actor or the evaluator asked
+    assert summary["weight_versions"] == summary["updates"] + 3
+    assert len(shared) == len(set(shared)) < summary["weight_versions"] / 2
+    # every chunk was acted with a version that was shared
+    assert {v for first_last in run.actor_versions for v in first_last} <= set(shared)
+    assert summary["throughput"]["staleness_p95"] is not None
