@@ -6,6 +6,7 @@ With no flag but `--actors`, it runs the paper's configuration: β-DQN on MinAta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -54,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg, spec = resolve(parse_config(argv))
         from learner.run import train  # torch and Ray load only for a valid config
 
-        summary = train(cfg, spec)
+        # stdout carries the summary alone: what Ray prints while the run goes on (e.g. raylet warnings
+        # about worker start-up with many actors) goes to stderr with the progress bar
+        with contextlib.redirect_stdout(sys.stderr):
+            summary = train(cfg, spec)
     except ConfigError as e:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
         return 2
