@@ -159,4 +159,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from learner.config import ConfigError
+
+    try:
+        sys.exit(main())
+    except ConfigError as e:  # a bad --env or --device: one line, as learner.main says it
+        sys.exit(f"bench/breakdown.py: error: {e}")

@@ -208,4 +208,9 @@ def print_table(result: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from learner.config import ConfigError
+
+    try:
+        sys.exit(main())
+    except ConfigError as e:  # a bad --env or --device: one line, as learner.main says it
+        sys.exit(f"bench/throughput.py: error: {e}")
