@@ -1,0 +1,110 @@
+"""The msgpack record codec: round trips, and malformed records rejected and counted, never unpickled."""
+
+import pickle
+
+import msgpack
+import numpy as np
+import pytest
+
+from actors.envs import env_spec, make_env
+from replay_service.buffer import make_packer
+from replay_service.codec import SCHEMA_VERSION, Codec, RecordError
+
+
+def codec_for(name):
+    spec = env_spec(name)
+    return Codec(make_packer(spec.obs_shape, spec.obs_dtype, spec.name), spec.n_actions), spec
+
+
+def real_chunk(name, n=20, seed=0):
+    """Transitions from the real environment, packed as an actor packs them."""
+    codec, spec = codec_for(name)
+    env, rng = make_env(name, seed=seed), np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    rows = {k: [] for k in ("obs", "next_obs", "action", "reward", "terminated", "truncated", "episode")}
+    episode = 0
+    for _ in range(n):
+        a = int(rng.integers(spec.n_actions))
+        nxt, r, term, trunc, _ = env.step(a)
+        for k, v in zip(rows, (obs, nxt, a, r, term, trunc, episode), strict=True):
+            rows[k].append(v)
+        obs = nxt
+        if term or trunc:
+            obs, _ = env.reset()
+            episode += 1
+    chunk = {k: np.asarray(v) for k, v in rows.items()}
+    chunk["obs"], chunk["next_obs"] = codec.packer.pack(chunk["obs"]), codec.packer.pack(chunk["next_obs"])
+    return codec, spec, chunk
+
+
+@pytest.mark.parametrize("name", ["MinAtar/Breakout", "DoorKey", "CliffWalk"])
+def test_round_trip(name):
+    codec, spec, chunk = real_chunk(name)
+    records = codec.encode_chunk(chunk, actor=3, version=7)
+    assert all(isinstance(r, bytes) for r in records)
+    batch, errors = codec.decode_batch(records)
+    assert errors == [] and not codec.rejected
+    for k in ("obs", "next_obs", "action", "terminated"):
+        np.testing.assert_array_equal(batch[k], chunk[k])
+    np.testing.assert_array_equal(batch["reward"], chunk["reward"].astype(np.float32))
+    # and back to observations the learner can use
+    np.testing.assert_array_equal(codec.packer.unpack(batch["obs"]).shape[1:], spec.obs_shape)
+    rec = codec.decode(records[0])
+    assert rec["actor"] == 3 and rec["version"] == 7 and rec["v"] == SCHEMA_VERSION
+
+
+def tampered(record: bytes, **changes) -> bytes:
+    rec = msgpack.unpackb(record, raw=False)
+    for k, v in changes.items():
+        if v is KeyError:
+            del rec[k]
+        else:
+            rec[k] = v
+    return msgpack.packb(rec, use_bin_type=True)
+
+
+def test_malformed_records_are_rejected_and_counted():
+    codec, _, chunk = real_chunk("MinAtar/Breakout", n=4)
+    good = codec.encode_chunk(chunk, actor=0, version=1)[0]
+    bad = {
+        "truncated bytes": (good[:len(good) // 2], "not_msgpack"),
+        "trailing garbage": (good + b"\x00", "not_msgpack"),
+        "wrong version": (tampered(good, v=2), "version"),
+        "wrong shape": (tampered(good, shape=[10, 10, 3]), "shape"),
+        "short observation": (tampered(good, obs=b"\x00" * 3), "shape"),
+        "wrong dtype": (tampered(good, dtype="float32"), "dtype"),
+        "NaN reward": (tampered(good, reward=float("nan")), "value"),
+        "infinite reward": (tampered(good, reward=float("inf")), "value"),
+        "negative action": (tampered(good, action=-1), "value"),
+        "action out of range": (tampered(good, action=6), "value"),
+        "extra key": (tampered(good, evil=1), "keys"),
+        "missing key": (tampered(good, reward=KeyError), "keys"),
+        "foreign type": (tampered(good, action="0"), "type"),
+        "bool as int": (tampered(good, action=True), "type"),
+        "pickled payload": (pickle.dumps({"v": 1, "obs": b""}), None),
+        "empty blob": (b"", "empty"),
+        "huge length field": (b"\xc6\xff\xff\xff\xf0", "not_msgpack"),  # bin32 claiming ~4 GB
+        "not a map": (msgpack.packb([1, 2, 3]), "type"),
+        "extension type": (msgpack.packb(msgpack.ExtType(1, b"x")), "type"),
+    }
+    for what, (blob, kind) in bad.items():
+        with pytest.raises(RecordError) as err:
+            codec.decode(blob)
+        if kind is not None:
+            assert err.value.kind == kind, what
+    batch, errors = codec.decode_batch([good, *[b for b, _ in bad.values()], good])
+    assert len(batch["action"]) == 2 and len(errors) == len(bad)
+    assert sum(codec.rejected.values()) == len(bad) and codec.rejected["value"] == 4
+
+
+def test_a_pickled_object_is_never_constructed(tmp_path):
+    codec, _ = codec_for("CliffWalk")
+    marker = tmp_path / "ran"
+
+    class Boom:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    with pytest.raises(RecordError):
+        codec.decode(pickle.dumps(Boom()))
+    assert not marker.exists()
