@@ -1,0 +1,103 @@
+"""One replay shard on a Redis server: a FIFO ring of msgpack records (`replay_service.codec`).
+
+Same API as the in-memory `ReplayBuffer` (`insert(chunk)`, `sample(n)`, `stats()`), so the run can hold
+either. Keys live under a namespace (`bdqn:<run id>:<shard>`), so several runs can share one server:
+
+    <ns>:ring   hash, slot -> record        <ns>:meta   hash: capacity, cursor, size, inserted
+
+An insert is one server-side script call per chunk (atomic: the ring, its cursor and counters move
+together); a sample is one script call per batch: the client sends n uniform numbers from its own seeded
+generator, the script maps them to slots of the current size and returns the records. Records are
+decoded and validated here; an invalid one is counted by kind (`stats()["rejected"]`), logged once per
+kind, and replaced in the batch by a valid record of the same draw, so a batch keeps its size.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import redis
+
+from replay_service.codec import Codec
+
+log = logging.getLogger(__name__)
+
+_INSERT = """
+local cap = tonumber(ARGV[1])
+local stored = redis.call('HGET', KEYS[2], 'capacity')
+if stored and tonumber(stored) ~= cap then
+  return redis.error_reply('replay shard ' .. KEYS[2] .. ' has capacity ' .. stored .. ', not ' .. cap)
+end
+local cursor = tonumber(redis.call('HGET', KEYS[2], 'cursor') or '0')
+local size = tonumber(redis.call('HGET', KEYS[2], 'size') or '0')
+for i = 2, #ARGV do
+  redis.call('HSET', KEYS[1], cursor, ARGV[i])
+  cursor = (cursor + 1) % cap
+end
+local n = #ARGV - 1
+redis.call('HSET', KEYS[2], 'capacity', cap, 'cursor', cursor, 'size', math.min(size + n, cap))
+return redis.call('HINCRBY', KEYS[2], 'inserted', n)
+"""
+
+_SAMPLE = """
+local size = tonumber(redis.call('HGET', KEYS[2], 'size') or '0')
+if size == 0 then return {} end
+local slots = {}
+for i = 1, #ARGV do slots[i] = math.floor(tonumber(ARGV[i]) * size) end
+return redis.call('HMGET', KEYS[1], unpack(slots))
+"""
+
+
+def namespace(run_id: str, shard: int) -> str:
+    return f"bdqn:{run_id}:{shard}"
+
+
+class RedisShard:
+    def __init__(self, url: str, run_id: str, shard: int, capacity: int, codec: Codec, seed: int = 0):
+        self.url, self.capacity, self.codec = url, capacity, codec
+        self.ns = namespace(run_id, shard)
+        self.keys = [f"{self.ns}:ring", f"{self.ns}:meta"]
+        self.client = redis.Redis.from_url(url)
+        self._insert = self.client.register_script(_INSERT)
+        self._sample = self.client.register_script(_SAMPLE)
+        for script in (self._insert, self._sample):  # loaded now: every later call is one EVALSHA
+            self.client.script_load(script.script)
+        self.rng = np.random.default_rng(seed)
+        self.logged: set[str] = set()
+
+    def insert(self, chunk: dict) -> int:
+        """A chunk of packed transitions (with `actor` and `version` when the actor sends them)."""
+        records = self.codec.encode_chunk(chunk, int(chunk.get("actor", 0)), int(chunk.get("version", 0)))
+        return self.insert_records(records)
+
+    def insert_records(self, records: list[bytes]) -> int:
+        return int(self._insert(keys=self.keys, args=[self.capacity, *records]))
+
+    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
+        """`batch_size` transitions drawn uniformly from the ring, in one round trip."""
+        uniforms = [repr(float(u)) for u in self.rng.random(batch_size)]
+        blobs = self._sample(keys=self.keys, args=uniforms)
+        if not blobs:
+            raise RuntimeError(f"sample from an empty replay shard ({self.ns})")
+        batch, errors = self.codec.decode_batch(blobs)
+        for e in errors:
+            if e.kind not in self.logged:
+                self.logged.add(e.kind)
+                log.warning("replay shard %s: rejected a record (%s); further ones of this kind are counted only",
+                            self.ns, e)
+        if errors:
+            batch = self._refill(batch, batch_size)
+        return batch
+
+    def _refill(self, batch: dict[str, np.ndarray], batch_size: int) -> dict[str, np.ndarray]:
+        n = len(batch["action"])
+        if n == 0:
+            raise RuntimeError(f"replay shard {self.ns}: every record of a batch was invalid")
+        pick = self.rng.integers(0, n, size=batch_size - n)
+        return {k: np.concatenate([v, v[pick]]) for k, v in batch.items()}
+
+    def stats(self) -> dict:
+        meta = self.client.hgetall(self.keys[1])
+        return {"size": int(meta.get(b"size", 0)), "inserted": int(meta.get(b"inserted", 0)),
+                "capacity": self.capacity, "rejected": dict(self.codec.rejected)}

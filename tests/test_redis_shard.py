@@ -1,0 +1,87 @@
+"""A replay shard on a real redis-server: FIFO at capacity, uniform sampling, one round trip per batch,
+runs kept apart by namespace, invalid records counted without breaking a batch."""
+
+import numpy as np
+import pytest
+import redis
+
+from replay_service.buffer import make_packer
+from replay_service.codec import Codec
+from replay_service.redis_shard import RedisShard
+
+pytestmark = pytest.mark.integration
+
+
+def codec():
+    return Codec(make_packer((48,), "uint8", "CliffWalk"), 4)
+
+
+def marked_chunk(start, n):
+    """n transitions whose reward is their index (start, start+1, ...): a marker to find them by."""
+    packer = codec().packer
+    obs = np.zeros((n, 48), dtype=np.uint8)
+    obs[np.arange(n), np.arange(start, start + n) % 48] = 1
+    return {"obs": packer.pack(obs), "next_obs": packer.pack(obs), "action": np.arange(n) % 4,
+            "reward": np.arange(start, start + n, dtype=np.float32), "terminated": np.zeros(n, bool),
+            "actor": 1, "version": 2}
+
+
+def shard(url, run, capacity, seed=0):
+    s = RedisShard(url, run, 0, capacity, codec(), seed)
+    s.client.delete(*s.keys)
+    return s
+
+
+def test_fifo_eviction_at_capacity(redis_url):
+    s = shard(redis_url, "fifo", capacity=10)
+    assert s.insert(marked_chunk(0, 7)) == 7
+    assert s.insert(marked_chunk(7, 18)) == 25
+    assert s.stats()["size"] == 10 and s.stats()["inserted"] == 25
+    seen = set(np.concatenate([s.sample(32)["reward"] for _ in range(20)]).astype(int).tolist())
+    assert seen == set(range(15, 25))  # only the newest 10 survive
+
+
+def test_sampling_is_uniform_over_slots(redis_url):
+    s = shard(redis_url, "uniform", capacity=50, seed=1)
+    s.insert(marked_chunk(0, 50))
+    draws = np.concatenate([s.sample(32)["reward"] for _ in range(250)]).astype(int)
+    counts = np.bincount(draws, minlength=50)
+    expected = len(draws) / 50
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert counts.min() > 0
+    assert chi2 < 85.4  # χ² critical value, 49 degrees of freedom, p = 0.001
+
+
+def test_one_round_trip_per_batch(redis_url):
+    s = shard(redis_url, "trips", capacity=100)
+    s.insert(marked_chunk(0, 100))
+    s.client.config_resetstat()
+    for _ in range(5):
+        assert len(s.sample(32)["action"]) == 32
+    stats = s.client.info("commandstats")
+    calls = {k: v["calls"] for k, v in stats.items() if not k.startswith(("cmdstat_info", "cmdstat_config"))}
+    # five client commands (EVALSHA), one per batch; the HGET and HMGET ran inside the script, on the server
+    assert calls == {"cmdstat_evalsha": 5, "cmdstat_hget": 5, "cmdstat_hmget": 5}
+
+
+def test_two_runs_share_a_server_without_mixing(redis_url):
+    a, b = shard(redis_url, "run-a", capacity=20), shard(redis_url, "run-b", capacity=20)
+    a.insert(marked_chunk(0, 5))
+    b.insert(marked_chunk(100, 3))
+    assert a.stats()["inserted"] == 5 and b.stats()["inserted"] == 3
+    assert set(a.sample(64)["reward"].astype(int)) <= set(range(5))
+    assert set(b.sample(64)["reward"].astype(int)) <= {100, 101, 102}
+    with pytest.raises(redis.ResponseError, match="capacity"):
+        RedisShard(redis_url, "run-a", 0, 30, codec()).insert(marked_chunk(0, 1))
+
+
+def test_invalid_records_are_counted_and_the_batch_keeps_its_size(redis_url):
+    s = shard(redis_url, "bad", capacity=10)
+    s.insert(marked_chunk(0, 10))
+    s.client.hset(s.keys[0], 3, b"\x80\x04garbage")  # a pickle-looking blob where a record was
+    s.client.hset(s.keys[0], 4, b"")
+    batches = [s.sample(32) for _ in range(10)]
+    assert all(len(b["action"]) == 32 for b in batches)
+    rejected = s.stats()["rejected"]
+    assert sum(rejected.values()) > 0 and set(rejected) <= {"not_msgpack", "type", "empty", "keys", "version"}
+    assert not {3, 4} & set(np.concatenate([b["reward"] for b in batches]).astype(int).tolist())
