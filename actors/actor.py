@@ -57,6 +57,7 @@ class Episode:
     explored: int = 0  # of those, steps off pure exploitation (the bandit's bonus B = explored/arm_steps)
     counts: dict[bytes, np.ndarray] = field(default_factory=dict)
     arm_request: Future | None = None  # the arm on its way from the arm source (the env waits for it)
+    id: int = -1  # this actor's count of episodes begun (with the actor id, names the episode)
 
 
 class Actor:
@@ -73,6 +74,7 @@ class Actor:
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
         self.episodes: list[Episode | None] = [None] * len(self.envs)
+        self.episodes_begun = 0
 
     def ready(self) -> int:
         """Answers once the actor is constructed (the run waits for all before the first chunk)."""
@@ -100,6 +102,10 @@ class Actor:
         if not is_exploitation(action, q, beta, cfg.beta_eps):
             ep.explored += 1
         return action
+
+    def _new_episode(self, **kw) -> Episode:
+        self.episodes_begun += 1
+        return Episode(id=self.episodes_begun - 1, **kw)
 
     def _report_and_select(self, arm: int, episode_return: float, bonus: float) -> Future:
         """Report a finished episode and ask for the next arm without waiting (a remote arm source
@@ -131,7 +137,7 @@ class Actor:
             self.set_weights(weights, version)
         if not self.nets:
             raise RuntimeError("collect before any weights were set")
-        obs_l, act_l, rew_l, next_l, term_l = [], [], [], [], []
+        obs_l, act_l, rew_l, next_l, term_l, trunc_l, ep_l = [], [], [], [], [], [], []
         finished = []
         produced = 0
         while produced < n_steps:
@@ -144,7 +150,7 @@ class Actor:
             active = active[:n_steps - produced]
             for j, i in enumerate(active):
                 if self.episodes[i] is None:
-                    self.episodes[i] = Episode()
+                    self.episodes[i] = self._new_episode()
                 # an arm for every episode from learning_starts on: at its start, or at the step the
                 # run passes learning_starts for an episode that began in the warm-up
                 if self.episodes[i].arm is None and global_step + produced + j >= self.cfg.learning_starts:
@@ -162,6 +168,8 @@ class Actor:
                 rew_l.append(reward)
                 next_l.append(next_obs)
                 term_l.append(terminated)
+                trunc_l.append(truncated)
+                ep_l.append(ep.id)
                 ep.ret += float(reward)
                 ep.length += 1
                 if terminated or truncated:
@@ -170,7 +178,7 @@ class Actor:
                                      "success": success})
                     if ep.arm is not None:
                         # one round trip per episode: the report, and the arm of this env's next episode
-                        self.episodes[i] = Episode(arm_request=self._report_and_select(
+                        self.episodes[i] = self._new_episode(arm_request=self._report_and_select(
                             ep.arm, ep.ret, ep.explored / max(ep.arm_steps, 1)))
                     else:
                         self.episodes[i] = None
@@ -183,6 +191,11 @@ class Actor:
             "reward": np.asarray(rew_l, dtype=np.float32),
             "next_obs": self.packer.pack(np.stack(next_l)),
             "terminated": np.asarray(term_l, dtype=bool),
+            # for external replays' records (`replay_service.codec`); the learner's batch does not use them
+            "truncated": np.asarray(trunc_l, dtype=bool),
+            "episode": np.asarray(ep_l, dtype=np.int64),
+            "actor": self.actor_id,
+            "version": self.version,
         }
         self.replay.insert(chunk)
         return {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}

@@ -61,7 +61,7 @@ class ReplayBuffer:
     def insert(self, chunk: dict[str, np.ndarray]) -> int:
         n = len(chunk["action"])
         if n > self.capacity:  # only the newest `capacity` survive FIFO anyway
-            chunk = {k: v[-self.capacity:] for k, v in chunk.items()}
+            chunk = {k: chunk[k][-self.capacity:] for k in FIELDS}
             self.inserted += n - self.capacity
             n = self.capacity
         idx = (self.cursor + np.arange(n)) % self.capacity

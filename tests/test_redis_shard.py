@@ -85,3 +85,25 @@ def test_invalid_records_are_counted_and_the_batch_keeps_its_size(redis_url):
     rejected = s.stats()["rejected"]
     assert sum(rejected.values()) > 0 and set(rejected) <= {"not_msgpack", "type", "empty", "keys", "version"}
     assert not {3, 4} & set(np.concatenate([b["reward"] for b in batches]).astype(int).tolist())
+
+
+def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
+    from actors.actor import Actor
+    from learner.config import Config, resolve
+    from learner.networks import make_network, to_numpy
+    from meta_controller.bandit import SlidingWindowBandit
+
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, wandb="disabled"))
+    s = shard(redis_url, "actor", capacity=1000)
+    actor = Actor(cfg, spec, 5, SlidingWindowBandit(13, 100, 0), s)
+    weights = {n: to_numpy(make_network(spec.obs_shape, spec.n_actions)) for n in ("q", "beta")}
+    actor.collect(300, weights, version=4)
+    assert s.stats()["inserted"] == 300
+    records = [s.codec.decode(blob) for blob in s.client.hvals(s.keys[0])]
+    assert {r["actor"] for r in records} == {5} and {r["version"] for r in records} == {4}
+    # every episode that ended at the time limit is marked truncated, not terminated
+    ended = [r for r in records if r["terminated"] or r["truncated"]]
+    assert ended and all(r["terminated"] != r["truncated"] for r in ended)
+    assert len({r["episode"] for r in records}) >= len(ended)
+    batch = s.sample(32)
+    assert batch["obs"].shape == (32, *s.codec.packer.packed_shape)
