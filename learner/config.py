@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 
 ALGOS = ("beta_dqn", "dqn")
 LOSSES = ("huber", "mse")
@@ -43,6 +45,14 @@ class Config:
     chunk_steps: int = field(default=64, metadata={
         "help": "env steps an actor collects per call; transitions travel as one chunk"})
     replay_shards: int = field(default=1, metadata={"help": "replay shards"})
+    replay: str = field(default="memory", metadata={
+        "help": "replay service: memory (shards as Ray actors), redis-local (the run starts --replay-shards "
+                "redis-servers on 127.0.0.1 with a generated password), or redis://[:password@]host:port[/db] "
+                "(several comma-separated: one shard each; password also from REDIS_PASSWORD)"})
+    replay_persist: bool = field(default=False, metadata={
+        "help": "redis-local: keep an append-only file in the run directory"})
+    run_id: str = field(default="", metadata={
+        "help": "namespace of the run's keys in a shared Redis (default: the run directory's name + a random tag)"})
     address: str = field(default="", metadata={"help": "Ray cluster to join (default: RAY_ADDRESS, else local)"})
     device: str = field(default="auto", metadata={"help": f"learner device: {', '.join(DEVICES)}"})
     learner_threads: int = field(default=1, metadata={"help": "torch CPU threads of the learner"})
@@ -104,6 +114,16 @@ def _choice(cfg: Config, name: str, allowed: tuple[str, ...]) -> None:
         raise ConfigError(name, f"{v!r} is not one of: {', '.join(allowed)}")
 
 
+def public(cfg: Config) -> dict:
+    """The configuration as written to config.json, checkpoints and W&B: Redis passwords left out."""
+    from replay_service.local_redis import redact
+
+    out = dataclasses.asdict(cfg)
+    if cfg.replay not in ("memory", "redis-local"):
+        out["replay"] = ",".join(redact(u.strip()) for u in cfg.replay.split(","))
+    return out
+
+
 def validate(cfg: Config) -> None:
     """Raise ConfigError on the first invalid field. Environment names are checked in `resolve`."""
     from actors.policies import POLICY_SETS
@@ -113,6 +133,16 @@ def validate(cfg: Config) -> None:
         if isinstance(v, float) and not math.isfinite(v):
             raise ConfigError(f.name, f"must be finite, got {v}")
     _choice(cfg, "algo", ALGOS)
+    if cfg.replay not in ("memory", "redis-local"):
+        from replay_service.local_redis import RedisSetupError, parse_urls
+
+        try:
+            urls = parse_urls(cfg.replay)
+        except RedisSetupError as e:
+            raise ConfigError("replay", f"{e}; expected memory, redis-local or redis:// URLs") from None
+        if cfg.replay_shards not in (1, len(urls)):
+            raise ConfigError("replay_shards", f"{cfg.replay_shards}, but --replay names {len(urls)} servers "
+                                               "(one shard per URL)")
     _choice(cfg, "runtime", RUNTIMES)
     _choice(cfg, "device", DEVICES)
     _choice(cfg, "loss", LOSSES)
@@ -160,8 +190,23 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     except UnknownEnvError as e:
         raise ConfigError("env", str(e)) from None
     out = cfg.out or f"runs/{canonical_name(cfg.env).replace('/', '-')}_{cfg.algo}_s{cfg.seed}"
+    shards = cfg.replay_shards
+    if cfg.replay != "memory":
+        from replay_service.local_redis import RedisSetupError, parse_urls, ping, redis_server_binary, with_password
+
+        try:
+            if cfg.replay == "redis-local":
+                redis_server_binary()
+            else:
+                urls = [with_password(u) for u in parse_urls(cfg.replay)]
+                for url in urls:
+                    ping(url)
+                shards = len(urls)
+        except RedisSetupError as e:
+            raise ConfigError("replay", str(e)) from None
+    run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
     cfg = dataclasses.replace(
-        cfg, env=spec.name, out=out,
+        cfg, env=spec.name, out=out, replay_shards=shards, run_id=run_id,
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
         lr=spec.learning_rate if cfg.lr is None else cfg.lr)
     return cfg, spec

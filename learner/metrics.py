@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import math
 import os
 import sys
 from pathlib import Path
+
+from learner.config import public
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
@@ -33,7 +34,7 @@ class RunLogger:
             self.wandb = wandb.init(
                 project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
                 group=f"{cfg.env}/{cfg.algo}", job_type="train",
-                tags=[cfg.env, cfg.algo, f"seed{cfg.seed}"], config=dataclasses.asdict(cfg))
+                tags=[cfg.env, cfg.algo, f"seed{cfg.seed}"], config=public(cfg))
             # evaluations finish out of order with training logs: plot both against env_steps
             self.wandb.define_metric("env_steps")
             self.wandb.define_metric("train/*", step_metric="env_steps")

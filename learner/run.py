@@ -5,7 +5,6 @@ Written once against `learner.runtime`'s backend, so the serial and the Ray runn
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -17,10 +16,12 @@ import numpy as np
 import torch
 
 from actors.policies import policy_set
+from learner.config import public
 from learner.learner import Learner, pick_device
 from learner.metrics import RunLogger
 from learner.runtime import build, make_backend
 from replay_service.client import concat, shard_of, split_batch
+from replay_service.redis_replay import RedisReplay
 
 SAMPLE_BATCHES = 8  # batches per replay sample call on Ray (data at most 2×8 updates old: negligible at 100k)
 PREFETCH_CALLS = 2
@@ -85,12 +86,15 @@ class Run:
         try:
             self.out = Path(cfg.out)
             self.out.mkdir(parents=True, exist_ok=True)
-            (self.out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+            (self.out / "config.json").write_text(json.dumps(public(cfg), indent=2) + "\n")
             torch.set_num_threads(cfg.learner_threads)
             self.learner = Learner(cfg, spec, pick_device(cfg.device))
-            self.parts = build(cfg, spec, self.backend)
+            self.redis = RedisReplay(cfg, spec, self.out) if cfg.replay != "memory" else None
+            self.parts = build(cfg, spec, self.backend, self.redis.shards if self.redis else None)
         except BaseException:
             self.backend.shutdown()  # no Ray actors or cluster left behind
+            if getattr(self, "redis", None) is not None:
+                self.redis.close()  # nor Redis servers
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -122,6 +126,16 @@ class Run:
         return counts, futures
 
     def _next_batch(self, prefetched: deque, ready: deque):
+        if self.redis is not None:  # Redis: batches decoded ahead on a thread (Ray) or drawn now (serial)
+            sizes = lambda: np.minimum(self.shard_inserted, self.shard_capacity)  # noqa: E731
+            if not self.backend.concurrent:
+                return self.redis.sample(sizes(), self.split_rng)
+            if self.redis.thread is None:
+                self.redis.start_prefetch(sizes, self.split_rng)
+            return self.redis.next_batch()
+        return self._next_memory_batch(prefetched, ready)
+
+    def _next_memory_batch(self, prefetched: deque, ready: deque):
         """Serial: sample one batch now (deterministic). Ray: batches come `SAMPLE_BATCHES` per shard call,
         with `PREFETCH_CALLS` calls in flight, so the learner rarely waits and pays a round trip per 8 updates."""
         if not ready:
@@ -250,6 +264,8 @@ class Run:
         finally:
             learner.close()
             backend.shutdown()
+            if self.redis is not None:
+                self.redis.close()
 
     def _due(self, at: int) -> bool:
         """Env step `at` is reached and the learner has done every update owed at `at`."""
@@ -309,9 +325,10 @@ class Run:
         evals = [self.evals[k] for k in sorted(self.evals)]
         final = self.evals.get(cfg.total_steps) or {}
         arm_state = self.backend.get(self.backend.call(self.parts["arm_source"], "state_dict"))
-        shard_stats = [self.backend.get(self.backend.call(h, "stats")) for h in self.parts["shards"]]
+        shard_stats = (self.redis.stats() if self.redis is not None else
+                       [self.backend.get(self.backend.call(h, "stats")) for h in self.parts["shards"]])
         checkpoint = {
-            "config": dataclasses.asdict(cfg),
+            "config": public(cfg),
             "learner": learner.state_dict(),
             "counters": {"env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes},
             "arm_source": arm_state,

@@ -164,8 +164,11 @@ def make_backend(cfg):
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 
 
-def build(cfg, spec, backend) -> dict:
-    """Wire the run: arm source, replay shards, actors, evaluator. Returns their handles."""
+def build(cfg, spec, backend, external_shards=None) -> dict:
+    """Wire the run: arm source, replay shards, actors, evaluator. Returns their handles.
+
+    `external_shards` (Redis) are plain objects that every actor holds a copy of (each copy opens its
+    own connection); otherwise the shards are in-memory buffers hosted by the backend."""
     if cfg.algo == "beta_dqn":
         from actors.policies import policy_set
 
@@ -179,11 +182,15 @@ def build(cfg, spec, backend) -> dict:
         actor_arms = [FixedArm() for _ in range(cfg.actors)]
     packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
-    shards = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
-                           cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
+    if external_shards is not None:
+        shards = list(external_shards)
+        ports = shards
+    else:
+        shards = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
+                               cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
+        ports = [backend.port(s) for s in shards]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
-    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i],
-                           backend.port(shards[shard_of(i, cfg.replay_shards)]), cpus=actor_cpus)
+    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], ports[shard_of(i, cfg.replay_shards)], cpus=actor_cpus)
               for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003)
     return {"arm_source": arm_source, "shards": shards, "actors": actors, "evaluator": evaluator}

