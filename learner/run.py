@@ -344,6 +344,7 @@ class Run:
             "target_updates": len(self.target_syncs),
             "replay_inserted": sum(st["inserted"] for st in shard_stats),
             "replay_size": sum(st["size"] for st in shard_stats),
+            "replay_rejected": dict(sum((Counter(st.get("rejected", {})) for st in shard_stats), Counter())),
             "replay_ratio": achieved_ratio(learner.updates, self.env_steps, cfg.learning_starts),
             "wall_seconds": wall, "env_steps_per_s": self.env_steps / wall, "peak_rss_gb": peak_rss,
             "device": str(learner.device),

@@ -122,6 +122,7 @@ def test_serial_runs_on_redis_are_deterministic_and_keep_the_password_out(redis_
                                    wandb="disabled", progress=False, out=str(tmp_path / name)))
         summary = train(cfg, spec)
         assert summary["replay_inserted"] == 3000 and summary["updates"] == (3000 - 500) // 4
+        assert summary["replay_rejected"] == {}
         text = (tmp_path / name / "config.json").read_text()
         assert password not in text and json.loads(text)["replay"].startswith("redis://:***@127.0.0.1:")
     assert (tmp_path / "a" / "evals.csv").read_text() == (tmp_path / "b" / "evals.csv").read_text()
