@@ -61,11 +61,13 @@ class Episode:
 
 
 class Actor:
-    def __init__(self, cfg, spec, actor_id: int, arm_source, replay):
+    def __init__(self, cfg, spec, actor_id: int, arm_source, replay, generation: int = 0):
         self.cfg, self.spec, self.actor_id = cfg, spec, actor_id
         self.arm_source, self.replay = arm_source, replay
         # independent streams for the acting rng and each environment (never the same seed twice)
-        streams = np.random.SeedSequence([cfg.seed, actor_id]).spawn(1 + cfg.envs_per_actor)
+        # (a resumed run is a new generation: new streams, not a replay of the first run's)
+        key = [cfg.seed, actor_id] + ([generation] if generation else [])
+        streams = np.random.SeedSequence(key).spawn(1 + cfg.envs_per_actor)
         self.rng = np.random.default_rng(streams[0])
         self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0])) for ss in streams[1:]]
         self.obs = [env.reset()[0] for env in self.envs]

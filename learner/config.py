@@ -80,6 +80,10 @@ class Config:
         "help": f"episodic counts in π_cov: {', '.join(COUNT_MODES)}"})
     bandit_window: int = field(default=1000, metadata={"help": "meta-controller window L (episodes)"})
     # --- evaluation (spec §4) ---
+    checkpoint_every: int = field(default=100_000, metadata={
+        "help": "env steps between checkpoints (and one at the end); the run pauses its actors to write one"})
+    resume: str = field(default="", metadata={
+        "help": "continue the run in this directory from its checkpoint (other flags must match it)"})
     eval_every: int = field(default=100_000, metadata={"help": "env steps between evaluations"})
     eval_episodes: int = field(default=30, metadata={"help": "episodes per evaluation"})
     eval_epsilon: float = field(default=0.01, metadata={"help": "ε of the evaluation policy"})
@@ -150,7 +154,7 @@ def validate(cfg: Config) -> None:
     _choice(cfg, "policy_set", tuple(POLICY_SETS))
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
-    _positive(cfg, "total_steps", "actors", "envs_per_actor", "chunk_steps", "replay_shards",
+    _positive(cfg, "total_steps", "actors", "envs_per_actor", "chunk_steps", "replay_shards", "checkpoint_every",
               "learner_threads", "publish_every", "batch_size", "replay_capacity", "replay_ratio",
               "target_update", "eps_decay_steps", "bandit_window", "eval_every", "eval_episodes",
               "log_every")

@@ -155,6 +155,13 @@ class Learner:
         """Acting parameters in one numpy buffer (`flat_weights`), stamped with a version by the caller."""
         return flat_weights(self.nets)
 
+    def load_state_dict(self, state: dict) -> None:
+        self.nets.load_state_dict(state["nets"])
+        self.target_q.load_state_dict(state["target_q"])
+        for name, opt in self.optimizers.items():
+            opt.load_state_dict(state["optimizers"][name])
+        self.updates, self.version = int(state["updates"]), int(state["version"])
+
     def state_dict(self) -> dict:
         return {"nets": self.nets.state_dict(), "target_q": self.target_q.state_dict(),
                 "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},

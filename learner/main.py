@@ -9,8 +9,11 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 import typing
+from pathlib import Path
+from urllib.parse import quote
 
 from learner.config import Config, ConfigError, resolve
 
@@ -50,15 +53,53 @@ def parse_config(argv: list[str] | None = None) -> Config:
     return Config(**vars(args))
 
 
+# what a resumed run may change: where and how it runs and reports, not what it computes
+RESUME_MAY_CHANGE = ("resume", "address", "device", "progress", "log_every", "wandb", "replay")
+
+
+def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
+    """`--resume DIR`: the saved configuration (flags given again must agree with it) and the checkpoint."""
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
+    run_dir = Path(args["resume"])
+    path = run_dir / "checkpoint.pt"
+    if not path.is_file():
+        raise ConfigError("resume", f"no checkpoint.pt in {args['resume']!r}")
+    import torch
+
+    try:
+        ckpt = torch.load(path, weights_only=True)  # tensors and plain data only: nothing is unpickled
+        saved = dict(ckpt["config"])
+    except Exception as e:
+        raise ConfigError("resume", f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
+    given = {k: v for k, v in args.items() if v != parser.get_default(k)}
+    for key, value in given.items():
+        if key not in RESUME_MAY_CHANGE and key != "out" and saved.get(key) != value:
+            raise ConfigError(key, f"{value!r} differs from the run being resumed ({saved.get(key)!r}); "
+                                   "a resumed run keeps its configuration")
+    merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir)}
+    if "***" in merged["replay"]:  # config.json and checkpoints keep no passwords
+        password = os.environ.get("REDIS_PASSWORD")
+        if not password:
+            raise ConfigError("replay", "the run's Redis URL has a password that was not saved: pass --replay "
+                                        "with it, or set REDIS_PASSWORD")
+        merged["replay"] = merged["replay"].replace("***", quote(password, safe=""))
+    known = {f.name for f in dataclasses.fields(Config)}
+    return Config(**{k: v for k, v in merged.items() if k in known}), ckpt
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        cfg, spec = resolve(parse_config(argv))
+        config, resume = parse_config(argv), None
+        if config.resume:
+            config, resume = resume_config(argv)
+        cfg, spec = resolve(config)
         from learner.run import train  # torch and Ray load only for a valid config
 
         # stdout carries the summary alone: what Ray prints while the run goes on (e.g. raylet warnings
         # about worker start-up with many actors) goes to stderr with the progress bar
         with contextlib.redirect_stdout(sys.stderr):
-            summary = train(cfg, spec)
+            summary = train(cfg, spec, resume)
     except ConfigError as e:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
         return 2

@@ -19,26 +19,38 @@ def wandb_mode(cfg) -> str:
 
 
 class RunLogger:
-    def __init__(self, cfg, out: Path, total_steps: int):
+    def __init__(self, cfg, out: Path, total_steps: int, resume: dict | None = None):
+        """`resume` ({"env_steps", "evals", "wandb_id"} of a checkpoint): the files are cut back to what
+        the checkpoint had seen, then continued; the W&B run with that id is resumed."""
         self.out = out
+        kept: list[str] = []
+        if resume is not None and (out / "metrics.jsonl").exists():
+            kept = [line for line in (out / "metrics.jsonl").read_text().splitlines()
+                    if line.strip() and json.loads(line)["env_steps"] <= resume["env_steps"]]
         self.metrics_file = open(out / "metrics.jsonl", "w")
+        self.metrics_file.writelines(line + "\n" for line in kept)
         self.evals_file = open(out / "evals.csv", "w", newline="")
         self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")
         self.evals_csv.writerow(EVAL_FIELDS)
+        for result in (resume or {}).get("evals", []):
+            self.evals_csv.writerow([result[k] for k in EVAL_FIELDS])
         self.evals_file.flush()
         self.wandb = None
+        self.wandb_id = (resume or {}).get("wandb_id")
         mode = wandb_mode(cfg)
         if mode != "disabled":
             import wandb
 
             self.wandb = wandb.init(
                 project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
+                id=self.wandb_id, resume="allow" if self.wandb_id else None,
                 group=f"{cfg.env}/{cfg.algo}", job_type="train",
                 tags=[cfg.env, cfg.algo, f"seed{cfg.seed}"], config=public(cfg))
             # evaluations finish out of order with training logs: plot both against env_steps
             self.wandb.define_metric("env_steps")
             self.wandb.define_metric("train/*", step_metric="env_steps")
             self.wandb.define_metric("eval/*", step_metric="env_steps")
+            self.wandb_id = self.wandb.id
         self.bar = None
         if cfg.progress:
             from tqdm import tqdm

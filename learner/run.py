@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from collections import Counter, deque
 from pathlib import Path
@@ -79,8 +80,11 @@ def _process_tree_rss() -> float:
 
 
 class Run:
-    def __init__(self, cfg, spec):
+    def __init__(self, cfg, spec, resume: dict | None = None):
+        """`resume`: a checkpoint (`learner.checkpoint.load`) to continue from."""
         self.cfg, self.spec = cfg, spec
+        self.resumed = resume
+        self.generation = 0 if resume is None else int(resume["counters"].get("generation", 0)) + 1
         self.clock = _Clock()  # startup, steady-state rates and where the learner's time goes
         self.backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         try:
@@ -90,7 +94,7 @@ class Run:
             torch.set_num_threads(cfg.learner_threads)
             self.learner = Learner(cfg, spec, pick_device(cfg.device))
             self.redis = RedisReplay(cfg, spec, self.out) if cfg.replay != "memory" else None
-            self.parts = build(cfg, spec, self.backend, self.redis.shards if self.redis else None)
+            self.parts = build(cfg, spec, self.backend, self.redis.shards if self.redis else None, self.generation)
         except BaseException:
             self.backend.shutdown()  # no Ray actors or cluster left behind
             if getattr(self, "redis", None) is not None:
@@ -114,6 +118,10 @@ class Run:
         self.target_syncs: list[tuple[int, int]] = []  # (env step, learner updates) of each target copy
         self.next_eval = min(cfg.eval_every, cfg.total_steps)
         self.staleness: Counter = Counter()  # versions behind -> chunks
+        self.next_checkpoint = cfg.checkpoint_every
+        self.wandb_id = None
+        if resume is not None:
+            self._restore(resume)
         self.shared, self.shared_version = None, -1  # the weights in the object store, and their version
 
     # ---- replay ----
@@ -156,7 +164,11 @@ class Run:
         cfg, backend, learner = self.cfg, self.backend, self.learner
         actors = self.parts["actors"]
         try:
-            logger = RunLogger(cfg, self.out, cfg.total_steps)
+            logger = RunLogger(cfg, self.out, cfg.total_steps, None if self.resumed is None else {
+                "env_steps": self.env_steps, "evals": [self.evals[k] for k in sorted(self.evals)],
+                "wandb_id": self.resumed.get("wandb_id")})
+            self.wandb_id = logger.wandb_id
+            logger.advance(self.env_steps)
         except BaseException:
             backend.shutdown()
             raise
@@ -183,7 +195,8 @@ class Run:
                     i = (start + k) % len(actors)
                     if i in busy:
                         continue
-                    n = min(cfg.chunk_steps, cfg.total_steps - self.committed)
+                    # never past the next checkpoint: the run drains there (nothing in flight) and saves
+                    n = min(cfg.chunk_steps, cfg.total_steps - self.committed, self.next_checkpoint - self.committed)
                     if n <= 0 or not self.limiter.may_collect(self.committed + n, learner.updates):
                         break
                     send = self._shared_weights() if actor_version[i] != learner.version else None
@@ -221,6 +234,13 @@ class Run:
                         self._milestones(eval_futures)
                         self.clock.stop(self.env_steps, learner.updates)
                         break
+                    if self.env_steps >= self.next_checkpoint and not self.limiter.may_update(
+                            learner.updates, self.env_steps):
+                        for fut in eval_futures:  # evaluations started so far belong to this checkpoint
+                            self._record_eval(backend.get(fut), logger)
+                        eval_futures.clear()
+                        self._save_checkpoint(logger)
+                        self.next_checkpoint += cfg.checkpoint_every
                     continue
                 t_idle = time.perf_counter()
                 done = backend.ready(list(inflight), block=not updated)
@@ -266,6 +286,80 @@ class Run:
             backend.shutdown()
             if self.redis is not None:
                 self.redis.close()
+
+    # ---- checkpoint and resume ----
+    def _save_checkpoint(self, logger: RunLogger | None = None) -> None:
+        """Everything needed to continue, written atomically: the replay snapshot files first (memory
+        replay; Redis keeps its own data), then checkpoint.pt (temp file + rename) naming them."""
+        cfg, learner = self.cfg, self.learner
+        replay_files = None
+        if self.redis is None:
+            (self.out / "replay").mkdir(exist_ok=True)
+            states = self.backend.get([self.backend.call(h, "state_dict") for h in self.parts["shards"]])
+            replay_files = []
+            for s, state in enumerate(states):
+                name = f"replay/shard{s}-{self.env_steps}.npz"
+                with open(self.out / (name + ".tmp"), "wb") as f:
+                    np.savez(f, **state)
+                os.replace(self.out / (name + ".tmp"), self.out / name)
+                replay_files.append(name)
+        checkpoint = {
+            "config": public(cfg),
+            "learner": learner.state_dict(),
+            "counters": {"env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes,
+                         "arm_episodes": self.arm_episodes, "dispatched": self.dispatched,
+                         "generation": self.generation},
+            "arm_source": self.backend.get(self.backend.call(self.parts["arm_source"], "state_dict")),
+            "evals": [self.evals[k] for k in sorted(self.evals)],
+            "target_syncs": [list(t) for t in self.target_syncs],
+            "next": {"target": self.next_target, "eval": self.next_eval},
+            "split_rng": self.split_rng.bit_generator.state,
+            "shard_inserted": self.shard_inserted.tolist(),
+            "replay_files": replay_files,
+            "wandb_id": self.wandb_id,
+        }
+        tmp = self.out / "checkpoint.pt.tmp"
+        torch.save(checkpoint, tmp)
+        os.replace(tmp, self.out / "checkpoint.pt")
+        for old in (self.out / "replay").glob("*.npz") if replay_files else []:
+            if str(old.relative_to(self.out)) not in replay_files:
+                old.unlink()
+
+    def _restore(self, ckpt: dict) -> None:
+        """Continue from a checkpoint: the learner, counters, clocks, rng, bandit window, replay.
+
+        Episodes that were running when the checkpoint was written are not continued (their transitions
+        are in the replay): actors start new episodes, from fresh rng streams (the resume generation is
+        part of their seed), and the bandit forgets the arms those episodes held (`pending`)."""
+        self.learner.load_state_dict(ckpt["learner"])
+        c = ckpt["counters"]
+        self.env_steps = self.committed = int(c["env_steps"])
+        self.episodes, self.arm_episodes = int(c["episodes"]), int(c["arm_episodes"])
+        self.dispatched = int(c["dispatched"])
+        self.evals = {int(e["env_steps"]): e for e in ckpt["evals"]}
+        self.target_syncs = [tuple(t) for t in ckpt["target_syncs"]]
+        self.next_target, self.next_eval = int(ckpt["next"]["target"]), int(ckpt["next"]["eval"])
+        self.split_rng.bit_generator.state = ckpt["split_rng"]
+        self.shard_inserted = np.asarray(ckpt["shard_inserted"], dtype=np.int64)
+        self.next_checkpoint = self.env_steps + self.cfg.checkpoint_every
+        arm_state = dict(ckpt["arm_source"])
+        if "pending" in arm_state:
+            arm_state["pending"] = [0] * len(arm_state["pending"])
+        self.backend.get(self.backend.call(self.parts["arm_source"], "load_state_dict", arm_state))
+        if ckpt["replay_files"] is not None:
+            for shard, name in zip(self.parts["shards"], ckpt["replay_files"], strict=True):
+                with np.load(self.out / name, allow_pickle=False) as data:
+                    state = {k: data[k] for k in data.files}
+                self.backend.get(self.backend.call(shard, "load_state_dict", state))
+        else:
+            for shard, inserted, stats in zip(self.redis.shards, self.shard_inserted, self.redis.stats(), strict=True):
+                if stats["inserted"] > inserted:
+                    shard.rewind(int(inserted))
+            have = sum(st["inserted"] for st in self.redis.stats())
+            if have < int(self.shard_inserted.sum()):
+                print(f"warning: the Redis replay holds {have} of the {int(self.shard_inserted.sum())} transitions "
+                      "inserted before the checkpoint (not persisted?); continuing with what it has",
+                      file=sys.stderr)
 
     def _due(self, at: int) -> bool:
         """Env step `at` is reached and the learner has done every update owed at `at`."""
@@ -322,21 +416,10 @@ class Run:
 
     def _finish(self, wall: float, peak_rss: float) -> dict:
         cfg, learner = self.cfg, self.learner
-        evals = [self.evals[k] for k in sorted(self.evals)]
         final = self.evals.get(cfg.total_steps) or {}
-        arm_state = self.backend.get(self.backend.call(self.parts["arm_source"], "state_dict"))
         shard_stats = (self.redis.stats() if self.redis is not None else
                        [self.backend.get(self.backend.call(h, "stats")) for h in self.parts["shards"]])
-        checkpoint = {
-            "config": public(cfg),
-            "learner": learner.state_dict(),
-            "counters": {"env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes},
-            "arm_source": arm_state,
-            "evals": evals,
-        }
-        tmp = self.out / "checkpoint.pt.tmp"
-        torch.save(checkpoint, tmp)
-        os.replace(tmp, self.out / "checkpoint.pt")
+        self._save_checkpoint()
         summary = {
             "env": cfg.env, "algo": cfg.algo, "seed": cfg.seed, "runtime": cfg.runtime, "actors": cfg.actors,
             "env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes,
@@ -453,5 +536,5 @@ class _Window:
         return row
 
 
-def train(cfg, spec) -> dict:
-    return Run(cfg, spec).run()
+def train(cfg, spec, resume: dict | None = None) -> dict:
+    return Run(cfg, spec, resume).run()

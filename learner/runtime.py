@@ -164,7 +164,7 @@ def make_backend(cfg):
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 
 
-def build(cfg, spec, backend, external_shards=None) -> dict:
+def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict:
     """Wire the run: arm source, replay shards, actors, evaluator. Returns their handles.
 
     `external_shards` (Redis) are plain objects that every actor holds a copy of (each copy opens its
@@ -190,7 +190,7 @@ def build(cfg, spec, backend, external_shards=None) -> dict:
                                cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
         ports = [backend.port(s) for s in shards]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
-    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], ports[shard_of(i, cfg.replay_shards)], cpus=actor_cpus)
-              for i in range(cfg.actors)]
-    evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003)
+    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], ports[shard_of(i, cfg.replay_shards)], generation,
+                           cpus=actor_cpus) for i in range(cfg.actors)]
+    evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation)
     return {"arm_source": arm_source, "shards": shards, "actors": actors, "evaluator": evaluator}

@@ -134,3 +134,6 @@ class FixedArm:
 
     def state_dict(self) -> dict:
         return {"episodes": self.episodes}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.episodes = int(state["episodes"])

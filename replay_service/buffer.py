@@ -78,5 +78,20 @@ class ReplayBuffer:
         idx = self.rng.integers(0, self.size, size=batch_size)
         return {name: getattr(self, name)[idx] for name in FIELDS}
 
+    def state_dict(self) -> dict:
+        """Everything, for a snapshot in the run directory (plain arrays and numbers: np.savez-able)."""
+        state = {name: getattr(self, name)[:self.size] for name in FIELDS}
+        state.update(cursor=self.cursor, size=self.size, inserted=self.inserted,
+                     rng=np.frombuffer(repr(self.rng.bit_generator.state).encode(), dtype=np.uint8))
+        return state
+
+    def load_state_dict(self, state) -> None:
+        import ast
+
+        self.size, self.cursor, self.inserted = int(state["size"]), int(state["cursor"]), int(state["inserted"])
+        for name in FIELDS:
+            getattr(self, name)[:self.size] = state[name]
+        self.rng.bit_generator.state = ast.literal_eval(bytes(state["rng"]).decode())
+
     def stats(self) -> dict[str, int]:
         return {"size": self.size, "inserted": self.inserted, "capacity": self.capacity}

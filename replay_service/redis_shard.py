@@ -107,6 +107,13 @@ class RedisShard:
         pick = self.rng.integers(0, n, size=batch_size - n)
         return {k: np.concatenate([v, v[pick]]) for k, v in batch.items()}
 
+    def rewind(self, inserted: int) -> None:
+        """Back to the state after `inserted` inserts (a resumed run drops what its killed predecessor
+        wrote after the checkpoint: those slots are written again next; a ring that wrapped since keeps the
+        newer records in the slots they overwrote)."""
+        cursor, size = inserted % self.capacity, min(inserted, self.capacity)
+        self.client.hset(self.keys[1], mapping={"cursor": cursor, "size": size, "inserted": inserted})
+
     def stats(self) -> dict:
         meta = self.client.hgetall(self.keys[1])
         return {"size": int(meta.get(b"size", 0)), "inserted": int(meta.get(b"inserted", 0)),

@@ -30,6 +30,8 @@ CASES = [
     (["--replay", "redis://a:1,redis://b:2", "--replay-shards", "3"],
      "--replay-shards: 3, but --replay names 2 servers"),
     (["--replay", "redis://127.0.0.1:6379/x"], "the database must be a number, got 'x'"),
+    (["--checkpoint-every", "0"], "--checkpoint-every: must be > 0, got 0"),
+    (["--resume", "/nonexistent/run"], "--resume: no checkpoint.pt in '/nonexistent/run'"),
 ]
 
 
