@@ -9,6 +9,7 @@ waits while the others step) — and the replay (`insert(chunk)`) once per `coll
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -82,6 +83,9 @@ class Actor:
         """Answers once the actor is constructed (the run waits for all before the first chunk)."""
         return self.actor_id
 
+    def process_id(self) -> int:
+        return os.getpid()
+
     def set_weights(self, weights: dict, version: int) -> None:
         self.nets = {name: NumpyNet(params) for name, params in unflatten(weights).items()}
         self.version = version
@@ -135,7 +139,7 @@ class Actor:
         `global_step` is the run's env-step count when this call was dispatched; it drives the warm-up
         and ε schedules.
         """
-        if weights is not None:
+        if weights is not None and (version != self.version or not self.nets):
             self.set_weights(weights, version)
         if not self.nets:
             raise RuntimeError("collect before any weights were set")

@@ -177,7 +177,6 @@ class Run:
         backend.get([backend.call(a, "ready") for a in actors])
         self.clock.actors_ready()
         t0 = time.perf_counter()
-        actor_version = [-1] * len(actors)
         inflight: dict = {}  # future -> actor index
         eval_futures: list = []
         prefetched: deque = deque()  # sample calls in flight
@@ -199,9 +198,10 @@ class Run:
                     n = min(cfg.chunk_steps, cfg.total_steps - self.committed, self.next_checkpoint - self.committed)
                     if n <= 0 or not self.limiter.may_collect(self.committed + n, learner.updates):
                         break
-                    send = self._shared_weights() if actor_version[i] != learner.version else None
-                    fut = backend.call(actors[i], "collect", n, send, learner.version, self.committed)
-                    actor_version[i] = learner.version
+                    # the reference travels with every call (an actor restarted by Ray has no weights);
+                    # the actor reads them only when the version is new to it
+                    fut = backend.call(actors[i], "collect", n, self._shared_weights(), learner.version,
+                                       self.committed)
                     inflight[fut] = i
                     self.committed += n
                     self.dispatched += 1

@@ -31,7 +31,7 @@ class SerialBackend:
 
     concurrent = False
 
-    def make(self, cls, *args, cpus: float = 0.0):
+    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
         return cls(*args)
 
     def port(self, handle):
@@ -126,8 +126,11 @@ class RayBackend:
                          log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 
-    def make(self, cls, *args, cpus: float = 0.0):
-        handle = self.ray.remote(num_cpus=cpus)(cls).remote(*args)
+    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
+        """`restartable`: a process that dies is started again with the same arguments, and the call it
+        was serving is retried there (actors and the evaluator hold no state the run needs back)."""
+        options = {"max_restarts": -1, "max_task_retries": -1} if restartable else {}
+        handle = self.ray.remote(num_cpus=cpus, **options)(cls).remote(*args)
         self.handles.append(handle)
         return handle
 
@@ -191,6 +194,6 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
         ports = [backend.port(s) for s in shards]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
     actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], ports[shard_of(i, cfg.replay_shards)], generation,
-                           cpus=actor_cpus) for i in range(cfg.actors)]
-    evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation)
+                           cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
+    evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
     return {"arm_source": arm_source, "shards": shards, "actors": actors, "evaluator": evaluator}

@@ -44,3 +44,33 @@ def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards):
     # the run's actors (and Redis servers) are gone; the shared cluster is still up for other tests
     assert ray_cluster.is_initialized()
     assert run.redis is None or all(s.process is None for s in run.redis.servers)
+
+
+def test_a_killed_actor_process_is_restarted_and_the_run_completes(ray_cluster, tmp_path):
+    import os
+    import signal
+    import threading
+    import time
+
+    cfg, spec = resolve(Config(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2, total_steps=16_000,
+                               learning_starts=1000, eval_every=8000, eval_episodes=3, wandb="disabled",
+                               progress=False, out=str(tmp_path / "kill")))
+    run = Run(cfg, spec)
+    victim = ray_cluster.get(run.parts["actors"][0].process_id.remote())
+    killed_at = {}
+
+    def kill_when_running():
+        deadline = time.monotonic() + 120
+        while run.env_steps < 4000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        killed_at["version"] = run.learner.version
+        os.kill(victim, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_running)
+    killer.start()
+    summary = run.run()
+    killer.join()
+    assert summary["env_steps"] == 16_000 and summary["replay_inserted"] >= 16_000
+    # the killed actor came back (a new process) and kept contributing chunks with newer weights
+    assert run.actor_versions[0][1] > killed_at["version"]
+    assert run.actor_versions[1][1] > killed_at["version"]
