@@ -103,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        from learner.run import NonFiniteLoss
+
+        if not isinstance(e, NonFiniteLoss):
+            raise
+        print(f"python -m learner.main: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2))
     return 0
 

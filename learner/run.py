@@ -29,6 +29,10 @@ PREFETCH_CALLS = 2
 HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)
 
 
+class NonFiniteLoss(RuntimeError):
+    """The loss became NaN or infinite: the run stops (its message is one line for the user)."""
+
+
 class RateLimiter:
     """The replay ratio as a contract: updates = ratio × (env steps inserted − learning_starts).
 
@@ -216,7 +220,9 @@ class Run:
                     t_wait = time.perf_counter()
                     batch = self._next_batch(prefetched, batches)
                     t_update = time.perf_counter()
-                    window.add_update(learner.update(batch))
+                    metrics = learner.update(batch)
+                    window.add_update(metrics)
+                    self._check_finite(metrics["loss"])
                     self.clock.learner(t_update - t_wait, time.perf_counter() - t_update)
                     updated += 1
                     if learner.updates % cfg.publish_every == 0:
@@ -286,6 +292,21 @@ class Run:
             backend.shutdown()
             if self.redis is not None:
                 self.redis.close()
+
+    def _check_finite(self, loss: torch.Tensor) -> None:
+        """Stop at a NaN or infinite loss (every update on CPU; on a GPU every `publish_every` updates, to
+        spare a device sync per update). checkpoint.pt keeps the last good state; the failing one goes to
+        checkpoint-nonfinite.pt for inspection."""
+        learner = self.learner
+        if learner.device.type != "cpu" and learner.updates % self.cfg.publish_every:
+            return
+        value = float(loss)
+        if math.isfinite(value):
+            return
+        torch.save({"learner": learner.state_dict(), "config": public(self.cfg)}, self.out / "checkpoint-nonfinite.pt")
+        last = "checkpoint.pt is the last good one" if (self.out / "checkpoint.pt").exists() else "no checkpoint yet"
+        raise NonFiniteLoss(f"the loss became {value} at update {learner.updates} (env step {self.env_steps}); "
+                            f"the run stopped: {last}, the failing state is in checkpoint-nonfinite.pt")
 
     # ---- checkpoint and resume ----
     def _save_checkpoint(self, logger: RunLogger | None = None) -> None:

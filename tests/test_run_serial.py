@@ -100,3 +100,28 @@ def test_weights_are_shared_once_per_version_and_only_when_asked(tmp_path):
     # every chunk was acted with a version that was shared
     assert {v for first_last in run.actor_versions for v in first_last} <= set(shared)
     assert summary["throughput"]["staleness_p95"] is not None
+
+
+def test_a_nan_loss_stops_the_run_with_one_line_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
+    from learner.learner import Learner
+    from learner.main import main
+
+    real_update = Learner.update
+
+    def update(self, batch):
+        metrics = real_update(self, batch)
+        if self.updates == 400:
+            metrics["loss"] = torch.tensor(float("nan"))
+        return metrics
+
+    monkeypatch.setattr(Learner, "update", update)
+    out = tmp_path / "nan"
+    status = main(["--env", "CliffWalk", "--runtime", "serial", "--actors", "2", "--total-steps", "5000",
+                   "--learning-starts", "500", "--checkpoint-every", "1000", "--wandb", "disabled",
+                   "--progress", "false", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1 and len(err) == 1
+    assert "the loss became nan at update 400" in err[0] and "Traceback" not in err[0]
+    good = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert good["learner"]["updates"] < 400 and good["counters"]["env_steps"] <= 2100
+    assert (out / "checkpoint-nonfinite.pt").exists()
