@@ -49,6 +49,8 @@ class Config:
         "help": "replay service: memory (shards as Ray actors), redis-local (the run starts --replay-shards "
                 "redis-servers on 127.0.0.1 with a generated password), or redis://[:password@]host:port[/db] "
                 "(several comma-separated: one shard each; password also from REDIS_PASSWORD)"})
+    replay_timeout: float = field(default=60.0, metadata={
+        "help": "seconds a Redis shard may stay unreachable (the run pauses, retrying) before the run stops"})
     replay_persist: bool = field(default=False, metadata={
         "help": "redis-local: keep an append-only file in the run directory"})
     run_id: str = field(default="", metadata={
@@ -155,6 +157,7 @@ def validate(cfg: Config) -> None:
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
     _positive(cfg, "total_steps", "actors", "envs_per_actor", "chunk_steps", "replay_shards", "checkpoint_every",
+              "replay_timeout",
               "learner_threads", "publish_every", "batch_size", "replay_capacity", "replay_ratio",
               "target_update", "eps_decay_steps", "bandit_window", "eval_every", "eval_episodes",
               "log_every")

@@ -104,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:
-        from learner.run import NonFiniteLoss
+        from learner.run import NonFiniteLoss, ReplayUnavailable
 
-        if not isinstance(e, NonFiniteLoss):
+        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable)):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1

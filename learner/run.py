@@ -23,6 +23,7 @@ from learner.metrics import RunLogger
 from learner.runtime import build, make_backend
 from replay_service.client import concat, shard_of, split_batch
 from replay_service.redis_replay import RedisReplay
+from replay_service.redis_shard import ReplayUnavailable
 
 SAMPLE_BATCHES = 8  # batches per replay sample call on Ray (data at most 2×8 updates old: negligible at 100k)
 PREFETCH_CALLS = 2
@@ -284,6 +285,14 @@ class Run:
             summary = self._finish(wall, peak_rss)
             logger.close(summary)
             return summary
+        except ReplayUnavailable as e:  # also as the cause of an actor's failed call (Ray re-raises it)
+            try:
+                self._save_checkpoint()  # what was harvested; a resume rewinds the replay to it
+                where = f"checkpoint written at env step {self.env_steps}: continue with --resume {self.out}"
+            except Exception as save_error:
+                where = f"no checkpoint could be written ({type(save_error).__name__})"
+            logger.close(None, failed=True)
+            raise ReplayUnavailable(f"{str(getattr(e, 'cause', e)).splitlines()[0]}; {where}") from None
         except BaseException:
             logger.close(None, failed=True)
             raise

@@ -108,7 +108,9 @@ class LocalServer:
         self.port = self.port or _free_port()
         args = [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
                 "--requirepass", self.password, "--dir", str(self.directory), "--save", "",
-                "--appendonly", "yes" if self.persist else "no", "--appendfsync", "everysec"]
+                # persisted: every write is on disk before it is acknowledged (an insert the run counted
+                # survives a crash of the server)
+                "--appendonly", "yes" if self.persist else "no", "--appendfsync", "always"]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while True:

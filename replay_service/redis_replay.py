@@ -29,8 +29,8 @@ class RedisReplay:
             urls = [with_password(u) for u in parse_urls(cfg.replay)]
         packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         capacity = cfg.replay_capacity // len(urls)
-        self.shards = [RedisShard(url, cfg.run_id, i, capacity, Codec(packer, spec.n_actions), cfg.seed * 1000 + i)
-                       for i, url in enumerate(urls)]
+        self.shards = [RedisShard(url, cfg.run_id, i, capacity, Codec(packer, spec.n_actions), cfg.seed * 1000 + i,
+                                  timeout=cfg.replay_timeout) for i, url in enumerate(urls)]
         self.batch_size = cfg.batch_size
         self.queue: queue.Queue = queue.Queue(maxsize=PREFETCH_BATCHES)
         self.thread: threading.Thread | None = None

@@ -15,11 +15,13 @@ kind, and replaced in the batch by a valid record of the same draw, so a batch k
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 import redis
 
 from replay_service.codec import Codec
+from replay_service.local_redis import redact
 
 log = logging.getLogger(__name__)
 
@@ -53,27 +55,33 @@ def namespace(run_id: str, shard: int) -> str:
     return f"bdqn:{run_id}:{shard}"
 
 
+class ReplayUnavailable(RuntimeError):
+    """A Redis shard stayed unreachable longer than the run's `--replay-timeout`."""
+
+
 class RedisShard:
-    def __init__(self, url: str, run_id: str, shard: int, capacity: int, codec: Codec, seed: int = 0):
+    def __init__(self, url: str, run_id: str, shard: int, capacity: int, codec: Codec, seed: int = 0,
+                 timeout: float = 60.0):
         self.url, self.run_id, self.shard, self.capacity, self.codec = url, run_id, shard, capacity, codec
+        self.timeout = timeout  # seconds a call keeps retrying while the server is unreachable
         self.ns = namespace(run_id, shard)
         self.keys = [f"{self.ns}:ring", f"{self.ns}:meta"]
         self.client = redis.Redis.from_url(url)
         self._insert = self.client.register_script(_INSERT)
         self._sample = self.client.register_script(_SAMPLE)
         for script in (self._insert, self._sample):  # loaded now: every later call is one EVALSHA
-            self.client.script_load(script.script)
+            self._retrying(self.client.script_load, script.script)
         self.rng = np.random.default_rng(seed)
         self.logged: set[str] = set()
 
     def __getstate__(self) -> dict:
         """What travels to an actor process: the shard's address and settings, not a connection."""
-        return {"args": (self.url, self.run_id, self.shard, self.capacity, self.codec.packer, self.codec.n_actions),
-                "rng": self.rng.bit_generator.state}
+        return {"args": (self.url, self.run_id, self.shard, self.capacity, self.codec.packer, self.codec.n_actions,
+                         self.timeout), "rng": self.rng.bit_generator.state}
 
     def __setstate__(self, state: dict) -> None:
-        url, run_id, shard, capacity, packer, n_actions = state["args"]
-        self.__init__(url, run_id, shard, capacity, Codec(packer, n_actions))
+        url, run_id, shard, capacity, packer, n_actions, timeout = state["args"]
+        self.__init__(url, run_id, shard, capacity, Codec(packer, n_actions), timeout=timeout)
         self.rng.bit_generator.state = state["rng"]
 
     def insert(self, chunk: dict) -> int:
@@ -82,12 +90,12 @@ class RedisShard:
         return self.insert_records(records)
 
     def insert_records(self, records: list[bytes]) -> int:
-        return int(self._insert(keys=self.keys, args=[self.capacity, *records]))
+        return int(self._retrying(self._insert, keys=self.keys, args=[self.capacity, *records]))
 
     def sample(self, batch_size: int) -> dict[str, np.ndarray]:
         """`batch_size` transitions drawn uniformly from the ring, in one round trip."""
         uniforms = [repr(float(u)) for u in self.rng.random(batch_size)]
-        blobs = self._sample(keys=self.keys, args=uniforms)
+        blobs = self._retrying(self._sample, keys=self.keys, args=uniforms)
         if not blobs:
             raise RuntimeError(f"sample from an empty replay shard ({self.ns})")
         batch, errors = self.codec.decode_batch(blobs)
@@ -99,6 +107,26 @@ class RedisShard:
         if errors:
             batch = self._refill(batch, batch_size)
         return batch
+
+    def _retrying(self, call, *args, **kwargs):
+        """`call` until the server answers: backoff from 50 ms to 2 s, for at most `timeout` seconds (the
+        run pauses meanwhile); then ReplayUnavailable. A script lost with a restarted server is loaded again
+        by redis-py on its own."""
+        deadline, delay = None, 0.05
+        while True:
+            try:
+                return call(*args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as e:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.timeout
+                    log.warning("replay shard %s (%s) is unreachable; retrying for up to %g s",
+                                self.ns, redact(self.url), self.timeout)
+                if now >= deadline:
+                    raise ReplayUnavailable(f"replay shard {self.ns} at {redact(self.url)} did not answer for "
+                                            f"{self.timeout:g} s ({type(e).__name__})") from None
+                time.sleep(min(delay, max(deadline - now, 0.0)))
+                delay = min(delay * 2, 2.0)
 
     def _refill(self, batch: dict[str, np.ndarray], batch_size: int) -> dict[str, np.ndarray]:
         n = len(batch["action"])
@@ -112,9 +140,9 @@ class RedisShard:
         wrote after the checkpoint: those slots are written again next; a ring that wrapped since keeps the
         newer records in the slots they overwrote)."""
         cursor, size = inserted % self.capacity, min(inserted, self.capacity)
-        self.client.hset(self.keys[1], mapping={"cursor": cursor, "size": size, "inserted": inserted})
+        self._retrying(self.client.hset, self.keys[1], mapping={"cursor": cursor, "size": size, "inserted": inserted})
 
     def stats(self) -> dict:
-        meta = self.client.hgetall(self.keys[1])
+        meta = self._retrying(self.client.hgetall, self.keys[1])
         return {"size": int(meta.get(b"size", 0)), "inserted": int(meta.get(b"inserted", 0)),
                 "capacity": self.capacity, "rejected": dict(self.codec.rejected)}
