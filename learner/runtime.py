@@ -122,7 +122,7 @@ class RayBackend:
                     raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}") from None
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
-                ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+                ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, dashboard_host="127.0.0.1",
                          log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 

@@ -5,6 +5,7 @@ wait on the network (the serial runner samples on demand, for determinism)."""
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import numpy as np
 from replay_service.buffer import make_packer
 from replay_service.client import concat, split_batch
 from replay_service.codec import Codec
-from replay_service.local_redis import parse_urls, start_local, with_password
+from replay_service.local_redis import parse_urls, redact, start_local, with_password
 from replay_service.redis_shard import RedisShard
 
 PREFETCH_BATCHES = 16
@@ -27,6 +28,15 @@ class RedisReplay:
             urls = [s.url for s in self.servers]
         else:
             urls = [with_password(u) for u in parse_urls(cfg.replay)]
+        if cfg.replay_persist and not self.servers:  # the user's servers: ask them for an append-only file
+            import redis
+
+            for url in urls:
+                try:
+                    redis.Redis.from_url(url).config_set("appendonly", "yes")
+                except redis.RedisError as e:
+                    print(f"warning: --replay-persist: {redact(url)} refused CONFIG SET appendonly yes "
+                          f"({type(e).__name__}); its own persistence settings apply", file=sys.stderr)
         packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         capacity = cfg.replay_capacity // len(urls)
         self.shards = [RedisShard(url, cfg.run_id, i, capacity, Codec(packer, spec.n_actions), cfg.seed * 1000 + i,

@@ -31,6 +31,7 @@ CASES = [
      "--replay-shards: 3, but --replay names 2 servers"),
     (["--replay", "redis://127.0.0.1:6379/x"], "the database must be a number, got 'x'"),
     (["--checkpoint-every", "0"], "--checkpoint-every: must be > 0, got 0"),
+    (["--replay-timeout", "-1"], "--replay-timeout: must be > 0, got -1.0"),
     (["--resume", "/nonexistent/run"], "--resume: no checkpoint.pt in '/nonexistent/run'"),
 ]
 
