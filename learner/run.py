@@ -437,6 +437,8 @@ class Run:
                "updates_per_s": window.updates / max(seconds, 1e-9),
                "replay_ratio": achieved_ratio(self.learner.updates, self.env_steps, cfg.learning_starts),
                **window.summary()}
+        if self.redis is not None:  # records the learner rejected so far (by kind), as in the summary
+            row["replay_rejected"] = dict(sum((Counter(s.codec.rejected) for s in self.redis.shards), Counter()))
         if self.arm_groups is not None:
             props = self.backend.get(self.backend.call(self.parts["arm_source"], "proportions"))
             row["arm_proportions"] = [round(float(p), 4) for p in props]
