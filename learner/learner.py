@@ -41,6 +41,7 @@ class Learner:
         # at batch 32 the update is a few hundred tiny kernels, and launching them is the cost
         self.graphed = cfg.cuda_graphs and self.device.type == "cuda"
         self.graph = None
+        self.eager_updates = 0  # this process's eager updates before the graph (a resumed run warms up too)
         self.static: dict[str, torch.Tensor] = {}  # graph inputs; metrics are its outputs
         self.static_metrics: dict[str, torch.Tensor] = {}
         # one Adam per network (fused: one kernel for all its parameters); stepping them all after one
@@ -92,13 +93,15 @@ class Learner:
         if self.graph is None:
             side = torch.cuda.Stream(self.device)
             side.wait_stream(torch.cuda.current_stream(self.device))
+            warming = self.eager_updates < GRAPH_WARMUP
             with torch.cuda.stream(side):
-                if self.updates < GRAPH_WARMUP:
+                if warming:
                     metrics = self._update_eager(self._to_tensors(batch))
+                    self.eager_updates += 1
                 else:
                     self.static = self._to_tensors(batch)
             torch.cuda.current_stream(self.device).wait_stream(side)
-            if self.updates < GRAPH_WARMUP:
+            if warming:
                 return metrics
             for opt in self.optimizers.values():
                 opt.zero_grad(set_to_none=True)
@@ -160,6 +163,8 @@ class Learner:
         self.target_q.load_state_dict(state["target_q"])
         for name, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][name])
+            for group in opt.param_groups:  # the saved flag is the saving process's (CPU or GPU)
+                group["capturable"] = self.graphed
         self.updates, self.version = int(state["updates"]), int(state["version"])
 
     def state_dict(self) -> dict:

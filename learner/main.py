@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from learner.config import Config, ConfigError, resolve
+from replay_service.local_redis import RedisSetupError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,7 +69,8 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     import torch
 
     try:
-        ckpt = torch.load(path, weights_only=True)  # tensors and plain data only: nothing is unpickled
+        # tensors and plain data only (nothing is unpickled), onto the CPU (a GPU run can resume on a CPU)
+        ckpt = torch.load(path, weights_only=True, map_location="cpu")
         saved = dict(ckpt["config"])
     except Exception as e:
         raise ConfigError("resume", f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
@@ -77,6 +79,15 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         if key not in RESUME_MAY_CHANGE and key != "out" and saved.get(key) != value:
             raise ConfigError(key, f"{value!r} differs from the run being resumed ({saved.get(key)!r}); "
                                    "a resumed run keeps its configuration")
+    if "replay" in given:  # a new address for the same Redis data, nothing else
+        old, new = saved["replay"], given["replay"]
+        if (old in ("memory", "redis-local") or new in ("memory", "redis-local")
+                or len(old.split(",")) != len(new.split(","))):
+            raise ConfigError("replay", f"a resumed run keeps its replay ({old!r}); only the URLs of the same "
+                                        "number of Redis servers may be given again")
+    if saved["replay"] == "redis-local" and not saved.get("replay_persist"):
+        raise ConfigError("resume", "this run's redis-local replay was not persisted (--replay-persist): its "
+                                    "data is gone, so the run cannot continue exactly")
     merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir)}
     if "***" in merged["replay"]:  # config.json and checkpoints keep no passwords
         password = os.environ.get("REDIS_PASSWORD")
@@ -103,9 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
         return 2
+    except RedisSetupError as e:  # e.g. a redis-local server that did not start
+        print(f"python -m learner.main: error: --replay: {e}", file=sys.stderr)
+        return 2
     except Exception as e:
         from learner.run import NonFiniteLoss, ReplayUnavailable
 
+        if type(e).__name__ in ("ActorDiedError", "RayActorError"):  # restarted MAX_RESTARTS times already
+            print(f"python -m learner.main: an actor process kept dying; the run stopped "
+                  f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
+            return 1
         if not isinstance(e, (NonFiniteLoss, ReplayUnavailable)):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)

@@ -126,7 +126,13 @@ class Run:
         self.next_checkpoint = cfg.checkpoint_every
         self.wandb_id = None
         if resume is not None:
-            self._restore(resume)
+            try:
+                self._restore(resume)
+            except BaseException:
+                self.backend.shutdown()
+                if self.redis is not None:
+                    self.redis.close()
+                raise
         self.shared, self.shared_version = None, -1  # the weights in the object store, and their version
 
     # ---- replay ----
@@ -176,11 +182,9 @@ class Run:
             logger.advance(self.env_steps)
         except BaseException:
             backend.shutdown()
+            if self.redis is not None:
+                self.redis.close()
             raise
-        # every actor up before the first chunk: a process that starts while the learner is already
-        # updating starts slowly on a busy machine and then acts on weights that are long out of date
-        backend.get([backend.call(a, "ready") for a in actors])
-        self.clock.actors_ready()
         t0 = time.perf_counter()
         inflight: dict = {}  # future -> actor index
         eval_futures: list = []
@@ -190,6 +194,11 @@ class Run:
         last_log = time.perf_counter()
         peak_rss = 0.0
         try:
+            # every actor up before the first chunk: a process that starts while the learner is already
+            # updating starts slowly on a busy machine and then acts on weights that are long out of date
+            backend.get([backend.call(a, "ready") for a in actors])
+            self.clock.actors_ready()
+            t0 = time.perf_counter()
             while True:
                 # 1. hand chunks to idle actors, as far as the replay ratio allows. Serial: one chunk
                 #    per round, actors in turn, so acting and learning interleave as in the paper
@@ -287,6 +296,8 @@ class Run:
             return summary
         except ReplayUnavailable as e:  # also as the cause of an actor's failed call (Ray re-raises it)
             try:
+                for fut in eval_futures:  # evaluations do not use the replay: let them land first
+                    self._record_eval(backend.get(fut), logger)
                 self._save_checkpoint()  # what was harvested; a resume rewinds the replay to it
                 where = f"checkpoint written at env step {self.env_steps}: continue with --resume {self.out}"
             except Exception as save_error:
@@ -302,12 +313,12 @@ class Run:
             if self.redis is not None:
                 self.redis.close()
 
-    def _check_finite(self, loss: torch.Tensor) -> None:
+    def _check_finite(self, loss: torch.Tensor, force: bool = False) -> None:
         """Stop at a NaN or infinite loss (every update on CPU; on a GPU every `publish_every` updates, to
         spare a device sync per update). checkpoint.pt keeps the last good state; the failing one goes to
         checkpoint-nonfinite.pt for inspection."""
         learner = self.learner
-        if learner.device.type != "cpu" and learner.updates % self.cfg.publish_every:
+        if not force and learner.device.type != "cpu" and learner.updates % self.cfg.publish_every:
             return
         value = float(loss)
         if math.isfinite(value):
@@ -322,6 +333,8 @@ class Run:
         """Everything needed to continue, written atomically: the replay snapshot files first (memory
         replay; Redis keeps its own data), then checkpoint.pt (temp file + rename) naming them."""
         cfg, learner = self.cfg, self.learner
+        if not all(bool(torch.isfinite(p).all()) for p in learner.nets.parameters()):  # a GPU checks loss sparsely
+            self._check_finite(torch.tensor(float("nan")), force=True)
         replay_files = None
         if self.redis is None:
             (self.out / "replay").mkdir(exist_ok=True)
@@ -340,9 +353,11 @@ class Run:
                          "arm_episodes": self.arm_episodes, "dispatched": self.dispatched,
                          "generation": self.generation},
             "arm_source": self.backend.get(self.backend.call(self.parts["arm_source"], "state_dict")),
-            "evals": [self.evals[k] for k in sorted(self.evals)],
+            "evals": [self.evals[k] for k in sorted(self.evals) if self.evals[k] is not None],
             "target_syncs": [list(t) for t in self.target_syncs],
-            "next": {"target": self.next_target, "eval": self.next_eval},
+            # an evaluation still running is started again after a resume
+            "next": {"target": self.next_target,
+                     "eval": min([k for k, v in self.evals.items() if v is None] + [self.next_eval])},
             "split_rng": self.split_rng.bit_generator.state,
             "shard_inserted": self.shard_inserted.tolist(),
             "replay_files": replay_files,
@@ -385,11 +400,11 @@ class Run:
             for shard, inserted, stats in zip(self.redis.shards, self.shard_inserted, self.redis.stats(), strict=True):
                 if stats["inserted"] > inserted:
                     shard.rewind(int(inserted))
-            have = sum(st["inserted"] for st in self.redis.stats())
-            if have < int(self.shard_inserted.sum()):
-                print(f"warning: the Redis replay holds {have} of the {int(self.shard_inserted.sum())} transitions "
-                      "inserted before the checkpoint (not persisted?); continuing with what it has",
-                      file=sys.stderr)
+            have = np.array([st["inserted"] for st in self.redis.stats()], dtype=np.int64)
+            if (have < self.shard_inserted).any():
+                print(f"warning: the Redis replay holds {int(have.sum())} of the {int(self.shard_inserted.sum())} "
+                      "transitions inserted before the checkpoint; continuing with what it has", file=sys.stderr)
+                self.shard_inserted = np.minimum(have, self.shard_inserted)
 
     def _due(self, at: int) -> bool:
         """Env step `at` is reached and the learner has done every update owed at `at`."""

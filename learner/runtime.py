@@ -16,6 +16,7 @@ from meta_controller.bandit import FixedArm, SlidingWindowBandit
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import shard_of
 
+MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -129,7 +130,7 @@ class RayBackend:
     def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
         """`restartable`: a process that dies is started again with the same arguments, and the call it
         was serving is retried there (actors and the evaluator hold no state the run needs back)."""
-        options = {"max_restarts": -1, "max_task_retries": -1} if restartable else {}
+        options = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS} if restartable else {}
         handle = self.ray.remote(num_cpus=cpus, **options)(cls).remote(*args)
         self.handles.append(handle)
         return handle

@@ -12,6 +12,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +39,14 @@ def redis_server_binary() -> str:
 
 def redact(url: str) -> str:
     """A Redis URL without its password, for anything printed or logged."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        password = None
+    if password is None:  # unparsable, or a password with URL syntax in it: mask up to the last @
+        head, sep, tail = url.partition("://")
+        return f"{head}{sep}***@{tail.rsplit('@', 1)[1]}" if "@" in tail else url
     netloc = parts.netloc.rsplit("@", 1)[1]
     user = f"{parts.username}:" if parts.username else ":"
     return parts._replace(netloc=f"{user}***@{netloc}").geturl()
@@ -59,11 +65,11 @@ def parse_urls(text: str) -> list[str]:
     """Comma-separated redis:// URLs, one per shard; RedisSetupError names the first bad one."""
     urls = [u.strip() for u in text.split(",") if u.strip()]
     for url in urls:
-        parts = urlsplit(url)
         try:
+            parts = urlsplit(url)
             port = parts.port
         except ValueError:
-            port = None
+            parts, port = urlsplit(""), None
         if parts.scheme != "redis" or not parts.hostname or port is None:
             raise RedisSetupError(f"{redact(url)!r} is not redis://[:password@]host:port[/db]")
         db = parts.path.lstrip("/")
@@ -83,6 +89,18 @@ def ping(url: str, timeout: float = 3.0) -> None:
     except redis.RedisError as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RedisSetupError(f"no Redis answers at {redact(url)} ({reason})") from None
+
+
+def _die_with_parent() -> None:
+    """In the server's process: SIGTERM it when the run's process dies, even by SIGKILL (Linux), so a
+    killed run leaves no server behind (its append-only file is in the run directory for a resume)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _free_port() -> int:
@@ -106,12 +124,20 @@ class LocalServer:
     def start(self, timeout: float = 10.0) -> LocalServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = self.port or _free_port()
-        args = [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
-                "--requirepass", self.password, "--dir", str(self.directory), "--save", "",
+        # the password goes in a file only we can read, not on the command line (visible in `ps`)
+        conf = self.directory / "redis.conf"
+        conf.touch(mode=0o600)
+        conf.write_text(f"requirepass {self.password}\n")
+        args = [redis_server_binary(), str(conf), "--port", str(self.port), "--bind", "127.0.0.1",
+                "--protected-mode", "yes", "--dir", str(self.directory), "--save", "",
                 # persisted: every write is on disk before it is acknowledged (an insert the run counted
                 # survives a crash of the server)
                 "--appendonly", "yes" if self.persist else "no", "--appendfsync", "always"]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # the death signal follows the thread that starts the server: only the main thread's lives as
+        # long as the run (a server started from another thread is stopped by `stop()` alone)
+        main = threading.current_thread() is threading.main_thread()
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        preexec_fn=_die_with_parent if main else None)
         deadline = time.monotonic() + timeout
         while True:
             try:

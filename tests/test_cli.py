@@ -27,6 +27,8 @@ CASES = [
     (["--replay", "http://127.0.0.1:6379"], "--replay: 'http://127.0.0.1:6379' is not redis://[:password@]host:port"),
     (["--replay", "redis://127.0.0.1:1"], "--replay: no Redis answers at redis://127.0.0.1:1"),
     (["--replay", "redis://:hunter2@127.0.0.1:1"], "--replay: no Redis answers at redis://:***@127.0.0.1:1"),
+    (["--replay", "redis://:hunter2/x@127.0.0.1:1"], "--replay: 'redis://***@127.0.0.1:1' is not redis://"),
+    (["--replay", "redis://[::1:6379"], "--replay: 'redis://[::1:6379' is not redis://"),
     (["--replay", "redis://a:1,redis://b:2", "--replay-shards", "3"],
      "--replay-shards: 3, but --replay names 2 servers"),
     (["--replay", "redis://127.0.0.1:6379/x"], "the database must be a number, got 'x'"),

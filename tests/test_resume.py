@@ -67,3 +67,17 @@ def test_resume_refuses_a_changed_algorithm(tmp_path, redis_url):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "--algo: 'dqn' differs from the run being resumed ('beta_dqn')" in proc.stderr
+
+
+def test_a_lost_redis_local_replay_is_refused_and_no_server_outlives_its_run(tmp_path):
+    out = tmp_path / "run"
+    start_and_kill(out, "redis-local")  # not persisted
+    # the run's server followed its process (SIGKILL) instead of staying behind
+    deadline = time.monotonic() + 10
+    while subprocess.run(["pgrep", "-f", f"{out}/redis/shard0"], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "the killed run's redis-server is still running"
+        time.sleep(0.1)
+    proc = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "was not persisted (--replay-persist)" in proc.stderr
