@@ -10,6 +10,7 @@ waits while the others step) — and the replay (`insert(chunk)`) once per `coll
 from __future__ import annotations
 
 import os
+import secrets
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -78,6 +79,7 @@ class Actor:
         self.version = -1
         self.episodes: list[Episode | None] = [None] * len(self.envs)
         self.episodes_begun = 0
+        self.instance, self.chunks_sent = secrets.token_hex(4), 0  # a restarted process is a new instance
 
     def ready(self) -> int:
         """Answers once the actor is constructed (the run waits for all before the first chunk)."""
@@ -202,6 +204,9 @@ class Actor:
             "episode": np.asarray(ep_l, dtype=np.int64),
             "actor": self.actor_id,
             "version": self.version,
+            # names this chunk for an external replay, which stores a chunk sent twice (a retry) once
+            "chunk_id": f"{self.actor_id}-{self.instance}-{self.chunks_sent}",
         }
+        self.chunks_sent += 1
         self.replay.insert(chunk)
         return {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}

@@ -26,6 +26,9 @@ from replay_service.local_redis import redact
 log = logging.getLogger(__name__)
 
 _INSERT = """
+if KEYS[3] and not redis.call('SET', KEYS[3], 1, 'NX', 'EX', 86400) then
+  return redis.call('HGET', KEYS[2], 'inserted')  -- this chunk is stored already (a resent call)
+end
 local cap = tonumber(ARGV[1])
 local stored = redis.call('HGET', KEYS[2], 'capacity')
 if stored and tonumber(stored) ~= cap then
@@ -87,10 +90,13 @@ class RedisShard:
     def insert(self, chunk: dict) -> int:
         """A chunk of packed transitions (with `actor` and `version` when the actor sends them)."""
         records = self.codec.encode_chunk(chunk, int(chunk.get("actor", 0)), int(chunk.get("version", 0)))
-        return self.insert_records(records)
+        return self.insert_records(records, chunk.get("chunk_id"))
 
-    def insert_records(self, records: list[bytes]) -> int:
-        return int(self._retrying(self._insert, keys=self.keys, args=[self.capacity, *records]))
+    def insert_records(self, records: list[bytes], chunk_id: str | None = None) -> int:
+        """One script call; with a `chunk_id`, a call that arrives twice (a retry after a lost reply)
+        stores the chunk once (ids are remembered for a day)."""
+        keys = self.keys + ([f"{self.ns}:chunk:{chunk_id}"] if chunk_id else [])
+        return int(self._retrying(self._insert, keys=keys, args=[self.capacity, *records]))
 
     def sample(self, batch_size: int) -> dict[str, np.ndarray]:
         """`batch_size` transitions drawn uniformly from the ring, in one round trip."""

@@ -93,12 +93,13 @@ def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
     from learner.networks import make_network, to_numpy
     from meta_controller.bandit import SlidingWindowBandit
 
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, wandb="disabled"))
+    # 2 envs × 300 steps: past CliffWalk's 100-step limit, so every env ends episodes whatever the policy
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, wandb="disabled"))
     s = shard(redis_url, "actor", capacity=1000)
     actor = Actor(cfg, spec, 5, SlidingWindowBandit(13, 100, 0), s)
     weights = {n: to_numpy(make_network(spec.obs_shape, spec.n_actions)) for n in ("q", "beta")}
-    actor.collect(300, weights, version=4)
-    assert s.stats()["inserted"] == 300
+    actor.collect(600, weights, version=4)
+    assert s.stats()["inserted"] == 600
     records = [s.codec.decode(blob) for blob in s.client.hvals(s.keys[0])]
     assert {r["actor"] for r in records} == {5} and {r["version"] for r in records} == {4}
     # every episode that ended at the time limit is marked truncated, not terminated
@@ -126,3 +127,12 @@ def test_serial_runs_on_redis_are_deterministic_and_keep_the_password_out(redis_
         text = (tmp_path / name / "config.json").read_text()
         assert password not in text and json.loads(text)["replay"].startswith("redis://:***@127.0.0.1:")
     assert (tmp_path / "a" / "evals.csv").read_text() == (tmp_path / "b" / "evals.csv").read_text()
+
+
+def test_a_chunk_sent_twice_is_stored_once(redis_url):
+    s = shard(redis_url, "twice", capacity=100)
+    chunk = {**marked_chunk(0, 10), "chunk_id": "3-ab12cd34-0"}
+    assert s.insert(chunk) == 10
+    assert s.insert(chunk) == 10  # the resent call (same id) changes nothing
+    assert s.insert({**marked_chunk(10, 5), "chunk_id": "3-ab12cd34-1"}) == 15
+    assert s.stats()["size"] == 15
