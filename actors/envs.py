@@ -57,11 +57,6 @@ class EnvSpec:
     learning_rate: float
     has_success: bool
 
-    @property
-    def image(self) -> bool:
-        """(H, W, C) observations get the conv net (spec §5), flat ones the MLP."""
-        return len(self.obs_shape) == 3
-
 
 class CliffWalk(gym.Env):
     """4×12 cliff walk (Sutton & Barto): +1 at the goal, −1 into the cliff (both end the episode).

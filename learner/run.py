@@ -86,7 +86,7 @@ def _process_tree_rss() -> float:
 
 class Run:
     def __init__(self, cfg, spec, resume: dict | None = None):
-        """`resume`: a checkpoint (`learner.checkpoint.load`) to continue from."""
+        """`resume`: a checkpoint (`learner.main.resume_config` reads it) to continue from."""
         self.cfg, self.spec = cfg, spec
         self.resumed = resume
         self.generation = 0 if resume is None else int(resume["counters"].get("generation", 0)) + 1
@@ -101,9 +101,7 @@ class Run:
             self.redis = RedisReplay(cfg, spec, self.out) if cfg.replay != "memory" else None
             self.parts = build(cfg, spec, self.backend, self.redis.shards if self.redis else None, self.generation)
         except BaseException:
-            self.backend.shutdown()  # no Ray actors or cluster left behind
-            if getattr(self, "redis", None) is not None:
-                self.redis.close()  # nor Redis servers
+            self._shutdown()
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -129,16 +127,24 @@ class Run:
             try:
                 self._restore(resume)
             except BaseException:
-                self.backend.shutdown()
-                if self.redis is not None:
-                    self.redis.close()
+                self._shutdown()
                 raise
         self.shared, self.shared_version = None, -1  # the weights in the object store, and their version
 
+    def _shutdown(self) -> None:
+        """No Ray actors or cluster, and no Redis servers, left behind."""
+        self.backend.shutdown()
+        if getattr(self, "redis", None) is not None:
+            self.redis.close()
+
     # ---- replay ----
+    def _shard_sizes(self) -> np.ndarray:
+        """Transitions each shard holds (as far as the run has harvested)."""
+        return np.minimum(self.shard_inserted, self.shard_capacity)
+
     def _sample_future(self, n_batches: int):
         """Ask every shard, in one call each, for its part of `n_batches` uniform batches."""
-        sizes = np.minimum(self.shard_inserted, self.shard_capacity)
+        sizes = self._shard_sizes()
         counts = np.stack([split_batch(sizes, self.cfg.batch_size, self.split_rng) for _ in range(n_batches)])
         futures = [self.backend.call(self.parts["shards"][s], "sample", int(n))
                    for s, n in enumerate(counts.sum(0)) if n > 0]
@@ -146,11 +152,10 @@ class Run:
 
     def _next_batch(self, prefetched: deque, ready: deque):
         if self.redis is not None:  # Redis: batches decoded ahead on a thread (Ray) or drawn now (serial)
-            sizes = lambda: np.minimum(self.shard_inserted, self.shard_capacity)  # noqa: E731
             if not self.backend.concurrent:
-                return self.redis.sample(sizes(), self.split_rng)
+                return self.redis.sample(self._shard_sizes(), self.split_rng)
             if self.redis.thread is None:
-                self.redis.start_prefetch(sizes, self.split_rng)
+                self.redis.start_prefetch(self._shard_sizes, self.split_rng)
             return self.redis.next_batch()
         return self._next_memory_batch(prefetched, ready)
 
@@ -181,9 +186,7 @@ class Run:
             self.wandb_id = logger.wandb_id
             logger.advance(self.env_steps)
         except BaseException:
-            backend.shutdown()
-            if self.redis is not None:
-                self.redis.close()
+            self._shutdown()
             raise
         t0 = time.perf_counter()
         inflight: dict = {}  # future -> actor index
@@ -255,7 +258,7 @@ class Run:
                         for fut in eval_futures:  # evaluations started so far belong to this checkpoint
                             self._record_eval(backend.get(fut), logger)
                         eval_futures.clear()
-                        self._save_checkpoint(logger)
+                        self._save_checkpoint()
                         self.next_checkpoint += cfg.checkpoint_every
                     continue
                 t_idle = time.perf_counter()
@@ -309,32 +312,32 @@ class Run:
             raise
         finally:
             learner.close()
-            backend.shutdown()
-            if self.redis is not None:
-                self.redis.close()
+            self._shutdown()
 
-    def _check_finite(self, loss: torch.Tensor, force: bool = False) -> None:
+    def _check_finite(self, loss: torch.Tensor) -> None:
         """Stop at a NaN or infinite loss (every update on CPU; on a GPU every `publish_every` updates, to
-        spare a device sync per update). checkpoint.pt keeps the last good state; the failing one goes to
-        checkpoint-nonfinite.pt for inspection."""
-        learner = self.learner
-        if not force and learner.device.type != "cpu" and learner.updates % self.cfg.publish_every:
+        spare a device sync per update)."""
+        if self.learner.device.type != "cpu" and self.learner.updates % self.cfg.publish_every:
             return
         value = float(loss)
-        if math.isfinite(value):
-            return
+        if not math.isfinite(value):
+            self._stop_nonfinite(f"the loss became {value}")
+
+    def _stop_nonfinite(self, what: str) -> None:
+        """checkpoint.pt keeps the last good state; the failing one goes to checkpoint-nonfinite.pt."""
+        learner = self.learner
         torch.save({"learner": learner.state_dict(), "config": public(self.cfg)}, self.out / "checkpoint-nonfinite.pt")
         last = "checkpoint.pt is the last good one" if (self.out / "checkpoint.pt").exists() else "no checkpoint yet"
-        raise NonFiniteLoss(f"the loss became {value} at update {learner.updates} (env step {self.env_steps}); "
+        raise NonFiniteLoss(f"{what} at update {learner.updates} (env step {self.env_steps}); "
                             f"the run stopped: {last}, the failing state is in checkpoint-nonfinite.pt")
 
     # ---- checkpoint and resume ----
-    def _save_checkpoint(self, logger: RunLogger | None = None) -> None:
+    def _save_checkpoint(self) -> None:
         """Everything needed to continue, written atomically: the replay snapshot files first (memory
         replay; Redis keeps its own data), then checkpoint.pt (temp file + rename) naming them."""
         cfg, learner = self.cfg, self.learner
         if not all(bool(torch.isfinite(p).all()) for p in learner.nets.parameters()):  # a GPU checks loss sparsely
-            self._check_finite(torch.tensor(float("nan")), force=True)
+            self._stop_nonfinite("the network parameters became non-finite")
         replay_files = None
         if self.redis is None:
             (self.out / "replay").mkdir(exist_ok=True)
