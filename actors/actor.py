@@ -20,7 +20,10 @@ from actors.envs import make_env
 from actors.numpy_net import NumpyNet, unflatten
 from actors.policies import (
     act_beta_dqn,
+    argmax_random_tie,
     epsilon_greedy,
+    ez_greedy,
+    lesson_act,
     linear_epsilon,
     policy_set,
     supported,
@@ -33,13 +36,23 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=-1, keepdims=True)
 
 
-def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Q(s,·) and β(·|s) for a batch of observations (β is None for algorithms without one)."""
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray) -> dict[str, np.ndarray]:
+    """Every acting network's output for a batch of observations: "q" (N, A), or (N, K, A) with heads;
+    "beta" as probabilities; "q_full" (two-Q ablation); "q_int", "option_q" and "termination" (LESSON)."""
     q_net = nets["q"]
-    patches = q_net.patches(obs) if q_net.conv else None  # one gather for both conv nets
-    q = q_net(obs, patches)
-    beta = softmax(nets["beta"](obs, patches)) if "beta" in nets else None
-    return q, beta
+    patches = q_net.patches(obs) if q_net.conv else None  # one gather for all the conv nets
+    out = {name: net(obs, patches) for name, net in nets.items()}
+    if "beta" in out:
+        out["beta"] = softmax(out["beta"])
+    if "option" in out:  # one torso, two heads: Q_Ω(s,·) and the termination logits
+        option = out.pop("option")
+        half = option.shape[1] // 2
+        out["option_q"], out["termination"] = option[:, :half], sigmoid(option[:, half:])
+    return out
 
 
 def is_exploitation(action: int, q: np.ndarray, beta: np.ndarray, eps: float) -> bool:
@@ -58,6 +71,8 @@ class Episode:
     arm_steps: int = 0  # steps acted under the arm
     explored: int = 0  # of those, steps off pure exploitation (the bandit's bonus B = explored/arm_steps)
     counts: dict[bytes, np.ndarray] = field(default_factory=dict)
+    hold: tuple[int, int] = (0, 0)  # εz-greedy: the repeated action and the steps it still lasts
+    option: tuple[int, int] | None = None  # LESSON: the running option and its repeated action
     arm_request: Future | None = None  # the arm on its way from the arm source (the env waits for it)
     id: int = -1  # this actor's count of episodes begun (with the actor id, names the episode)
 
@@ -92,24 +107,39 @@ class Actor:
         self.nets = {name: NumpyNet(params) for name, params in unflatten(weights).items()}
         self.version = version
 
-    def _act(self, ep: Episode, obs: np.ndarray, q: np.ndarray, beta: np.ndarray | None, step: int) -> int:
-        cfg = self.cfg
-        if ep.arm is None:
+    def _act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int) -> int:
+        """One action of env's episode `ep` at `obs`, given the acting networks' outputs at `obs`."""
+        cfg, algo = self.cfg, self.cfg.algo
+        if ep.arm is None:  # before learning_starts: uniformly random (LESSON's option 0)
             return int(self.rng.integers(self.spec.n_actions))
         ep.arm_steps += 1
-        if self.arms is None:  # DQN: ε-greedy on Q
-            eps = linear_epsilon(step, cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
-            return epsilon_greedy(q, eps, self.rng)
+        q = values["q"]
+        if algo in ("dqn", "rnd"):
+            return epsilon_greedy(q, self._epsilon(step), self.rng)
+        if algo == "ez_greedy":
+            action, ep.hold = ez_greedy(q, self._epsilon(step), cfg.ez_mu, self.rng, ep.hold)
+            return action
+        if algo == "bootstrapped_dqn":  # greedy on the episode's head
+            return argmax_random_tie(q[ep.arm], self.rng)
+        if algo == "lesson":
+            action, ep.option = lesson_act(q, values["q_int"], values["option_q"], values["termination"],
+                                           self.rng, cfg.lesson_tau, ep.option)
+            return action
+        beta = values["beta"]
         arm = self.arms[ep.arm]
         counts = None
         if arm.kind == "cov" and cfg.count_mode != "off":
             counts = ep.counts.setdefault(obs.tobytes(), np.zeros(self.spec.n_actions))
-        action = act_beta_dqn(arm, q, beta, cfg.beta_eps, self.rng, counts, cfg.count_mode)
+        action = act_beta_dqn(arm, q, beta, cfg.beta_eps, self.rng, counts, cfg.count_mode, values.get("q_full"))
         if counts is not None:
             counts[action] += 1
         if not is_exploitation(action, q, beta, cfg.beta_eps):
             ep.explored += 1
         return action
+
+    def _epsilon(self, step: int) -> float:
+        """DQN's ε schedule (DQN, εz-greedy, RND)."""
+        return linear_epsilon(step, self.cfg.eps_start, self.cfg.eps_end, self.cfg.eps_decay_steps)
 
     def _new_episode(self, **kw) -> Episode:
         self.episodes_begun += 1
@@ -145,7 +175,7 @@ class Actor:
             self.set_weights(weights, version)
         if not self.nets:
             raise RuntimeError("collect before any weights were set")
-        obs_l, act_l, rew_l, next_l, term_l, trunc_l, ep_l = [], [], [], [], [], [], []
+        obs_l, act_l, rew_l, next_l, term_l, trunc_l, ep_l, opt_l = [], [], [], [], [], [], [], []
         finished = []
         produced = 0
         while produced < n_steps:
@@ -165,11 +195,10 @@ class Actor:
                     self.episodes[i].arm = self.arm_source.select()
             obs = np.stack([self.obs[i] for i in active])
             needs_values = any(self.episodes[i].arm is not None for i in active)
-            q, beta = acting_values(self.nets, obs) if needs_values else (None, None)
+            values = acting_values(self.nets, obs) if needs_values else {}
             for j, i in enumerate(active):
                 ep, step = self.episodes[i], global_step + produced + j
-                a = self._act(ep, self.obs[i], None if q is None else q[j],
-                              None if beta is None else beta[j], step)
+                a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step)
                 next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
                 obs_l.append(self.obs[i])
                 act_l.append(a)
@@ -178,6 +207,7 @@ class Actor:
                 term_l.append(terminated)
                 trunc_l.append(truncated)
                 ep_l.append(ep.id)
+                opt_l.append(0 if ep.option is None or ep.arm is None else ep.option[0])
                 ep.ret += float(reward)
                 ep.length += 1
                 if terminated or truncated:
@@ -202,6 +232,7 @@ class Actor:
             # for external replays' records (`replay_service.codec`); the learner's batch does not use them
             "truncated": np.asarray(trunc_l, dtype=bool),
             "episode": np.asarray(ep_l, dtype=np.int64),
+            "option": np.asarray(opt_l, dtype=np.int8),  # LESSON's option per step (0 otherwise)
             "actor": self.actor_id,
             "version": self.version,
             # names this chunk for an external replay, which stores a chunk sent twice (a retry) once

@@ -1,6 +1,8 @@
 """Evaluation (spec §4): episodes with ε = 0.01 on the evaluation policy, never counted as training.
 
-β-DQN is evaluated by pure exploitation [eq:q mask greedy], DQN greedily on Q.
+β-DQN is evaluated by pure exploitation [eq:q mask greedy], Bootstrapped DQN by the heads' majority vote,
+every other method greedily on (task) Q. With `--eval-basic`, β-DQN's evaluation also runs the paper's two
+other basic policies, argmin β and argmax Q (the optimistic Q under `--two-q`), recorded beside it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import numpy as np
 from actors.actor import acting_values
 from actors.envs import make_env
 from actors.numpy_net import NumpyNet, unflatten
-from actors.policies import argmax_random_tie, pure_exploitation
+from actors.policies import argmax_random_tie, argmin_beta, majority_vote, pure_exploitation
+
+BASIC = ("argmin_beta", "argmax_q")  # the main evaluation is the third basic policy, pure exploitation
 
 
 class Evaluator:
@@ -20,13 +24,19 @@ class Evaluator:
         self.env = make_env(spec.name, seed=int(env_stream.generate_state(1)[0]))
         self.rng = np.random.default_rng(rng_stream)
 
-    def _greedy(self, q: np.ndarray, beta: np.ndarray | None) -> int:
-        if beta is None:
-            return argmax_random_tie(q, self.rng)
-        return pure_exploitation(q, beta, self.cfg.beta_eps, self.rng)
+    def _policy(self, name: str, v: dict[str, np.ndarray]) -> int:
+        """The action of evaluation policy `name` from the networks' outputs at one state."""
+        if name == "argmin_beta":
+            return argmin_beta(v["beta"], self.rng)
+        if name == "argmax_q":
+            return argmax_random_tie(v.get("q_full", v["q"]), self.rng)
+        if self.cfg.algo == "beta_dqn":
+            return pure_exploitation(v["q"], v["beta"], self.cfg.beta_eps, self.rng)
+        if self.cfg.algo == "bootstrapped_dqn":
+            return majority_vote(v["q"], self.rng)
+        return argmax_random_tie(v["q"], self.rng)
 
-    def evaluate(self, weights: dict, env_steps: int) -> dict:
-        nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}
+    def _episodes(self, nets: dict[str, NumpyNet], policy: str) -> tuple[list[float], list[bool]]:
         returns, successes = [], []
         for _ in range(self.cfg.eval_episodes):
             obs, _ = self.env.reset()
@@ -35,14 +45,26 @@ class Evaluator:
                 if self.rng.random() < self.cfg.eval_epsilon:
                     a = int(self.rng.integers(self.spec.n_actions))
                 else:
-                    q, beta = acting_values(nets, obs[None])
-                    a = self._greedy(q[0], None if beta is None else beta[0])
+                    values = acting_values(nets, obs[None])
+                    a = self._policy(policy, {k: v[0] for k, v in values.items()})
                 obs, r, terminated, truncated, info = self.env.step(a)
                 ret += float(r)
                 done = terminated or truncated
             returns.append(ret)
             successes.append(bool(info.get("success", False)))
+        return returns, successes
+
+    def evaluate(self, weights: dict, env_steps: int) -> dict:
+        nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}
+        returns, successes = self._episodes(nets, "main")
+        result = {"env_steps": env_steps, **self._scores(returns, successes), "episodes": len(returns)}
+        if self.cfg.algo == "beta_dqn" and self.cfg.eval_basic:
+            for policy in BASIC:
+                scores = self._scores(*self._episodes(nets, policy))
+                result.update({f"{policy}_{k}": v for k, v in scores.items()})
+        return result
+
+    def _scores(self, returns: list[float], successes: list[bool]) -> dict:
         success_rate = float(np.mean(successes)) if self.spec.has_success else float("nan")
-        return {"env_steps": env_steps, "return_mean": float(np.mean(returns)),
-                "return_std": float(np.std(returns)), "success_rate": success_rate,
-                "episodes": len(returns)}
+        return {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
+                "success_rate": success_rate}

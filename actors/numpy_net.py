@@ -30,7 +30,12 @@ class NumpyNet:
     def __init__(self, params: dict[str, np.ndarray]):
         self.conv = "conv.weight" in params
         self.windows = None  # conv: flat input index of every (position, C·k·k) entry, built on first use
-        self.b1, self.w_out, self.b_out = params["fc1.bias"], params["out.weight"].T, params["out.bias"]
+        self.b1 = params["fc1.bias"]
+        self.heads = "out_weight" in params  # Bootstrapped DQN's K heads: output (N, K, n_out)
+        if self.heads:
+            self.w_out, self.b_out = params["out_weight"], params["out_bias"]  # (K, n_out, 128), (K, n_out)
+        else:
+            self.w_out, self.b_out = params["out.weight"].T, params["out.bias"]
         if self.conv:
             w = params["conv.weight"]  # (16, C, 3, 3)
             self.k = w.shape[-1]
@@ -67,4 +72,7 @@ class NumpyNet:
         else:
             x = x @ self.w1
         x = np.maximum(x + self.b1, 0.0)
+        if self.heads:
+            k, _, hidden = self.w_out.shape
+            return np.einsum("nkh,kah->nka", x.reshape(n, k, hidden), self.w_out) + self.b_out
         return x @ self.w_out + self.b_out

@@ -60,13 +60,18 @@ def pi_cov(q: np.ndarray, beta: np.ndarray, delta: float, eps: float, rng: np.ra
     return int(rng.choice(np.flatnonzero(rare)))
 
 
-def pi_cor(q: np.ndarray, beta: np.ndarray, alpha: float, eps: float, rng: np.random.Generator) -> int:
-    """π_cor(α) = argmax_a α Q(s,a) + (1 − α) Q̂(s,a)   [eq:policy cor]."""
+def pi_cor(q: np.ndarray, beta: np.ndarray, alpha: float, eps: float, rng: np.random.Generator,
+           q_optimistic: np.ndarray | None = None) -> int:
+    """π_cor(α) = argmax_a α Q(s,a) + (1 − α) Q̂(s,a)   [eq:policy cor].
+
+    Ablation "two Q": `q_optimistic` (learned with the unconstrained target) gives the α term; Q̂ is
+    always the in-sample Q masked by β."""
     if alpha == 0.0:
         # π_cor(0) is pure exploitation; argmax Q̂ alone could pick an unsupported action whose
         # Q̂ = min Q ties with the best supported one
         return pure_exploitation(q, beta, eps, rng)
-    return argmax_random_tie(alpha * q + (1.0 - alpha) * masked_q(q, beta, eps), rng)
+    optimistic = q if q_optimistic is None else q_optimistic
+    return argmax_random_tie(alpha * optimistic + (1.0 - alpha) * masked_q(q, beta, eps), rng)
 
 
 def epsilon_greedy(q: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
@@ -123,7 +128,79 @@ def policy_set(name: str) -> list[Arm]:
 
 
 def act_beta_dqn(arm: Arm, q: np.ndarray, beta: np.ndarray, eps: float, rng: np.random.Generator,
-                 counts: np.ndarray | None, count_mode: str) -> int:
+                 counts: np.ndarray | None, count_mode: str, q_optimistic: np.ndarray | None = None) -> int:
     if arm.kind == "cov":
         return pi_cov(q, beta, arm.param, eps, rng, counts, count_mode)
-    return pi_cor(q, beta, arm.param, eps, rng)
+    return pi_cor(q, beta, arm.param, eps, rng, q_optimistic)
+
+
+def argmin_beta(beta: np.ndarray, rng: np.random.Generator) -> int:
+    """The basic policy that always takes the least-taken action, argmin_a β(a|s) (paper, "three basic
+    policies"; it is π_cov(δ) for δ just above min β)."""
+    return argmax_random_tie(-beta, rng)
+
+
+# ---- the baselines' acting (spec §7) ----
+
+def zeta_duration(mu: float, rng: np.random.Generator) -> int:
+    """n ~ Zeta(μ): P(n) = n^−μ / ζ(μ), n ≥ 1 (εz-greedy's heavy-tailed hold)."""
+    return int(rng.zipf(mu))
+
+
+def ez_greedy(q: np.ndarray, epsilon: float, mu: float, rng: np.random.Generator,
+              hold: tuple[int, int]) -> tuple[int, tuple[int, int]]:
+    """εz-greedy (Dabney et al. 2021): `hold` = (action, steps it is still repeated). With none held, with
+    probability ε draw a uniform action and a duration n ~ Zeta(μ) and take it now and for the next n − 1
+    steps; otherwise act greedily. Returns (action, the hold for the next step)."""
+    action, left = hold
+    if left > 0:
+        return action, (action, left - 1)
+    if rng.random() < epsilon:
+        action = int(rng.integers(q.shape[0]))
+        return action, (action, zeta_duration(mu, rng) - 1)
+    return argmax_random_tie(q, rng), (0, 0)
+
+
+def majority_vote(q_heads: np.ndarray, rng: np.random.Generator) -> int:
+    """Bootstrapped DQN's evaluation: each head (rows of `q_heads`, (K, A)) votes for its greedy action;
+    the most voted action wins (ties broken at random, among the heads' ties too)."""
+    votes = np.bincount([argmax_random_tie(q, rng) for q in q_heads], minlength=q_heads.shape[1])
+    return argmax_random_tie(votes, rng)
+
+
+LESSON_OPTIONS = ("random", "repeat", "intrinsic", "greedy")  # option index -> what it does
+TERMINATION_CLIP = (0.1, 0.9)  # LESSON's reference code clips β_ω when acting and in its target
+OPTION_PROB_CLIP = (0.05, 0.95)  # and the option probabilities (every option keeps a floor)
+
+
+def option_probabilities(option_q: np.ndarray, tau: float) -> np.ndarray:
+    """LESSON's option choice: softmax of Q_Ω(s,·)/τ, the temperature scaled by max(max_ω Q_Ω, 1) as in
+    the reference code (so it does not depend on the reward's scale), probabilities clipped to
+    [0.05, 0.95] and renormalised."""
+    scale = max(float(option_q.max()), 1.0)
+    z = option_q / (tau * scale)
+    p = np.exp(z - z.max())
+    p = np.clip(p / p.sum(), *OPTION_PROB_CLIP)
+    return p / p.sum()
+
+
+def lesson_act(q: np.ndarray, q_int: np.ndarray, option_q: np.ndarray, termination: np.ndarray,
+               rng: np.random.Generator, tau: float, state: tuple[int, int] | None) -> tuple[int, tuple[int, int]]:
+    """One LESSON step at state s. `state` = (option, its repeated action), None at an episode's start.
+    The running option ends with probability clip(β_ω(s), 0.1, 0.9); then (or at the start) a new one is
+    drawn from `option_probabilities`, with a new random action for the repeat option. Options: uniform
+    random each step; repeat one random action; greedy on the intrinsic Q; greedy on the task Q.
+    Returns (action, the state for the next step)."""
+    if state is None or rng.random() < float(np.clip(termination[state[0]], *TERMINATION_CLIP)):
+        option = int(rng.choice(len(option_q), p=option_probabilities(option_q, tau)))
+        state = (option, int(rng.integers(q.shape[0])))
+    option, repeated = state
+    if option == 0:
+        action = int(rng.integers(q.shape[0]))
+    elif option == 1:
+        action = repeated
+    elif option == 2:
+        action = argmax_random_tie(q_int, rng)
+    else:
+        action = argmax_random_tie(q, rng)
+    return action, state

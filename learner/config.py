@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ALGOS = ("beta_dqn", "dqn")
+ALGOS = ("beta_dqn", "dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson")
 LOSSES = ("huber", "mse")
 COUNT_MODES = ("augment", "simple", "off")
 DEVICES = ("auto", "cpu", "cuda")
@@ -81,6 +81,18 @@ class Config:
     count_mode: str = field(default="augment", metadata={
         "help": f"episodic counts in π_cov: {', '.join(COUNT_MODES)}"})
     bandit_window: int = field(default=1000, metadata={"help": "meta-controller window L (episodes)"})
+    two_q: bool = field(default=False, metadata={
+        "help": "β-DQN ablation: learn a second Q with the unconstrained target for π_cor's optimistic term"})
+    eval_basic: bool = field(default=True, metadata={
+        "help": "β-DQN: at every evaluation also evaluate the basic policies argmin β and argmax Q"})
+    # --- baselines (spec §7) ---
+    boot_heads: int = field(default=10, metadata={"help": "Bootstrapped DQN: heads K"})
+    ez_mu: float = field(default=2.0, metadata={"help": "εz-greedy: exponent μ of the Zeta duration (> 1)"})
+    rnd_scale: float = field(default=10.0, metadata={
+        "help": "RND: intrinsic reward scale in Q's target; LESSON: in the intrinsic Q's"})
+    lesson_tau: float = field(default=0.02, metadata={"help": "LESSON: softmax temperature of the option choice"})
+    lesson_alpha: float = field(default=0.0, metadata={
+        "help": "LESSON: weight of the intrinsic reward in the option values' reward"})
     # --- evaluation (spec §4) ---
     checkpoint_every: int = field(default=100_000, metadata={
         "help": "env steps between checkpoints (and one at the end); the run pauses its actors to write one"})
@@ -162,6 +174,14 @@ def validate(cfg: Config) -> None:
               "target_update", "eps_decay_steps", "bandit_window", "eval_every", "eval_episodes",
               "log_every")
     _open_unit(cfg, "beta_eps")
+    _positive(cfg, "boot_heads", "lesson_tau")
+    if not cfg.ez_mu > 1.0:
+        raise ConfigError("ez_mu", f"must be > 1 (a Zeta distribution), got {cfg.ez_mu}")
+    for n in ("rnd_scale", "lesson_alpha"):
+        if getattr(cfg, n) < 0:
+            raise ConfigError(n, f"must be >= 0, got {getattr(cfg, n)}")
+    if cfg.two_q and cfg.algo != "beta_dqn":
+        raise ConfigError("two_q", f"is a β-DQN ablation; --algo is {cfg.algo}")
     if cfg.gamma is not None:
         _open_unit(cfg, "gamma")
     if cfg.lr is not None:

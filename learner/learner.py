@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from learner.algorithms import ALGORITHMS
-from learner.networks import flat_weights, make_network
+from learner.networks import flat_weights
 from replay_service.buffer import make_packer
 
 GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
@@ -33,10 +33,13 @@ class Learner:
         self.algo = ALGORITHMS[cfg.algo]
         self.device = device or torch.device("cpu")
         torch.manual_seed(cfg.seed)
-        self.nets = nn.ModuleDict(
-            {name: make_network(spec.obs_shape, spec.n_actions) for name in self.algo.NETWORKS}
-        ).to(self.device)
-        self.target_q = copy.deepcopy(self.nets["q"]).requires_grad_(False)
+        self.nets = nn.ModuleDict(self.algo.networks(spec, cfg)).to(self.device)
+        # what the loss reads but no optimizer steps: target copies (under their network's name) and an
+        # algorithm's fixed modules (RND's random target network, running statistics)
+        self.target_names = self.algo.targets(cfg)
+        fixed = getattr(self.algo, "fixed", lambda spec, cfg: {})(spec, cfg)
+        self.frozen = nn.ModuleDict({**{n: copy.deepcopy(self.nets[n]) for n in self.target_names}, **fixed})
+        self.frozen.requires_grad_(False).to(self.device)
         # on a GPU the whole update (forward, backward, Adam) is one CUDA graph, replayed per batch:
         # at batch 32 the update is a few hundred tiny kernels, and launching them is the cost
         self.graphed = cfg.cuda_graphs and self.device.type == "cuda"
@@ -64,6 +67,8 @@ class Learner:
         out["action"] = torch.tensor(batch["action"], dtype=torch.int64)
         out["reward"] = torch.tensor(batch["reward"], dtype=torch.float32)
         out["terminated"] = torch.tensor(batch["terminated"], dtype=torch.bool)
+        # LESSON's option per transition (every replay stores one; 0 for the other algorithms)
+        out["option"] = torch.tensor(batch.get("option", np.zeros(len(batch["action"]))), dtype=torch.int64)
         return out
 
     def _to_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
@@ -82,7 +87,7 @@ class Learner:
         return metrics
 
     def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        loss, metrics = self.algo.loss(self.nets, self.target_q, tensors, self.cfg.gamma, self.cfg)
+        loss, metrics = self.algo.loss(self.nets, self.frozen, tensors, self.cfg.gamma, self.cfg)
         self._step(loss, self.optimizers.values())
         metrics["loss"] = loss.detach()
         return metrics
@@ -140,11 +145,12 @@ class Learner:
             return metrics
 
         job = self.beta_thread.submit(beta_step)
-        q_sa, q_next_target = algo.value_forward(self.nets, self.target_q, batch)
-        loss_q, metrics = algo.value_loss(q_sa, q_next_target, beta_next.result(), batch, self.cfg.gamma, self.cfg)
-        self._step(loss_q, [self.optimizers["q"]])
+        q_sa, q_next_target = algo.value_forward(self.nets, self.frozen, batch)
+        loss_q, metrics = algo.value_loss(q_sa, q_next_target, beta_next.result(), batch, self.cfg.gamma, self.cfg,
+                                          self.nets, self.frozen)
+        self._step(loss_q, [opt for name, opt in self.optimizers.items() if name != "beta"])
         metrics.update(job.result())  # β is stepped before anything reads its parameters again
-        metrics["loss"] = metrics["loss_q"] + metrics["loss_beta"]
+        metrics["loss"] = loss_q.detach() + metrics["loss_beta"]
         return metrics
 
     def close(self) -> None:
@@ -152,15 +158,20 @@ class Learner:
             self.beta_thread.shutdown()
 
     def sync_target(self) -> None:
-        self.target_q.load_state_dict(self.nets["q"].state_dict())
+        """The hard target copy of every network that has one."""
+        with torch.no_grad():
+            for name in self.target_names:
+                for target, online in zip(self.frozen[name].parameters(), self.nets[name].parameters(), strict=True):
+                    target.copy_(online)  # in place: a CUDA graph keeps reading the same memory
 
     def weights(self) -> dict:
-        """Acting parameters in one numpy buffer (`flat_weights`), stamped with a version by the caller."""
-        return flat_weights(self.nets)
+        """The acting networks' parameters in one numpy buffer (`flat_weights`), stamped with a version by
+        the caller."""
+        return flat_weights({name: self.nets[name] for name in self.algo.acting(self.cfg)})
 
     def load_state_dict(self, state: dict) -> None:
         self.nets.load_state_dict(state["nets"])
-        self.target_q.load_state_dict(state["target_q"])
+        self.frozen.load_state_dict(state["frozen"])
         for name, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][name])
             for group in opt.param_groups:  # the saved flag is the saving process's (CPU or GPU)
@@ -168,6 +179,6 @@ class Learner:
         self.updates, self.version = int(state["updates"]), int(state["version"])
 
     def state_dict(self) -> dict:
-        return {"nets": self.nets.state_dict(), "target_q": self.target_q.state_dict(),
+        return {"nets": self.nets.state_dict(), "frozen": self.frozen.state_dict(),
                 "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
                 "updates": self.updates, "version": self.version}

@@ -14,6 +14,15 @@ from learner.config import public
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
 
+def eval_fields(cfg) -> tuple[str, ...]:
+    """evals.csv's columns: the evaluation policy's scores, then β-DQN's basic policies' (`--eval-basic`)."""
+    if cfg.algo != "beta_dqn" or not cfg.eval_basic:
+        return EVAL_FIELDS
+    from actors.evaluator import BASIC
+
+    return EVAL_FIELDS + tuple(f"{p}_{k}" for p in BASIC for k in EVAL_FIELDS[1:])
+
+
 def wandb_mode(cfg) -> str:
     return cfg.wandb or os.environ.get("WANDB_MODE", "") or "offline"
 
@@ -31,9 +40,10 @@ class RunLogger:
         self.metrics_file.writelines(line + "\n" for line in kept)
         self.evals_file = open(out / "evals.csv", "w", newline="")
         self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")
-        self.evals_csv.writerow(EVAL_FIELDS)
+        self.fields = eval_fields(cfg)
+        self.evals_csv.writerow(self.fields)
         for result in (resume or {}).get("evals", []):
-            self.evals_csv.writerow([result[k] for k in EVAL_FIELDS])
+            self.evals_csv.writerow([result[k] for k in self.fields])
         self.evals_file.flush()
         self.wandb = None
         self.wandb_id = (resume or {}).get("wandb_id")
@@ -67,7 +77,7 @@ class RunLogger:
             self.wandb.log({"env_steps": row["env_steps"], **{f"train/{k}": v for k, v in row.items()}})
 
     def log_eval(self, result: dict) -> None:
-        self.evals_csv.writerow([result[k] for k in EVAL_FIELDS])
+        self.evals_csv.writerow([result[k] for k in self.fields])
         self.evals_file.flush()
         if self.wandb is not None:
             self.wandb.log({"env_steps": result["env_steps"],

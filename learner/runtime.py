@@ -12,7 +12,7 @@ import os
 
 from actors.actor import Actor
 from actors.evaluator import Evaluator
-from meta_controller.bandit import FixedArm, SlidingWindowBandit
+from meta_controller.bandit import FixedArm, SlidingWindowBandit, UniformArm
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import shard_of
 
@@ -179,6 +179,11 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
         arm_source = backend.make(SlidingWindowBandit, len(policy_set(cfg.policy_set)),
                                   cfg.bandit_window, cfg.seed)
         actor_arms = [backend.port(arm_source)] * cfg.actors
+    elif cfg.algo == "bootstrapped_dqn":
+        # a head drawn uniformly per episode needs no central state: each actor draws its own (seeded by
+        # the run, the actor and the resume generation); the run's copy only answers `state_dict`
+        arm_source = backend.make(UniformArm, cfg.boot_heads, cfg.seed)
+        actor_arms = [UniformArm(cfg.boot_heads, [cfg.seed, i, generation, 1]) for i in range(cfg.actors)]
     else:
         # one policy for every episode: nothing to choose centrally, so each actor holds its own
         # (no round trip per episode); the run's copy answers `proportions` and `state_dict`

@@ -1,8 +1,9 @@
 """The meta-controller: a sliding-window bandit over the policy set   [eq:policy select] (spec §3).
 
-Plain and seeded; `learner.runtime` hosts it as a Ray actor. The arm source of the other
-algorithms (`FixedArm` for DQN) shares the same `select()/report_and_select()` contract, so choosing a policy
-per episode is one mechanism for every method.
+Plain and seeded; `learner.runtime` hosts it as a Ray actor. The arm sources of the other
+algorithms (`UniformArm`: Bootstrapped DQN's head; `FixedArm`: one policy for DQN, εz-greedy, RND, LESSON)
+share the same `select()/report_and_select()` contract, so choosing a policy per episode is one mechanism
+for every method.
 """
 
 from __future__ import annotations
@@ -137,3 +138,36 @@ class FixedArm:
 
     def load_state_dict(self, state: dict) -> None:
         self.episodes = int(state["episodes"])
+
+
+class UniformArm:
+    """One of `n_arms` drawn uniformly per episode, from a seeded rng (Bootstrapped DQN's head per episode);
+    counts the episodes each arm played."""
+
+    def __init__(self, n_arms: int, seed=0):
+        self.n_arms = n_arms
+        self.rng = np.random.default_rng(seed)
+        self.plays = np.zeros(n_arms, dtype=np.int64)
+
+    def select(self) -> int:
+        return int(self.rng.integers(self.n_arms))
+
+    def report(self, arm: int, episode_return: float, bonus: float) -> None:
+        if not 0 <= arm < self.n_arms:
+            raise ValueError(f"arm {arm} outside [0, {self.n_arms})")
+        self.plays[arm] += 1
+
+    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
+        self.report(arm, episode_return, bonus)
+        return self.select()
+
+    def proportions(self) -> np.ndarray:
+        return self.plays / max(self.plays.sum(), 1)
+
+    def state_dict(self) -> dict:
+        return {"n_arms": self.n_arms, "plays": self.plays.tolist(), "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.n_arms = int(state["n_arms"])
+        self.plays = np.asarray(state["plays"], dtype=np.int64)
+        self.rng.bit_generator.state = state["rng"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
+FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "option")  # option: LESSON's (else 0)
 
 
 class ObsPacker:
@@ -53,6 +53,7 @@ class ReplayBuffer:
         self.action = np.zeros(capacity, dtype=np.int64)
         self.reward = np.zeros(capacity, dtype=np.float32)
         self.terminated = np.zeros(capacity, dtype=bool)
+        self.option = np.zeros(capacity, dtype=np.int8)
         self.cursor = 0  # next slot to write
         self.size = 0
         self.inserted = 0  # total ever inserted
@@ -60,6 +61,8 @@ class ReplayBuffer:
 
     def insert(self, chunk: dict[str, np.ndarray]) -> int:
         n = len(chunk["action"])
+        if "option" not in chunk:  # only LESSON's actors send options
+            chunk = {**chunk, "option": np.zeros(n, dtype=np.int8)}
         if n > self.capacity:  # only the newest `capacity` survive FIFO anyway
             chunk = {k: chunk[k][-self.capacity:] for k in FIELDS}
             self.inserted += n - self.capacity

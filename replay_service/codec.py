@@ -2,9 +2,12 @@
 
 One record per transition, a msgpack map with a schema version:
 
-    {"v": 1, "obs": bytes, "next_obs": bytes, "dtype": str, "shape": [int, ...], "packed": bool,
-     "action": int, "reward": float, "terminated": bool, "truncated": bool,
+    {"v": 2, "obs": bytes, "next_obs": bytes, "dtype": str, "shape": [int, ...], "packed": bool,
+     "action": int, "option": int, "reward": float, "terminated": bool, "truncated": bool,
      "actor": int, "episode": int, "version": int}
+
+`option` is the LESSON option active when the action was taken (0 for every other algorithm; schema 2
+added it).
 
 `obs`/`next_obs` are the observation's bytes, bit-packed (`packed`) for boolean and one-hot observations
 (`replay_service.buffer.ObsPacker`). Decoding validates every field against what the run expects and
@@ -25,8 +28,9 @@ import numpy as np
 
 from replay_service.buffer import ObsPacker
 
-SCHEMA_VERSION = 1
-KEYS = frozenset({"v", "obs", "next_obs", "dtype", "shape", "packed", "action", "reward", "terminated",
+SCHEMA_VERSION = 2
+MAX_OPTION = 127  # the replay stores options as int8
+KEYS = frozenset({"v", "obs", "next_obs", "dtype", "shape", "packed", "action", "option", "reward", "terminated",
                   "truncated", "actor", "episode", "version"})
 MAX_RECORD_BYTES = 1 << 20  # no observation of the supported environments comes near 1 MiB
 
@@ -62,10 +66,11 @@ class Codec:
         n = len(chunk["action"])
         truncated = chunk.get("truncated", np.zeros(n, dtype=bool))
         episode = chunk.get("episode", np.zeros(n, dtype=np.int64))
+        option = chunk.get("option", np.zeros(n, dtype=np.int8))
         head = {"v": SCHEMA_VERSION, "dtype": self.dtype, "shape": self.shape, "packed": self.packer.binary,
                 "actor": int(actor), "version": int(version)}
         return [msgpack.packb({**head, "obs": chunk["obs"][i].tobytes(), "next_obs": chunk["next_obs"][i].tobytes(),
-                               "action": int(chunk["action"][i]), "reward": float(chunk["reward"][i]),
+                               "action": int(chunk["action"][i]), "option": int(option[i]), "reward": float(chunk["reward"][i]),
                                "terminated": bool(chunk["terminated"][i]), "truncated": bool(truncated[i]),
                                "episode": int(episode[i])}, use_bin_type=True)
                 for i in range(n)]
@@ -92,7 +97,7 @@ class Codec:
         if rec.keys() != KEYS:
             raise RecordError("keys", f"missing {sorted(KEYS - rec.keys())}, extra {sorted(rec.keys() - KEYS)}")
         for key, kind in (("obs", bytes), ("next_obs", bytes), ("dtype", str), ("shape", list), ("packed", bool),
-                          ("action", int), ("reward", float), ("terminated", bool), ("truncated", bool),
+                          ("action", int), ("option", int), ("reward", float), ("terminated", bool), ("truncated", bool),
                           ("actor", int), ("episode", int), ("version", int)):
             value = rec[key]
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
@@ -106,6 +111,8 @@ class Codec:
                                        f"expected {self.obs_bytes}")
         if not 0 <= rec["action"] < self.n_actions:
             raise RecordError("value", f"action {rec['action']} outside [0, {self.n_actions})")
+        if not 0 <= rec["option"] <= MAX_OPTION:
+            raise RecordError("value", f"option {rec['option']} outside [0, {MAX_OPTION}]")
         if not math.isfinite(rec["reward"]):
             raise RecordError("value", f"reward {rec['reward']}")
         if min(rec["actor"], rec["episode"], rec["version"]) < 0:
@@ -127,6 +134,7 @@ class Codec:
             "obs": np.frombuffer(b"".join(r["obs"] for r in good), dtype=dtype).reshape(len(good), *width),
             "next_obs": np.frombuffer(b"".join(r["next_obs"] for r in good), dtype=dtype).reshape(len(good), *width),
             "action": np.array([r["action"] for r in good], dtype=np.int64),
+            "option": np.array([r["option"] for r in good], dtype=np.int8),
             "reward": np.array([r["reward"] for r in good], dtype=np.float32),
             "terminated": np.array([r["terminated"] for r in good], dtype=bool),
         }

@@ -74,12 +74,12 @@ def test_full_loss_matches_hand_computation():
     target = _Table([[1.0, 2.0], [3.0, 7.0]])
     batch = {"obs": torch.tensor([[1, 0]]), "next_obs": torch.tensor([[0, 1]]),
              "action": torch.tensor([1]), "reward": torch.tensor([0.5]), "terminated": torch.tensor([False])}
-    cfg = SimpleNamespace(beta_eps=EPS, loss="mse")
-    loss, m = beta_dqn.loss({"q": q, "beta": beta}, target, batch, 0.9, cfg)
+    cfg = SimpleNamespace(beta_eps=EPS, loss="mse", two_q=False)
+    loss, m = beta_dqn.loss({"q": q, "beta": beta}, {"q": target}, batch, 0.9, cfg)
     # y = 0.5 + 0.9 · Q⁻(s1, 0) = 3.2 (action 1 is masked in s1); Q(s0,1) = 2 -> (2 − 3.2)² = 1.44
     assert m["loss_q"].item() == pytest.approx(1.44)
     assert m["loss_beta"].item() == pytest.approx(math.log(2), rel=1e-6)
     assert loss.item() == pytest.approx(1.44 + math.log(2), rel=1e-6)
     # DQN on the same batch bootstraps from action 1: y = 0.5 + 0.9 · 7 = 6.8
-    _, m = dqn.loss({"q": q}, target, batch, 0.9, cfg)
+    _, m = dqn.loss({"q": q}, {"q": target}, batch, 0.9, cfg)
     assert m["loss_q"].item() == pytest.approx((2 - 6.8) ** 2, rel=1e-6)

@@ -34,6 +34,7 @@ def real_chunk(name, n=20, seed=0):
             episode += 1
     chunk = {k: np.asarray(v) for k, v in rows.items()}
     chunk["obs"], chunk["next_obs"] = codec.packer.pack(chunk["obs"]), codec.packer.pack(chunk["next_obs"])
+    chunk["option"] = (np.arange(n) % 4).astype(np.int8)  # LESSON's options travel with the records
     return codec, spec, chunk
 
 
@@ -44,7 +45,7 @@ def test_round_trip(name):
     assert all(isinstance(r, bytes) for r in records)
     batch, errors = codec.decode_batch(records)
     assert errors == [] and not codec.rejected
-    for k in ("obs", "next_obs", "action", "terminated"):
+    for k in ("obs", "next_obs", "action", "terminated", "option"):
         np.testing.assert_array_equal(batch[k], chunk[k])
     np.testing.assert_array_equal(batch["reward"], chunk["reward"].astype(np.float32))
     # and back to observations the learner can use
@@ -69,7 +70,7 @@ def test_malformed_records_are_rejected_and_counted():
     bad = {
         "truncated bytes": (good[:len(good) // 2], "not_msgpack"),
         "trailing garbage": (good + b"\x00", "not_msgpack"),
-        "wrong version": (tampered(good, v=2), "version"),
+        "old version": (tampered(good, v=1), "version"),
         "wrong shape": (tampered(good, shape=[10, 10, 3]), "shape"),
         "short observation": (tampered(good, obs=b"\x00" * 3), "shape"),
         "wrong dtype": (tampered(good, dtype="float32"), "dtype"),
@@ -77,6 +78,7 @@ def test_malformed_records_are_rejected_and_counted():
         "infinite reward": (tampered(good, reward=float("inf")), "value"),
         "negative action": (tampered(good, action=-1), "value"),
         "action out of range": (tampered(good, action=6), "value"),
+        "option out of range": (tampered(good, option=128), "value"),
         "extra key": (tampered(good, evil=1), "keys"),
         "missing key": (tampered(good, reward=KeyError), "keys"),
         "foreign type": (tampered(good, action="0"), "type"),
@@ -94,7 +96,7 @@ def test_malformed_records_are_rejected_and_counted():
             assert err.value.kind == kind, what
     batch, errors = codec.decode_batch([good, *[b for b, _ in bad.values()], good])
     assert len(batch["action"]) == 2 and len(errors) == len(bad)
-    assert sum(codec.rejected.values()) == len(bad) and codec.rejected["value"] == 4
+    assert sum(codec.rejected.values()) == len(bad) and codec.rejected["value"] == 5
 
 
 def test_a_pickled_object_is_never_constructed(tmp_path):

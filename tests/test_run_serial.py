@@ -33,7 +33,9 @@ def test_outputs_are_complete(tmp_path):
     with open(out / "evals.csv") as f:
         rows = list(csv.DictReader(f))
     assert [int(r["env_steps"]) for r in rows] == [1000, 2000, 3000]
-    assert set(rows[0]) == {"env_steps", "return_mean", "return_std", "success_rate"}
+    scores = ("return_mean", "return_std", "success_rate")
+    # β-DQN's evaluation also records the two other basic policies (--eval-basic, on by default)
+    assert list(rows[0]) == ["env_steps", *scores, *[f"{p}_{k}" for p in ("argmin_beta", "argmax_q") for k in scores]]
     assert summary["final_eval"]["success_rate"] == float(rows[-1]["success_rate"])
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert lines[-1]["env_steps"] == 3000

@@ -1,5 +1,7 @@
 """β-DQN's learning (spec §1): β by cross-entropy and Q by in-sample TD, on the same minibatch.
 
+Ablation "two Q" (`--two-q`): a second network `q_full` learned with DQN's unconstrained target
+[eq:bellman] beside the in-sample Q; π_cor then takes its optimistic term from `q_full`.
 Acting (π_cov, π_cor, Q̂, the bandit) lives in `actors.policies` and `meta_controller.bandit`.
 """
 
@@ -8,9 +10,24 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from learner.algorithms import dqn
 from learner.algorithms.common import bootstrap, td_loss
+from learner.networks import make_network
 
-NETWORKS = ("q", "beta")
+
+def networks(spec, cfg) -> dict:
+    nets = {"q": make_network(spec.obs_shape, spec.n_actions), "beta": make_network(spec.obs_shape, spec.n_actions)}
+    if cfg.two_q:
+        nets["q_full"] = make_network(spec.obs_shape, spec.n_actions)
+    return nets
+
+
+def targets(cfg) -> tuple[str, ...]:
+    return ("q", "q_full") if cfg.two_q else ("q",)
+
+
+def acting(cfg) -> tuple[str, ...]:
+    return ("q", "beta", "q_full") if cfg.two_q else ("q", "beta")
 
 
 def behaviour_loss(beta_logits: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -43,25 +60,31 @@ def behaviour_part(beta_net, obs, next_obs, action) -> tuple[torch.Tensor, torch
     return loss_beta, beta_next, {"loss_beta": loss_beta.detach(), "beta_entropy": entropy}
 
 
-def value_forward(nets, target_q, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def value_forward(nets, frozen, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """Q_θ(s,a) (with gradient) and Q_θ⁻(s′,·) (without): everything of the TD loss that needs no β."""
     q_sa = nets["q"](batch["obs"]).gather(1, batch["action"][:, None]).squeeze(1)
     with torch.no_grad():
-        q_next_target = target_q(batch["next_obs"])
+        q_next_target = frozen["q"](batch["next_obs"])
     return q_sa, q_next_target
 
 
-def value_loss(q_sa, q_next_target, beta_next, batch: dict[str, torch.Tensor], gamma: float, cfg):
-    """The in-sample TD loss on Q, given β(·|s′)."""
+def value_loss(q_sa, q_next_target, beta_next, batch: dict[str, torch.Tensor], gamma: float, cfg,
+               nets=None, frozen=None):
+    """The in-sample TD loss on Q, given β(·|s′); with two Q, plus `q_full`'s DQN loss."""
     y = in_sample_target(batch["reward"], batch["terminated"], q_next_target, beta_next, gamma, cfg.beta_eps)
     loss_q = td_loss(q_sa, y, cfg.loss)
-    return loss_q, {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean()}
+    metrics = {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean()}
+    if cfg.two_q:
+        loss_full, q_full_sa = dqn.q_loss(nets["q_full"], frozen["q_full"], batch, batch["reward"], gamma, cfg.loss)
+        metrics.update(loss_q_full=loss_full.detach(), q_full_mean=q_full_sa.detach().mean())
+        loss_q = loss_q + loss_full
+    return loss_q, metrics
 
 
-def loss(nets, target_q, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:
+def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:
     """L_Q + L_β on one minibatch. `learner.Learner` may run the two parts on two threads instead
     (the same computation: they share no parameters, and Q's target only reads β(·|s′))."""
     loss_beta, beta_next, metrics = behaviour_part(nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
-    q_sa, q_next_target = value_forward(nets, target_q, batch)
-    loss_q, q_metrics = value_loss(q_sa, q_next_target, beta_next, batch, gamma, cfg)
+    q_sa, q_next_target = value_forward(nets, frozen, batch)
+    loss_q, q_metrics = value_loss(q_sa, q_next_target, beta_next, batch, gamma, cfg, nets, frozen)
     return loss_q + loss_beta, {**q_metrics, **metrics}
