@@ -70,9 +70,9 @@ class Codec:
         head = {"v": SCHEMA_VERSION, "dtype": self.dtype, "shape": self.shape, "packed": self.packer.binary,
                 "actor": int(actor), "version": int(version)}
         return [msgpack.packb({**head, "obs": chunk["obs"][i].tobytes(), "next_obs": chunk["next_obs"][i].tobytes(),
-                               "action": int(chunk["action"][i]), "option": int(option[i]), "reward": float(chunk["reward"][i]),
-                               "terminated": bool(chunk["terminated"][i]), "truncated": bool(truncated[i]),
-                               "episode": int(episode[i])}, use_bin_type=True)
+                               "action": int(chunk["action"][i]), "option": int(option[i]),
+                               "reward": float(chunk["reward"][i]), "terminated": bool(chunk["terminated"][i]),
+                               "truncated": bool(truncated[i]), "episode": int(episode[i])}, use_bin_type=True)
                 for i in range(n)]
 
     # ---- decoding (learner) ----
@@ -97,8 +97,8 @@ class Codec:
         if rec.keys() != KEYS:
             raise RecordError("keys", f"missing {sorted(KEYS - rec.keys())}, extra {sorted(rec.keys() - KEYS)}")
         for key, kind in (("obs", bytes), ("next_obs", bytes), ("dtype", str), ("shape", list), ("packed", bool),
-                          ("action", int), ("option", int), ("reward", float), ("terminated", bool), ("truncated", bool),
-                          ("actor", int), ("episode", int), ("version", int)):
+                          ("action", int), ("option", int), ("reward", float), ("terminated", bool),
+                          ("truncated", bool), ("actor", int), ("episode", int), ("version", int)):
             value = rec[key]
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise RecordError("type", f"{key} is a {type(value).__name__}, expected {kind.__name__}")
