@@ -119,7 +119,9 @@ class Actor:
         if algo == "ez_greedy":
             action, ep.hold = ez_greedy(q, self._epsilon(step), cfg.ez_mu, self.rng, ep.hold)
             return action
-        if algo == "bootstrapped_dqn":  # greedy on the episode's head
+        if algo == "bootstrapped_dqn":  # the episode's head, ε-greedy like every DQN-family baseline (spec §4)
+            if cfg.boot_epsilon:
+                return epsilon_greedy(q[ep.arm], self._epsilon(step), self.rng)
             return argmax_random_tie(q[ep.arm], self.rng)
         if algo == "lesson":
             action, ep.option = lesson_act(q, values["q_int"], values["option_q"], values["termination"],

@@ -87,6 +87,8 @@ class Config:
         "help": "β-DQN: at every evaluation also evaluate the basic policies argmin β and argmax Q"})
     # --- baselines (spec §7) ---
     boot_heads: int = field(default=10, metadata={"help": "Bootstrapped DQN: heads K"})
+    boot_epsilon: bool = field(default=True, metadata={
+        "help": "Bootstrapped DQN: ε-greedy (DQN's schedule) on the episode's head; false: greedy on it"})
     ez_mu: float = field(default=2.0, metadata={"help": "εz-greedy: exponent μ of the Zeta duration (> 1)"})
     rnd_scale: float = field(default=10.0, metadata={
         "help": "RND: intrinsic reward scale in Q's target; LESSON: in the intrinsic Q's"})

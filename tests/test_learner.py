@@ -18,11 +18,12 @@ def batches(learner, n, seed=0):
                "next_obs": learner.packer.pack(rng.random((32, *shape)) < 0.2),
                "action": rng.integers(0, learner.spec.n_actions, 32),
                "reward": rng.standard_normal(32).astype(np.float32),
-               "terminated": rng.random(32) < 0.1}
+               "terminated": rng.random(32) < 0.1, "option": rng.integers(0, 4, 32)}
 
 
-def test_beta_thread_gives_exactly_the_one_thread_update():
-    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo="beta_dqn", wandb="disabled"))
+@pytest.mark.parametrize("two_q", [False, True])
+def test_beta_thread_gives_exactly_the_one_thread_update(two_q):
+    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo="beta_dqn", two_q=two_q, wandb="disabled"))
     learners = [Learner(dataclasses.replace(cfg, beta_thread=flag), spec) for flag in (False, True)]
     assert learners[0].beta_thread is None and learners[1].beta_thread is not None
     metrics = [[], []]
@@ -33,7 +34,7 @@ def test_beta_thread_gives_exactly_the_one_thread_update():
                 learner.sync_target()
         learner.close()
     assert metrics[0] == metrics[1]
-    for name in ("q", "beta"):
+    for name in learners[0].nets:
         for (pn, a), (_, b) in zip(learners[0].nets[name].named_parameters(),
                                    learners[1].nets[name].named_parameters(), strict=True):
             assert torch.equal(a, b), f"{name}.{pn} differs"
@@ -43,9 +44,11 @@ def test_beta_thread_gives_exactly_the_one_thread_update():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@pytest.mark.parametrize("algo", ["beta_dqn", "dqn"])
+@pytest.mark.parametrize("algo", ["beta_dqn", "beta_dqn+two_q", "dqn", "bootstrapped_dqn", "rnd", "lesson"])
 def test_cuda_graph_update_equals_the_eager_update(algo):
-    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo=algo, wandb="disabled", device="cuda"))
+    algo, _, two_q = algo.partition("+")
+    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo=algo, two_q=bool(two_q), wandb="disabled",
+                               device="cuda"))
     device = torch.device("cuda")
     learners = [Learner(dataclasses.replace(cfg, cuda_graphs=flag), spec, device) for flag in (False, True)]
     assert not learners[0].graphed and learners[1].graphed
@@ -65,3 +68,6 @@ def test_cuda_graph_update_equals_the_eager_update(algo):
         for (pn, a), (_, b) in zip(learners[0].nets[name].named_parameters(),
                                    learners[1].nets[name].named_parameters(), strict=True):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=f"{name}.{pn}")
+    # RND's and LESSON's running statistics are updated inside the graph as they are eagerly
+    for (bn, a), (_, b) in zip(learners[0].frozen.named_buffers(), learners[1].frozen.named_buffers(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-8, msg=bn)

@@ -127,3 +127,29 @@ def test_a_nan_loss_stops_the_run_with_one_line_and_keeps_the_last_good_checkpoi
     good = torch.load(out / "checkpoint.pt", weights_only=True)
     assert good["learner"]["updates"] < 400 and good["counters"]["env_steps"] <= 2100
     assert (out / "checkpoint-nonfinite.pt").exists()
+
+
+ALGO_LOSSES = {"beta_dqn": {"loss_beta"}, "dqn": set(), "bootstrapped_dqn": set(), "ez_greedy": set(),
+               "rnd": {"loss_rnd", "intrinsic_mean"},
+               "lesson": {"loss_q_int", "loss_option", "loss_termination", "loss_rnd", "termination_mean"}}
+
+
+@pytest.mark.parametrize("algo", list(ALGO_LOSSES))
+def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cli(tmp_path, capsys, algo):
+    """`--algo` is the only flag that changes: the same command, outputs and summary for every method."""
+    from learner.main import main
+
+    for env in ("MinAtar/Breakout", "DoorKey", "CliffWalk"):
+        out = tmp_path / f"{algo}-{env.replace('/', '-')}"
+        argv = ["--algo", algo, "--env", env, "--runtime", "serial", "--actors", "2", "--envs-per-actor", "2",
+                "--total-steps", "1200", "--learning-starts", "400", "--eval-every", "600", "--eval-episodes", "2",
+                "--wandb", "disabled", "--progress", "false", "--log-every", "0.01", "--out", str(out)]
+        assert main(argv) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert (summary["algo"], summary["env"], summary["env_steps"], summary["updates"]) == (algo, env, 1200, 200)
+        with open(out / "evals.csv") as f:
+            assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [600, 1200]
+        keys = set().union(*[json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()])
+        assert {"loss_q", "q_mean", "loss", "env_steps_per_s"} | ALGO_LOSSES[algo] <= keys
+        ckpt = torch.load(out / "checkpoint.pt")
+        assert ckpt["counters"]["env_steps"] == 1200 and ckpt["config"]["algo"] == algo
