@@ -40,12 +40,14 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray) -> dict[str, np.ndarray]:
-    """Every acting network's output for a batch of observations: "q" (N, A), or (N, K, A) with heads;
-    "beta" as probabilities; "q_full" (two-Q ablation); "q_int", "option_q" and "termination" (LESSON)."""
+def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray, heads: list[int] | None = None) -> dict[str, np.ndarray]:
+    """Every acting network's output for a batch of observations: "q" (N, A), or with K heads (N, K, A), or
+    with `heads` (one per row) that head's (N, A); "beta" as probabilities; "q_full" (two-Q ablation);
+    "q_int", "option_q" and "termination" (LESSON)."""
     q_net = nets["q"]
     patches = q_net.patches(obs) if q_net.conv else None  # one gather for all the conv nets
-    out = {name: net(obs, patches) for name, net in nets.items()}
+    out = {name: net(obs, patches) for name, net in nets.items() if name != "q"}
+    out["q"] = q_net(obs, patches, heads)
     if "beta" in out:
         out["beta"] = softmax(out["beta"])
     if "option" in out:  # one torso, two heads: Q_Ω(s,·) and the termination logits
@@ -119,10 +121,10 @@ class Actor:
         if algo == "ez_greedy":
             action, ep.hold = ez_greedy(q, self._epsilon(step), cfg.ez_mu, self.rng, ep.hold)
             return action
-        if algo == "bootstrapped_dqn":  # the episode's head, ε-greedy like every DQN-family baseline (spec §4)
-            if cfg.boot_epsilon:
-                return epsilon_greedy(q[ep.arm], self._epsilon(step), self.rng)
-            return argmax_random_tie(q[ep.arm], self.rng)
+        if algo == "bootstrapped_dqn":  # Q of the episode's head (`heads`), ε-greedy like every DQN-family
+            if cfg.boot_epsilon:     # baseline (spec §4)
+                return epsilon_greedy(q, self._epsilon(step), self.rng)
+            return argmax_random_tie(q, self.rng)
         if algo == "lesson":
             action, ep.option = lesson_act(q, values["q_int"], values["option_q"], values["termination"],
                                            self.rng, cfg.lesson_tau, ep.option)
@@ -197,7 +199,8 @@ class Actor:
                     self.episodes[i].arm = self.arm_source.select()
             obs = np.stack([self.obs[i] for i in active])
             needs_values = any(self.episodes[i].arm is not None for i in active)
-            values = acting_values(self.nets, obs) if needs_values else {}
+            heads = [self.episodes[i].arm or 0 for i in active] if self.cfg.algo == "bootstrapped_dqn" else None
+            values = acting_values(self.nets, obs, heads) if needs_values else {}
             for j, i in enumerate(active):
                 ep, step = self.episodes[i], global_step + produced + j
                 a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step)

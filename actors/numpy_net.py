@@ -32,6 +32,7 @@ class NumpyNet:
         self.windows = None  # conv: flat input index of every (position, C·k·k) entry, built on first use
         self.b1 = params["fc1.bias"]
         self.heads = "out_weight" in params  # Bootstrapped DQN's K heads: output (N, K, n_out)
+        self.blocks = None  # with heads: per-head weights for one-head-per-row calls, built on first use
         if self.heads:
             self.w_out, self.b_out = params["out_weight"], params["out_bias"]  # (K, n_out, 128), (K, n_out)
         else:
@@ -60,13 +61,32 @@ class NumpyNet:
         x = obs.reshape(obs.shape[0], -1)[:, self.windows]
         return x.reshape(-1, self.windows.shape[1]).astype(np.float32, copy=False)
 
-    def __call__(self, obs: np.ndarray, patches: np.ndarray | None = None) -> np.ndarray:
+    def _head_blocks(self) -> list[tuple[np.ndarray, ...]]:
+        """Per head: its slice of the first layer (contiguous) and its output layer."""
+        if self.blocks is None:
+            k, _, hidden = self.w_out.shape
+            self.blocks = [(np.ascontiguousarray(self.w1[:, h * hidden:(h + 1) * hidden]),
+                            self.b1[h * hidden:(h + 1) * hidden], np.ascontiguousarray(self.w_out[h].T),
+                            self.b_out[h]) for h in range(k)]
+        return self.blocks
+
+    def __call__(self, obs: np.ndarray, patches: np.ndarray | None = None,
+                 heads: np.ndarray | None = None) -> np.ndarray:
+        """The output for each row of `obs`; with K heads, (N, K, n_out), or with `heads` (a head per row)
+        only that head's (N, n_out): an actor needs one head per episode, a tenth of the arithmetic."""
         n = obs.shape[0]
         if self.conv:
             p = self.patches(obs) if patches is None else patches
             x = np.maximum(p @ self.w_conv + self.b_conv, 0.0).reshape(n, -1)
         else:
             x = obs.reshape(n, -1).astype(np.float32, copy=False)
+        if self.heads and heads is not None:
+            blocks = self._head_blocks()
+            out = []
+            for row, h in zip(x, heads, strict=True):
+                w1, b1, w_out, b_out = blocks[h]
+                out.append(np.maximum(row @ w1 + b1, 0.0) @ w_out + b_out)
+            return np.stack(out)
         if n <= SMALL_BATCH:
             x = np.stack([row @ self.w1 for row in x])
         else:

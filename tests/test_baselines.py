@@ -312,6 +312,10 @@ def test_actors_get_the_acting_networks_and_their_numpy_forward_equals_torch(alg
     with torch.no_grad():
         torch.testing.assert_close(torch.as_tensor(values["q"]), learner.nets["q"](torch.as_tensor(obs)),
                                    rtol=1e-5, atol=1e-5)
+        if algo == "bootstrapped_dqn":  # an actor asks for one head per row: the same numbers
+            rows = acting_values(nets, obs, heads=[0, 3, 9])["q"]
+            expected = learner.nets["q"](torch.as_tensor(obs))[[0, 1, 2], [0, 3, 9]]
+            torch.testing.assert_close(torch.as_tensor(rows), expected, rtol=1e-5, atol=1e-5)
         if algo == "lesson":
             q_opt, beta = lesson.split_option_output(learner.nets["option"](torch.as_tensor(obs)))
             torch.testing.assert_close(torch.as_tensor(values["termination"]), beta, rtol=1e-5, atol=1e-5)
@@ -321,3 +325,18 @@ def test_actors_get_the_acting_networks_and_their_numpy_forward_equals_torch(alg
 def test_td_loss_kinds():
     assert td_loss(torch.tensor([0.0]), torch.tensor([3.0]), "huber").item() == 2.5
     assert td_loss(torch.tensor([0.0]), torch.tensor([3.0]), "mse").item() == 9.0
+
+
+def test_a_bootstrapped_actor_acts_greedily_on_its_episodes_head():
+    from tests.test_actor import FakeArms
+
+    cfg, spec = resolve(Config(env="CliffWalk", algo="bootstrapped_dqn", boot_heads=4, boot_epsilon=False,
+                               learning_starts=0, envs_per_actor=2, wandb="disabled"))
+    learner = Learner(cfg, spec)
+    with torch.no_grad():  # head h prefers action h, whatever the state
+        learner.nets["q"].out_weight.zero_()
+        learner.nets["q"].out_bias.copy_(10.0 * torch.eye(4))
+    for head in range(4):
+        replay = FakeReplay()
+        Actor(cfg, spec, 0, FakeArms(head), replay).collect(30, learner.weights(), 0, 0)
+        assert set(replay.chunks[0]["action"]) == {head}
