@@ -147,7 +147,9 @@ class UniformArm:
     def __init__(self, n_arms: int, seed=0):
         self.n_arms = n_arms
         self.rng = np.random.default_rng(seed)
-        self.plays = np.zeros(n_arms, dtype=np.int64)
+        # a list, not an array: a copy that reaches an actor process through Ray's object store would
+        # hold a read-only array
+        self.plays = [0] * n_arms
 
     def select(self) -> int:
         return int(self.rng.integers(self.n_arms))
@@ -162,12 +164,12 @@ class UniformArm:
         return self.select()
 
     def proportions(self) -> np.ndarray:
-        return self.plays / max(self.plays.sum(), 1)
+        return np.asarray(self.plays) / max(sum(self.plays), 1)
 
     def state_dict(self) -> dict:
-        return {"n_arms": self.n_arms, "plays": self.plays.tolist(), "rng": self.rng.bit_generator.state}
+        return {"n_arms": self.n_arms, "plays": list(self.plays), "rng": self.rng.bit_generator.state}
 
     def load_state_dict(self, state: dict) -> None:
         self.n_arms = int(state["n_arms"])
-        self.plays = np.asarray(state["plays"], dtype=np.int64)
+        self.plays = [int(p) for p in state["plays"]]
         self.rng.bit_generator.state = state["rng"]

@@ -74,3 +74,21 @@ def test_a_killed_actor_process_is_restarted_and_the_run_completes(ray_cluster, 
     # the killed actor came back (a new process) and kept contributing chunks with newer weights
     assert run.actor_versions[0][1] > killed_at["version"]
     assert run.actor_versions[1][1] > killed_at["version"]
+
+
+@pytest.mark.parametrize("algo,replay", [("bootstrapped_dqn", "memory"), ("lesson", "redis-local")])
+def test_baselines_on_ray(ray_cluster, tmp_path, algo, replay):
+    """What differs on Ray for the baselines: each actor process draws its own heads (Bootstrapped DQN), and
+    LESSON's options travel through the replay (here Redis: msgpack records) to the learner."""
+    cfg, spec = resolve(Config(env="CliffWalk", algo=algo, runtime="ray", actors=2, envs_per_actor=2, replay=replay,
+                               total_steps=6000, learning_starts=1000, eval_every=3000, eval_episodes=3,
+                               wandb="disabled", progress=False, log_every=0.5, out=str(tmp_path / algo)))
+    run = Run(cfg, spec)
+    summary = run.run()
+    assert summary["env_steps"] == 6000 and summary["replay_inserted"] == 6000
+    assert summary["replay_rejected"] == {}
+    if algo == "lesson":  # after the warm-up the actors ran every option, and the learner's batches had them
+        lines = [json.loads(line) for line in (tmp_path / algo / "metrics.jsonl").read_text().splitlines()]
+        last = lines[-1]
+        shares = [last[f"option_share_{o}"] for o in ("random", "repeat", "intrinsic", "greedy")]
+        assert sum(shares) == pytest.approx(1.0) and min(shares) > 0

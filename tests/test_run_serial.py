@@ -131,7 +131,8 @@ def test_a_nan_loss_stops_the_run_with_one_line_and_keeps_the_last_good_checkpoi
 
 ALGO_LOSSES = {"beta_dqn": {"loss_beta"}, "dqn": set(), "bootstrapped_dqn": set(), "ez_greedy": set(),
                "rnd": {"loss_rnd", "intrinsic_mean"},
-               "lesson": {"loss_q_int", "loss_option", "loss_termination", "loss_rnd", "termination_mean"}}
+               "lesson": {"loss_q_int", "loss_option", "loss_termination", "loss_rnd", "termination_mean",
+                          "option_share_random", "option_share_greedy"}}
 
 
 @pytest.mark.parametrize("algo", list(ALGO_LOSSES))
@@ -153,3 +154,6 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
         assert {"loss_q", "q_mean", "loss", "env_steps_per_s"} | ALGO_LOSSES[algo] <= keys
         ckpt = torch.load(out / "checkpoint.pt")
         assert ckpt["counters"]["env_steps"] == 1200 and ckpt["config"]["algo"] == algo
+    # the method's whole state (networks, targets, fixed modules, arm source) loads back from its checkpoint
+    assert main(["--resume", str(out), "--progress", "false"]) == 0
+    assert json.loads(capsys.readouterr().out)["env_steps"] == 1200

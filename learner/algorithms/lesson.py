@@ -84,4 +84,6 @@ def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tup
     return total, {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean(), "loss_q_int": loss_int.detach(),
                    "loss_option": loss_option.detach(), "loss_termination": loss_term.detach(),
                    "loss_rnd": loss_rnd.detach(), "intrinsic_mean": bonus.mean(),
-                   "termination_mean": beta[:n].detach().mean()}
+                   "termination_mean": beta[:n].detach().mean(),
+                   # which exploration strategies collected the minibatch (warm-up steps count as "random")
+                   **{f"option_share_{name}": (option == k).float().mean() for k, name in enumerate(LESSON_OPTIONS)}}
