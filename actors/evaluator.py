@@ -20,34 +20,40 @@ BASIC = ("argmin_beta", "argmax_q")  # the main evaluation is the third basic po
 class Evaluator:
     def __init__(self, cfg, spec, seed: int):
         self.cfg, self.spec = cfg, spec
-        env_stream, rng_stream = np.random.SeedSequence(seed).spawn(2)
-        self.env = make_env(spec.name, seed=int(env_stream.generate_state(1)[0]))
-        self.rng = np.random.default_rng(rng_stream)
+        # an environment and an rng per evaluated policy: the main evaluation's episodes are the same
+        # whether the basic policies are evaluated too or not
+        self.envs, self.rngs = {}, {}
+        for policy, stream in zip(("main", *BASIC), np.random.SeedSequence(seed).spawn(1 + len(BASIC)), strict=True):
+            env_stream, rng_stream = stream.spawn(2)
+            self.envs[policy] = make_env(spec.name, seed=int(env_stream.generate_state(1)[0]))
+            self.rngs[policy] = np.random.default_rng(rng_stream)
 
     def _policy(self, name: str, v: dict[str, np.ndarray]) -> int:
         """The action of evaluation policy `name` from the networks' outputs at one state."""
+        rng = self.rngs[name]
         if name == "argmin_beta":
-            return argmin_beta(v["beta"], self.rng)
+            return argmin_beta(v["beta"], rng)
         if name == "argmax_q":
-            return argmax_random_tie(v.get("q_full", v["q"]), self.rng)
+            return argmax_random_tie(v.get("q_full", v["q"]), rng)
         if self.cfg.algo == "beta_dqn":
-            return pure_exploitation(v["q"], v["beta"], self.cfg.beta_eps, self.rng)
+            return pure_exploitation(v["q"], v["beta"], self.cfg.beta_eps, rng)
         if self.cfg.algo == "bootstrapped_dqn":
-            return majority_vote(v["q"], self.rng)
-        return argmax_random_tie(v["q"], self.rng)
+            return majority_vote(v["q"], rng)
+        return argmax_random_tie(v["q"], rng)
 
     def _episodes(self, nets: dict[str, NumpyNet], policy: str) -> tuple[list[float], list[bool]]:
+        env, rng = self.envs[policy], self.rngs[policy]
         returns, successes = [], []
         for _ in range(self.cfg.eval_episodes):
-            obs, _ = self.env.reset()
+            obs, _ = env.reset()
             ret, done, info = 0.0, False, {}
             while not done:
-                if self.rng.random() < self.cfg.eval_epsilon:
-                    a = int(self.rng.integers(self.spec.n_actions))
+                if rng.random() < self.cfg.eval_epsilon:
+                    a = int(rng.integers(self.spec.n_actions))
                 else:
                     values = acting_values(nets, obs[None])
                     a = self._policy(policy, {k: v[0] for k, v in values.items()})
-                obs, r, terminated, truncated, info = self.env.step(a)
+                obs, r, terminated, truncated, info = env.step(a)
                 ret += float(r)
                 done = terminated or truncated
             returns.append(ret)

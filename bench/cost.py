@@ -41,8 +41,8 @@ def one_run(args, algo: str) -> dict:
         cfg, spec = resolve(Config(
             env=args.env, algo=algo, seed=args.seed, runtime=args.runtime, actors=args.actors,
             total_steps=args.learning_starts + args.steps, learning_starts=args.learning_starts,
-            eval_every=10**9, eval_episodes=1, learner_threads=1, beta_thread=args.beta_thread, device=args.device,
-            out=tmp, wandb="disabled", progress=False, log_every=3600.0))
+            eval_every=10**9, eval_episodes=1, eval_basic=False, learner_threads=1, beta_thread=args.beta_thread,
+            device=args.device, out=tmp, wandb="disabled", progress=False, log_every=3600.0))
         summary = Run(cfg, spec).run()
     t = summary["throughput"]
     return {"algo": algo, "env_steps_per_s": t["steady_env_steps_per_s"], "update_ms": t["update_ms"],

@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 from urllib.parse import quote
 
-from learner.config import Config, ConfigError, resolve
+from learner.config import CHECKPOINT_FORMAT, Config, ConfigError, resolve
 from replay_service.local_redis import RedisSetupError
 
 
@@ -74,6 +74,9 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         saved = dict(ckpt["config"])
     except Exception as e:
         raise ConfigError("resume", f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
+    if ckpt.get("format", 1) != CHECKPOINT_FORMAT:
+        raise ConfigError("resume", f"{path} has checkpoint format {ckpt.get('format', 1)}, written by another version "
+                                    f"of this program; this one continues format {CHECKPOINT_FORMAT} only")
     given = {k: v for k, v in args.items() if v != parser.get_default(k)}
     for key, value in given.items():
         if key not in RESUME_MAY_CHANGE and key != "out" and saved.get(key) != value:

@@ -59,10 +59,12 @@ class HeadsNet(nn.Module):
     """Bootstrapped DQN's network (spec §7): the conv layer shared by K heads, each
     Linear(…,128) → ReLU → Linear(128,n_out); output (N, K, n_out).
 
-    The torso's gradient is scaled by 1/K (Osband et al. 2016): the heads' losses are summed, so the
-    shared layer learns at the pace of one head. The K first layers are one Linear(D, K·128) (the same
-    initialisation as K separate ones: fan-in D), the K output layers one (K, n_out, 128) weight. With flat
-    observations there is no shared layer: each head is the whole MLP.
+    The torso's gradient is scaled by 1/K (Osband et al. 2016): the heads' losses are summed, and the
+    shared layer receives their mean gradient rather than their sum (with Adam, which normalises each
+    parameter's step, the scale matters mostly through Adam's ε; we keep it as the paper does). The K first
+    layers are one Linear(D, K·128) (the same initialisation as K separate ones: fan-in D), the K output
+    layers one (K, n_out, 128) weight. With flat observations there is no shared layer: each head is the
+    whole MLP.
     """
 
     def __init__(self, obs_shape: tuple[int, ...], n_out: int, heads: int):

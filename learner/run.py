@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from actors.policies import policy_set
-from learner.config import public
+from learner.config import CHECKPOINT_FORMAT, public
 from learner.learner import Learner, pick_device
 from learner.metrics import RunLogger
 from learner.runtime import build, make_backend
@@ -273,6 +273,10 @@ class Run:
                     self.shard_inserted[shard_of(i, cfg.replay_shards)] += stats["steps"]
                     self.episodes += len(stats["episodes"])
                     self.arm_episodes += sum(ep["arm"] is not None for ep in stats["episodes"])
+                    if self.parts["arm_local"]:  # the bandit hears from the actors; a local arm's copy from here
+                        for ep in stats["episodes"]:
+                            if ep["arm"] is not None:
+                                self.parts["arm_source"].report(ep["arm"], ep["return"], 0.0)
                     seen = self.actor_versions[i]
                     seen[0] = stats["version"] if seen[0] < 0 else seen[0]
                     seen[1] = stats["version"]
@@ -350,12 +354,13 @@ class Run:
                 os.replace(self.out / (name + ".tmp"), self.out / name)
                 replay_files.append(name)
         checkpoint = {
+            "format": CHECKPOINT_FORMAT,
             "config": public(cfg),
             "learner": learner.state_dict(),
             "counters": {"env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes,
                          "arm_episodes": self.arm_episodes, "dispatched": self.dispatched,
                          "generation": self.generation},
-            "arm_source": self.backend.get(self.backend.call(self.parts["arm_source"], "state_dict")),
+            "arm_source": self._arm("state_dict"),
             "evals": [self.evals[k] for k in sorted(self.evals) if self.evals[k] is not None],
             "target_syncs": [list(t) for t in self.target_syncs],
             # an evaluation still running is started again after a resume
@@ -393,7 +398,7 @@ class Run:
         arm_state = dict(ckpt["arm_source"])
         if "pending" in arm_state:
             arm_state["pending"] = [0] * len(arm_state["pending"])
-        self.backend.get(self.backend.call(self.parts["arm_source"], "load_state_dict", arm_state))
+        self._arm("load_state_dict", arm_state)
         if ckpt["replay_files"] is not None:
             for shard, name in zip(self.parts["shards"], ckpt["replay_files"], strict=True):
                 with np.load(self.out / name, allow_pickle=False) as data:
@@ -408,6 +413,14 @@ class Run:
                 print(f"warning: the Redis replay holds {int(have.sum())} of the {int(self.shard_inserted.sum())} "
                       "transitions inserted before the checkpoint; continuing with what it has", file=sys.stderr)
                 self.shard_inserted = np.minimum(have, self.shard_inserted)
+
+    def _arm(self, method: str, *args):
+        """Call the run's arm source: the bandit's Ray actor (β-DQN), or the run's own copy of the arm that
+        every actor holds locally (the other methods)."""
+        source = self.parts["arm_source"]
+        if self.parts["arm_local"]:
+            return getattr(source, method)(*args)
+        return self.backend.get(self.backend.call(source, method, *args))
 
     def _due(self, at: int) -> bool:
         """Env step `at` is reached and the learner has done every update owed at `at`."""
@@ -457,9 +470,10 @@ class Run:
                **window.summary()}
         if self.redis is not None:  # records the learner rejected so far (by kind), as in the summary
             row["replay_rejected"] = dict(sum((Counter(s.codec.rejected) for s in self.redis.shards), Counter()))
-        if self.arm_groups is not None:
-            props = self.backend.get(self.backend.call(self.parts["arm_source"], "proportions"))
+        if self.arm_groups is not None or cfg.algo == "bootstrapped_dqn":  # policies / heads per episode
+            props = self._arm("proportions")
             row["arm_proportions"] = [round(float(p), 4) for p in props]
+        if self.arm_groups is not None:
             for g in ("cov", "cor", "cor0"):
                 row[f"arms_{g}"] = float(sum(p for p, gg in zip(props, self.arm_groups, strict=True) if gg == g))
         return row

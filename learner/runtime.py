@@ -181,13 +181,14 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
         actor_arms = [backend.port(arm_source)] * cfg.actors
     elif cfg.algo == "bootstrapped_dqn":
         # a head drawn uniformly per episode needs no central state: each actor draws its own (seeded by
-        # the run, the actor and the resume generation); the run's copy only answers `state_dict`
-        arm_source = backend.make(UniformArm, cfg.boot_heads, cfg.seed)
+        # the run, the actor and the resume generation); the run's own copy, in the run's process, counts
+        # the finished episodes per head as their chunks arrive
+        arm_source = UniformArm(cfg.boot_heads, cfg.seed)
         actor_arms = [UniformArm(cfg.boot_heads, [cfg.seed, i, generation, 1]) for i in range(cfg.actors)]
     else:
         # one policy for every episode: nothing to choose centrally, so each actor holds its own
-        # (no round trip per episode); the run's copy answers `proportions` and `state_dict`
-        arm_source = backend.make(FixedArm)
+        # (no round trip per episode); the run's copy counts the finished episodes
+        arm_source = FixedArm()
         actor_arms = [FixedArm() for _ in range(cfg.actors)]
     packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
@@ -202,4 +203,5 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
     actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], ports[shard_of(i, cfg.replay_shards)], generation,
                            cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
-    return {"arm_source": arm_source, "shards": shards, "actors": actors, "evaluator": evaluator}
+    return {"arm_source": arm_source, "arm_local": cfg.algo != "beta_dqn", "shards": shards, "actors": actors,
+            "evaluator": evaluator}

@@ -117,3 +117,17 @@ def test_two_q_actor_acts_with_the_optimistic_q():
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0), "q_full": biased_net(spec, 1)}
     actor.collect(20, weights, 0, 0)
     assert set(replay.chunks[0]["action"]) == {1}
+
+
+def test_the_main_evaluation_is_the_same_with_or_without_the_basic_policies():
+    """Each evaluated policy has its own environment and rng: switching --eval-basic changes nothing else."""
+    results = {}
+    for flag in (True, False):
+        cfg, spec = resolve(Config(env="CliffWalk", eval_basic=flag, eval_episodes=6, eval_epsilon=0.5,
+                                   wandb="disabled"))
+        ev, weights = Evaluator(cfg, spec, seed=0), Learner(cfg, spec).weights()
+        results[flag] = [ev.evaluate(weights, step) for step in (1, 2)]
+    main = ("return_mean", "return_std", "success_rate")
+    for with_basic, without in zip(results[True], results[False], strict=True):
+        assert [with_basic[k] for k in main] == pytest.approx([without[k] for k in main], nan_ok=True)
+    assert results[True][0]["return_std"] > 0 or results[True][1]["return_std"] > 0  # episodes differ: a real check

@@ -340,3 +340,28 @@ def test_a_bootstrapped_actor_acts_greedily_on_its_episodes_head():
         replay = FakeReplay()
         Actor(cfg, spec, 0, FakeArms(head), replay).collect(30, learner.weights(), 0, 0)
         assert set(replay.chunks[0]["action"]) == {head}
+
+
+def test_lessons_stored_option_is_the_one_that_chose_the_action():
+    """Task Q prefers action 2, intrinsic Q action 0: a transition stored with option 3 took action 2, one
+    with option 2 took action 0; every option runs; warm-up steps are stored as option 0."""
+    from tests.test_actor import FakeArms
+
+    cfg, spec = resolve(Config(env="CliffWalk", algo="lesson", learning_starts=50, envs_per_actor=2,
+                               wandb="disabled"))
+    learner = Learner(cfg, spec)
+    with torch.no_grad():
+        for name, action in (("q", 2), ("q_int", 0)):
+            learner.nets[name].out.weight.zero_()
+            learner.nets[name].out.bias.zero_()
+            learner.nets[name].out.bias[action] = 10.0
+    replay = FakeReplay()
+    actor = Actor(cfg, spec, 0, FakeArms(0), replay)
+    for _ in range(20):
+        actor.collect(64, learner.weights(), 0, 0 if not replay.chunks else 50 + 64 * len(replay.chunks))
+    option = np.concatenate([c["option"] for c in replay.chunks])
+    action = np.concatenate([c["action"] for c in replay.chunks])
+    assert (option[:50] == 0).all()  # the warm-up: uniform random, stored as the random option
+    later_option, later_action = option[64:], action[64:]
+    assert set(later_option) == {0, 1, 2, 3}
+    assert (later_action[later_option == 3] == 2).all() and (later_action[later_option == 2] == 0).all()

@@ -9,7 +9,12 @@ from learner.main import build_parser, parse_config
 
 CASES = [
     (["--env", "Pong"], "--env: unknown env 'Pong'; known: CliffWalk"),
-    (["--algo", "ppo"], "--algo: 'ppo' is not one of: beta_dqn, dqn"),
+    (["--algo", "ppo"], "--algo: 'ppo' is not one of: beta_dqn, dqn, bootstrapped_dqn, ez_greedy, rnd, lesson"),
+    (["--algo", "ez_greedy", "--ez-mu", "1"], "--ez-mu: must be > 1 (a Zeta distribution), got 1.0"),
+    (["--algo", "bootstrapped_dqn", "--boot-heads", "0"], "--boot-heads: must be > 0, got 0"),
+    (["--algo", "rnd", "--rnd-scale", "-1"], "--rnd-scale: must be >= 0, got -1.0"),
+    (["--algo", "lesson", "--lesson-tau", "0"], "--lesson-tau: must be > 0, got 0.0"),
+    (["--algo", "dqn", "--two-q", "true"], "--two-q: is a β-DQN ablation; --algo is dqn"),
     (["--total-steps", "-5"], "--total-steps: must be > 0, got -5"),
     (["--actors", "0"], "--actors: must be > 0, got 0"),
     (["--beta-eps", "1.5"], "--beta-eps: must be in (0, 1), got 1.5"),
@@ -56,7 +61,20 @@ def test_defaults_are_the_papers_configuration():
     assert (cfg.batch_size, cfg.replay_capacity, cfg.target_update, cfg.replay_ratio) == (32, 100_000, 1000, 0.25)
     assert (cfg.learning_starts, cfg.beta_eps, cfg.bandit_window, cfg.policy_set) == (5000, 0.05, 1000, "13")
     assert (cfg.eval_every, cfg.eval_episodes, cfg.eval_epsilon) == (100_000, 30, 0.01)
+    # the baselines' (spec §7)
+    assert (cfg.boot_heads, cfg.ez_mu, cfg.rnd_scale, cfg.lesson_tau) == (10, 2.0, 10.0, 0.02)
+    assert not cfg.two_q
     help_text = build_parser().format_help()
     for flag in ("--env", "--algo", "--actors", "--total-steps", "--seed", "--out", "--eval-every",
                  "--eval-episodes", "--device", "--address", "--beta-eps", "--replay-ratio"):
         assert flag in help_text
+
+
+def test_a_checkpoint_of_another_format_is_refused_with_one_line(tmp_path):
+    import torch
+
+    torch.save({"config": {"algo": "dqn"}, "learner": {"target_q": {}}}, tmp_path / "checkpoint.pt")  # format 1
+    proc = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(tmp_path)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "checkpoint format 1, written by another version of this program" in proc.stderr

@@ -2,6 +2,7 @@
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -136,15 +137,28 @@ ALGO_LOSSES = {"beta_dqn": {"loss_beta"}, "dqn": set(), "bootstrapped_dqn": set(
 
 
 @pytest.mark.parametrize("algo", list(ALGO_LOSSES))
-def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cli(tmp_path, capsys, algo):
-    """`--algo` is the only flag that changes: the same command, outputs and summary for every method."""
+def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cli(tmp_path, capsys, monkeypatch,
+                                                                                   algo):
+    """`--algo` is the only flag that changes: the same command, outputs and summary for every method; and
+    each continues from a mid-run checkpoint (a copy of the run directory taken when it was written)."""
+    import shutil
+
     from learner.main import main
 
+    save = Run._save_checkpoint
+
+    def save_and_copy(self):
+        save(self)
+        if self.env_steps == 600:
+            shutil.copytree(self.out, Path(f"{self.out}-at600"))
+
+    monkeypatch.setattr(Run, "_save_checkpoint", save_and_copy)
     for env in ("MinAtar/Breakout", "DoorKey", "CliffWalk"):
         out = tmp_path / f"{algo}-{env.replace('/', '-')}"
         argv = ["--algo", algo, "--env", env, "--runtime", "serial", "--actors", "2", "--envs-per-actor", "2",
                 "--total-steps", "1200", "--learning-starts", "400", "--eval-every", "600", "--eval-episodes", "2",
-                "--wandb", "disabled", "--progress", "false", "--log-every", "0.01", "--out", str(out)]
+                "--checkpoint-every", "600", "--wandb", "disabled", "--progress", "false", "--log-every", "0.01",
+                "--out", str(out)]
         assert main(argv) == 0
         summary = json.loads(capsys.readouterr().out)
         assert (summary["algo"], summary["env"], summary["env_steps"], summary["updates"]) == (algo, env, 1200, 200)
@@ -154,6 +168,12 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
         assert {"loss_q", "q_mean", "loss", "env_steps_per_s"} | ALGO_LOSSES[algo] <= keys
         ckpt = torch.load(out / "checkpoint.pt")
         assert ckpt["counters"]["env_steps"] == 1200 and ckpt["config"]["algo"] == algo
-    # the method's whole state (networks, targets, fixed modules, arm source) loads back from its checkpoint
-    assert main(["--resume", str(out), "--progress", "false"]) == 0
-    assert json.loads(capsys.readouterr().out)["env_steps"] == 1200
+        arms = ckpt["arm_source"]  # the run's arm source heard of every episode played under an arm
+        heard = {"beta_dqn": len(arms.get("window", [])), "bootstrapped_dqn": sum(arms.get("plays", []))}
+        assert heard.get(algo, arms.get("episodes")) == summary["arm_episodes"]
+        # resume from the copy taken at 600 steps: the method's whole state loads and the run finishes
+        assert main(["--resume", f"{out}-at600", "--progress", "false"]) == 0
+        resumed = json.loads(capsys.readouterr().out)
+        assert (resumed["env_steps"], resumed["updates"]) == (1200, 200)
+        with open(f"{out}-at600/evals.csv") as f:
+            assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [600, 1200]

@@ -72,18 +72,19 @@ def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tup
     bonus, loss_rnd = rnd.intrinsic_reward(nets["rnd_predictor"], frozen, batch["next_obs"])
     loss_q, q_sa = dqn.q_loss(nets["q"], frozen["q"], batch, batch["reward"], gamma, cfg.loss)
     loss_int, _ = dqn.q_loss(nets["q_int"], frozen["q_int"], batch, cfg.rnd_scale * bonus, gamma, cfg.loss)
-    q_option, beta = split_option_output(nets["option"](torch.cat([batch["obs"], batch["next_obs"]])))
+    q_option, beta = split_option_output(nets["option"](batch["obs"]))  # with gradient: s only
     with torch.no_grad():
+        beta_next = split_option_output(nets["option"](batch["next_obs"]))[1]
         target_out = frozen["option"](torch.cat([batch["obs"], batch["next_obs"]]))
         g = option_value_target(batch["reward"] + cfg.lesson_alpha * bonus, batch["terminated"], option,
-                                beta[n:], target_out[n:, :N_OPTIONS], gamma)
-    q_option_sa = q_option[:n].gather(1, option[:, None]).squeeze(1)
+                                beta_next, target_out[n:, :N_OPTIONS], gamma)
+    q_option_sa = q_option.gather(1, option[:, None]).squeeze(1)
     loss_option = td_loss(q_option_sa, g, cfg.loss)
-    loss_term = termination_loss(beta[:n], option, target_out[:n, :N_OPTIONS], batch["terminated"])
+    loss_term = termination_loss(beta, option, target_out[:n, :N_OPTIONS], batch["terminated"])
     total = loss_q + loss_int + loss_option + loss_term + loss_rnd
     return total, {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean(), "loss_q_int": loss_int.detach(),
                    "loss_option": loss_option.detach(), "loss_termination": loss_term.detach(),
                    "loss_rnd": loss_rnd.detach(), "intrinsic_mean": bonus.mean(),
-                   "termination_mean": beta[:n].detach().mean(),
+                   "termination_mean": beta.detach().mean(),
                    # which exploration strategies collected the minibatch (warm-up steps count as "random")
                    **{f"option_share_{name}": (option == k).float().mean() for k, name in enumerate(LESSON_OPTIONS)}}
