@@ -10,7 +10,8 @@ falls on all). By default each run is the serial runner with one learner thread 
 everything (acting, replay, learning) in one process on one core, so seconds per env step are the compute
 the method costs, not how well it parallelises. A run's rate is taken in the steady state (from the first
 update to the end: before it no method learns). Cost = DQN's rate / the method's rate (median over the
-repeats). Prints a table beside the paper's row and writes JSON with the machine and every run.
+repeats), with the range of each repeat's cost against that repeat's DQN run. Prints a table beside the
+paper's row and writes JSON with the machine and every run.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     rates = {a: statistics.median(x["env_steps_per_s"] for x in runs if x["algo"] == a) for a in algos}
     cost = {a: round(100.0 * rates["dqn"] / rates[a], 1) for a in algos}
     result = {
-        "cost_percent": cost, "paper_cost_percent": {a: PAPER_COST[a] for a in algos},
+        "cost_percent": cost, "cost_percent_range": cost_range(runs, algos),
+        "paper_cost_percent": {a: PAPER_COST[a] for a in algos},
         "env_steps_per_s": {a: round(v, 1) for a, v in rates.items()},
         "env": args.env, "runtime": args.runtime, "actors": args.actors, "steps": args.steps,
         "repeats": args.repeats, "device": runs[0]["device"], "machine": info,
@@ -96,19 +98,34 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def cost_range(runs: list[dict], algos: list[str]) -> dict:
+    """Per method, the lowest and highest cost of one repeat against DQN's run in the same repeat: how far
+    the median can be trusted on this machine."""
+    def rate(algo, r):
+        return next(x["env_steps_per_s"] for x in runs if x["algo"] == algo and x["repeat"] == r)
+
+    repeats = sorted({x["repeat"] for x in runs})
+    out = {}
+    for a in algos:
+        costs = [100.0 * rate("dqn", r) / rate(a, r) for r in repeats]
+        out[a] = [round(min(costs), 1), round(max(costs), 1)]
+    return out
+
+
 def print_table(result: dict) -> None:
     m = result["machine"]
     print(f"\n{result['env']}, {result['runtime']} runner, {result['steps']} steady-state env steps × "
           f"{result['repeats']} repeats, on {m['cpu']} ({m['cpu_count']} CPUs), learner on {result['device']}")
     runs = result["runs"]
-    print("| algorithm | env steps/s (median) | runs | ms per update | cost vs DQN | paper |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    print("| algorithm | env steps/s (median) | runs | ms per update | cost vs DQN | per repeat | paper |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     for algo, rate in result["env_steps_per_s"].items():
         mine = [r for r in runs if r["algo"] == algo]
         each = ", ".join(f"{r['env_steps_per_s']:.0f}" for r in mine)
         ms = statistics.median(r["update_ms"] for r in mine)
+        lo, hi = result["cost_percent_range"][algo]
         print(f"| {algo} | {rate:.0f} | {each} | {ms:.2f} | {result['cost_percent'][algo]:.0f}% | "
-              f"{result['paper_cost_percent'][algo]:.0f}% |")
+              f"{lo:.0f}–{hi:.0f}% | {result['paper_cost_percent'][algo]:.0f}% |")
 
 
 if __name__ == "__main__":
