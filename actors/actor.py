@@ -36,6 +36,13 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=-1, keepdims=True)
 
 
+def _ray_node() -> str:
+    import sys
+
+    ray = sys.modules.get("ray")
+    return ray.get_runtime_context().get_node_id() if ray is not None and ray.is_initialized() else "local"
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
@@ -104,6 +111,10 @@ class Actor:
 
     def process_id(self) -> int:
         return os.getpid()
+
+    def node(self) -> str:
+        """The Ray node this actor runs on ("local" outside Ray; actors never import Ray themselves)."""
+        return _ray_node()
 
     def set_weights(self, weights: dict, version: int) -> None:
         self.nets = {name: NumpyNet(params) for name, params in unflatten(weights).items()}

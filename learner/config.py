@@ -36,7 +36,16 @@ class Config:
     algo: str = field(default="beta_dqn", metadata={"help": f"algorithm: {', '.join(ALGOS)}"})
     seed: int = field(default=0, metadata={"help": "seed of everything in the run"})
     total_steps: int = field(default=5_000_000, metadata={"help": "training env steps (all actors)"})
-    out: str = field(default="", metadata={"help": "run directory (default runs/<env>_<algo>_s<seed>)"})
+    out: str = field(default="", metadata={
+        "help": "run directory (default runs/<env>_<algo>_s<seed>); a grid's directory (default runs/grid-<time>)"})
+    seeds: str = field(default="", metadata={
+        "help": "a grid over seeds: 0-9, 0,3,7 or 0-2,5 (with comma-separated --algo/--env: every combination)"})
+    grid: str = field(default="", metadata={"help": "the grid a run belongs to (set by the grid; a W&B tag)"})
+    learner_cpus: float = field(default=1.0, metadata={"help": "grid: CPUs declared for each run's learner"})
+    learner_gpus: float = field(default=-1.0, metadata={
+        "help": "grid: GPUs declared for each run's learner (-1: a quarter where the cluster has GPUs, else 0)"})
+    retries: int = field(default=2, metadata={
+        "help": "grid: times a run that crashed is started again (from its checkpoint)"})
     # --- runtime ---
     runtime: str = field(default="ray", metadata={"help": "ray: actors as processes; serial: one process"})
     actors: int = field(default=4, metadata={"help": "actor processes"})
@@ -171,8 +180,8 @@ def validate(cfg: Config) -> None:
     _choice(cfg, "policy_set", tuple(POLICY_SETS))
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
-    _positive(cfg, "total_steps", "actors", "envs_per_actor", "chunk_steps", "replay_shards", "checkpoint_every",
-              "replay_timeout",
+    _positive(cfg, "total_steps", "actors", "learner_cpus", "envs_per_actor", "chunk_steps", "replay_shards",
+              "checkpoint_every", "replay_timeout",
               "learner_threads", "publish_every", "batch_size", "replay_capacity", "replay_ratio",
               "target_update", "eps_decay_steps", "bandit_window", "eval_every", "eval_episodes",
               "log_every")
@@ -196,6 +205,14 @@ def validate(cfg: Config) -> None:
         raise ConfigError("seed", f"must be >= 0, got {cfg.seed}")
     if cfg.learning_starts < 0:
         raise ConfigError("learning_starts", f"must be >= 0, got {cfg.learning_starts}")
+    if cfg.retries < 0:
+        raise ConfigError("retries", f"must be >= 0, got {cfg.retries}")
+    if not (cfg.learner_gpus >= 0 or cfg.learner_gpus == -1):
+        raise ConfigError("learner_gpus", f"must be >= 0, or -1 for automatic, got {cfg.learner_gpus}")
+    if cfg.seeds:
+        from learner.grid import parse_seeds
+
+        parse_seeds(cfg.seeds)
     if cfg.actor_cpus < 0:
         raise ConfigError("actor_cpus", f"must be >= 0, got {cfg.actor_cpus}")
     if cfg.replay_capacity < cfg.batch_size:

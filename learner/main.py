@@ -102,8 +102,29 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     return Config(**{k: v for k, v in merged.items() if k in known}), ckpt
 
 
+def _grid(argv: list[str] | None) -> int | None:
+    """Run a grid if the command line asks for one (lists, --seeds, or --resume of a grid directory)."""
+    from learner.grid import grid_from_args, is_grid
+
+    args = vars(build_parser().parse_args(argv))
+    if not is_grid(args):
+        return None
+    grid = grid_from_args(args)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            summary = grid.run()
+    except KeyboardInterrupt:
+        print(f"python -m learner.main: grid interrupted; continue it with --resume {grid.dir}", file=sys.stderr)
+        return 130
+    print(json.dumps(summary, indent=2))
+    return 0 if summary["failed"] == 0 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
+        status = _grid(argv)
+        if status is not None:
+            return status
         config, resume = parse_config(argv), None
         if config.resume:
             config, resume = resume_config(argv)

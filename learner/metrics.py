@@ -55,7 +55,8 @@ class RunLogger:
                 project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
                 id=self.wandb_id, resume="allow" if self.wandb_id else None,
                 group=f"{cfg.env}/{cfg.algo}", job_type="train",
-                tags=[cfg.env, cfg.algo, f"seed{cfg.seed}"], config=public(cfg),
+                tags=[cfg.env, cfg.algo, f"seed{cfg.seed}", *([f"grid:{cfg.grid}"] if cfg.grid else [])],
+                config=public(cfg),
                 # no command line in W&B's metadata: it can hold a Redis password (config is redacted)
                 settings=wandb.Settings(x_disable_meta=True))
             # evaluations finish out of order with training logs: plot both against env_steps

@@ -201,6 +201,11 @@ class Run:
             # updating starts slowly on a busy machine and then acts on weights that are long out of date
             backend.get([backend.call(a, "ready") for a in actors])
             self.clock.actors_ready()
+            if backend.concurrent:  # where the parts run (a grid on a cluster reports it)
+                from actors.actor import _ray_node
+
+                self.placement = {"learner": _ray_node(),
+                                  "actors": backend.get([backend.call(a, "node") for a in actors])}
             t0 = time.perf_counter()
             while True:
                 # 1. hand chunks to idle actors, as far as the replay ratio allows. Serial: one chunk
@@ -496,6 +501,7 @@ class Run:
             "wall_seconds": wall, "env_steps_per_s": self.env_steps / wall, "peak_rss_gb": peak_rss,
             "device": str(learner.device),
             "throughput": self.clock.summary(self.env_steps, learner.updates, self.staleness),
+            "placement": getattr(self, "placement", None),
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }

@@ -39,6 +39,12 @@ CASES = [
     (["--replay", "redis://127.0.0.1:6379/x"], "the database must be a number, got 'x'"),
     (["--checkpoint-every", "0"], "--checkpoint-every: must be > 0, got 0"),
     (["--replay-timeout", "-1"], "--replay-timeout: must be > 0, got -1.0"),
+    (["--seeds", "5-2"], "--seeds: '5-2'; expected seeds like 0-9, 0,3,7 or 0-2,5"),
+    (["--algo", "dqn,ppo"], "--algo: 'ppo' is not one of"),
+    (["--env", "CliffWalk,Pong", "--algo", "dqn"], "--env: unknown env 'Pong'"),
+    (["--seeds", "0-1", "--retries", "-1"], "--retries: must be >= 0, got -1"),
+    (["--learner-gpus", "-2"], "--learner-gpus: must be >= 0, or -1 for automatic, got -2.0"),
+    (["--resume", "/nonexistent/grid", "--seeds", "0-1"], "--resume"),
     (["--resume", "/nonexistent/run"], "--resume: no checkpoint.pt in '/nonexistent/run'"),
 ]
 

@@ -1,0 +1,304 @@
+"""Grids: every (env, algo, seed) of `python -m learner.main --algo a,b --env e,f --seeds 0-9`, in parallel.
+
+Each run declares what it needs — its learner (`--learner-cpus`, `--learner-gpus`, and one unit of a
+`learner` resource when the cluster defines one: the nodes that host learners) and one bundle of
+`--actor-cpus` per actor — as a Ray placement group. Ray's scheduler packs the groups onto the cluster
+and holds back the ones that do not fit until others finish: the queue is Ray's, not ours. A run is one
+Ray task whose process drives an ordinary run (`learner.run`) inside its group.
+
+This module keeps the grid's book: `GRID_DIR/grid.json` (what was asked), one run directory per
+combination, `grid_summary.json` (each run's status, attempts, score, speed and where it ran), one
+progress line for all runs, a run that crashed started again from its checkpoint (`--retries`), and
+`--resume GRID_DIR`, which runs only what has no `summary.json` yet (from its checkpoint where it has one).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from learner.config import ConfigError
+
+GRID_FILE = "grid.json"
+GRID_FORMAT = 1
+GRID_ACTOR_CPUS = 0.5  # an actor's CPUs in a grid unless --actor-cpus says otherwise
+
+
+def parse_seeds(text: str) -> list[int]:
+    """"0-9" (inclusive), "0,3,7", "4", or a mix ("0-2,5") -> the seeds, in order, without repeats."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            values = range(int(lo), int(hi) + 1) if hi else [int(lo)]
+            if hi and int(hi) < int(lo):
+                raise ValueError
+            seeds += [s for s in values if s not in seeds]
+    except ValueError:
+        raise ConfigError("seeds", f"{text!r}; expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)") from None
+    if any(s < 0 for s in seeds):
+        raise ConfigError("seeds", f"{text!r}; seeds must be >= 0")
+    return seeds
+
+
+def is_grid(args: dict) -> bool:
+    """Whether the command line asks for a grid: a list of algorithms or environments, `--seeds`, or
+    `--resume` of a grid directory."""
+    resume = args.get("resume") or ""
+    return ("," in args["algo"] or "," in args["env"] or bool(args.get("seeds"))
+            or bool(resume and (Path(resume) / GRID_FILE).is_file()))
+
+
+def run_name(env: str, algo: str, seed: int) -> str:
+    from actors.envs import canonical_name
+
+    return f"{canonical_name(env).replace('/', '-')}_{algo}_s{seed}"
+
+
+def expand(args: dict, grid_dir: Path) -> list[dict]:
+    """One run's arguments per combination (every combination validated first: a mistake in any is one
+    line before anything starts)."""
+    from learner.config import Config
+
+    envs = [e.strip() for e in args["env"].split(",") if e.strip()]
+    algos = [a.strip() for a in args["algo"].split(",") if a.strip()]
+    seeds = parse_seeds(args["seeds"]) if args.get("seeds") else [args["seed"]]
+    if not envs or not algos:
+        raise ConfigError("env" if not envs else "algo", "an empty list")
+    runs = []
+    for env in envs:
+        for algo in algos:
+            for seed in seeds:
+                one = {**args, "env": env, "algo": algo, "seed": seed, "seeds": "", "resume": "",
+                       "grid": grid_dir.name, "progress": False,
+                       # every actor declares its share (0 would mean "whatever the cluster has" for one run)
+                       "actor_cpus": args["actor_cpus"] or GRID_ACTOR_CPUS}
+                one["out"] = str(grid_dir / run_name(env, algo, seed))
+                Config(**one)  # validates; environments are checked by `resolve` below
+                runs.append(one)
+    names = [Path(r["out"]).name for r in runs]
+    if len(set(names)) != len(names):
+        raise ConfigError("env", "two names in the lists are the same environment")
+    return runs
+
+
+def _run_one(args: dict, resume: bool) -> dict:
+    """A Ray task: one run, from its checkpoint when `resume`. Returns its summary, with where it ran."""
+    import ray
+
+    from learner.config import Config, resolve
+    from learner.run import train
+
+    started = time.time()
+    if resume:
+        from learner.main import resume_config
+
+        config, ckpt = resume_config(["--resume", args["out"], "--progress", "false"])
+    else:
+        config, ckpt = Config(**args), None
+    cfg, spec = resolve(config)
+    summary = train(cfg, spec, ckpt)
+    summary["grid_task"] = {"node": ray.get_runtime_context().get_node_id(), "started": started,
+                            "ended": time.time()}
+    return summary
+
+
+class Grid:
+    def __init__(self, args: dict, grid_dir: Path, resumed: bool):
+        self.args, self.dir, self.resumed = args, grid_dir, resumed
+        self.runs = expand(args, grid_dir)
+        from learner.config import Config, resolve
+
+        for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
+            resolve(Config(**run))
+        self.status = {Path(r["out"]).name: "queued" for r in self.runs}
+        self.attempts = {name: 0 for name in self.status}
+        self.results: dict[str, dict] = {}
+
+    # ---- the grid's book ----
+    def write_spec(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        spec = {"format": GRID_FORMAT, "args": {k: v for k, v in self.args.items() if k != "resume"},
+                "runs": [{k: r[k] for k in ("env", "algo", "seed", "out")} for r in self.runs]}
+        (self.dir / GRID_FILE).write_text(json.dumps(spec, indent=2) + "\n")
+
+    def _summary(self, wall: float) -> dict:
+        rows = []
+        for run in self.runs:
+            name = Path(run["out"]).name
+            row = {"name": name, "env": run["env"], "algo": run["algo"], "seed": run["seed"],
+                   "status": self.status[name], "attempts": self.attempts[name]}
+            result = self.results.get(name)
+            if result and "summary" in result:
+                s = result["summary"]
+                row.update(env_steps=s["env_steps"], env_steps_per_s=round(s["env_steps_per_s"], 1),
+                           final_eval=s["final_eval"], placement=s.get("placement"), task=s.get("grid_task"))
+            elif result:
+                row["error"] = result["error"]
+            rows.append(row)
+        done = sum(self.status[n] in ("done", "done before") for n in self.status)
+        return {"grid": self.dir.name, "runs": rows, "done": done, "failed": sum(
+            s == "failed" for s in self.status.values()), "total": len(rows), "wall_seconds": round(wall, 1)}
+
+    def _progress(self) -> int:
+        """Env steps done over all runs, from each run's metrics.jsonl (a finished run counts in full)."""
+        total = 0
+        for run in self.runs:
+            name = Path(run["out"]).name
+            if self.status[name] in ("done", "done before"):
+                total += run["total_steps"]
+                continue
+            path = Path(run["out"]) / "metrics.jsonl"
+            try:
+                lines = path.read_bytes().rstrip().rsplit(b"\n", 1)
+                total += int(json.loads(lines[-1])["env_steps"]) if lines and lines[-1] else 0
+            except (OSError, ValueError, KeyError):
+                pass
+        return total
+
+    # ---- running it ----
+    def run(self) -> dict:
+        import ray
+        from ray.util.placement_group import placement_group, remove_placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from learner.runtime import RayBackend
+
+        t0 = time.perf_counter()
+        self.write_spec()
+        backend = RayBackend(self.args["address"])
+        resources = ray.cluster_resources()
+        learner_gpus = self.args["learner_gpus"]
+        if learner_gpus < 0:  # auto: a quarter GPU per learner where the cluster has GPUs
+            learner_gpus = 0.25 if resources.get("GPU", 0) > 0 else 0.0
+        learner_bundle = {"CPU": self.args["learner_cpus"]}
+        if learner_gpus > 0:
+            learner_bundle["GPU"] = learner_gpus
+        if resources.get("learner", 0) > 0:  # the cluster names its learner nodes (deploy/*.yaml)
+            learner_bundle["learner"] = 1
+        remote = ray.remote(_run_one)
+        inflight: dict = {}  # future -> (name, placement group)
+
+        def launch(run: dict, resume: bool) -> None:
+            name = Path(run["out"]).name
+            actor_cpus = run["actor_cpus"]
+            bundles = [dict(learner_bundle)] + [{"CPU": actor_cpus} for _ in range(run["actors"])]
+            pg = placement_group(bundles, strategy="PACK", name=f"{self.dir.name}/{name}")
+            options = {"num_cpus": learner_bundle["CPU"], "num_gpus": learner_gpus,
+                       "resources": {k: v for k, v in learner_bundle.items() if k not in ("CPU", "GPU")},
+                       "max_retries": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
+                           pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)}
+            inflight[remote.options(**options).remote(run, resume)] = (name, pg)
+            self.attempts[name] += 1
+            self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
+
+        by_name = {Path(r["out"]).name: r for r in self.runs}
+        for name, run in by_name.items():
+            if (Path(run["out"]) / "summary.json").is_file():
+                self.status[name] = "done before"  # --resume: finished in an earlier invocation
+                self.results[name] = {"summary": json.loads((Path(run["out"]) / "summary.json").read_text())}
+            else:
+                launch(run, (Path(run["out"]) / "checkpoint.pt").is_file())
+        bar = self._bar()
+        try:
+            while inflight:
+                done, _ = ray.wait(list(inflight), num_returns=1, timeout=1.0)
+                for future in done:
+                    name, pg = inflight.pop(future)
+                    try:
+                        self.results[name] = {"summary": ray.get(future)}
+                        self.status[name] = "done"
+                    except Exception as e:  # noqa: BLE001 - every failure is recorded; some are retried
+                        reason = _reason(e)
+                        self.results[name] = {"error": reason}
+                        if _retryable(e) and self.attempts[name] <= self.args["retries"]:
+                            print(f"grid: {name} failed ({reason}); starting it again from its checkpoint",
+                                  file=sys.stderr)
+                            run = by_name[name]
+                            remove_placement_group(pg)
+                            launch(run, (Path(run["out"]) / "checkpoint.pt").is_file())
+                            continue
+                        self.status[name] = "failed"
+                        print(f"grid: {name} failed: {reason}", file=sys.stderr)
+                    remove_placement_group(pg)
+                self._update_bar(bar)
+        except KeyboardInterrupt:
+            for future, (name, pg) in inflight.items():
+                ray.cancel(future, force=True)
+                remove_placement_group(pg)
+                self.status[name] = "interrupted"
+            self._close(bar, t0)
+            backend.shutdown()
+            raise
+        summary = self._close(bar, t0)
+        backend.shutdown()
+        return summary
+
+    def _bar(self):
+        if not self.args["progress"]:
+            return None
+        from tqdm import tqdm
+
+        total = sum(r["total_steps"] for r in self.runs)
+        return tqdm(total=total, unit="step", unit_scale=True, dynamic_ncols=True, file=sys.stderr,
+                    desc=f"grid {self.dir.name}", mininterval=1.0)
+
+    def _update_bar(self, bar) -> None:
+        if bar is None:
+            return
+        bar.n = self._progress()
+        counts = {s: list(self.status.values()).count(s) for s in ("queued", "running", "done", "done before",
+                                                                   "failed")}
+        running = sum(s == "running" or s.startswith("retry") for s in self.status.values())
+        bar.set_postfix_str(f"{counts['done'] + counts['done before']}/{len(self.status)} done, {running} running, "
+                            f"{counts['failed']} failed", refresh=False)
+        bar.refresh()
+
+    def _close(self, bar, t0: float) -> dict:
+        self._update_bar(bar)
+        if bar is not None:
+            bar.close()
+        summary = self._summary(time.perf_counter() - t0)
+        (self.dir / "grid_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
+
+def _reason(e: BaseException) -> str:
+    cause = getattr(e, "cause", None) or e
+    text = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {text[-1] if text else ''}".strip()
+
+
+def _retryable(e: BaseException) -> bool:
+    """A process that died, a lost node, a Redis outage: worth another start. A NaN loss or a configuration
+    mistake would only happen again."""
+    from learner.run import NonFiniteLoss
+
+    cause = getattr(e, "cause", None) or e
+    return not isinstance(cause, (NonFiniteLoss, ConfigError))
+
+
+def grid_from_args(args: dict) -> Grid:
+    """A new grid (`--out` is its directory, default runs/grid-<time>) or, with `--resume GRID_DIR`, the
+    one written there (flags given again may change only how it runs: address, retries, progress, W&B)."""
+    resume = args.get("resume") or ""
+    if resume:
+        path = Path(resume) / GRID_FILE
+        try:
+            saved = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError("resume", f"no {GRID_FILE} in {resume!r} (a single run's directory is resumed "
+                                        "without --seeds or lists)") from None
+        except (OSError, ValueError) as e:
+            raise ConfigError("resume", f"{path} is not a grid file this program can read ({e})") from None
+        if saved.get("format") != GRID_FORMAT:
+            raise ConfigError("resume", f"{path} has grid format {saved.get('format')}; this program reads "
+                                        f"{GRID_FORMAT}")
+        merged = {**saved["args"], **{k: args[k] for k in ("address", "retries", "progress", "wandb")}}
+        return Grid(merged, Path(resume), resumed=True)
+    grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}")
+    if (grid_dir / GRID_FILE).exists():
+        raise ConfigError("out", f"{grid_dir} already holds a grid; continue it with --resume {grid_dir}")
+    return Grid(args, grid_dir, resumed=False)

@@ -1,0 +1,159 @@
+"""Grids: every combination of the lists runs in parallel on Ray, packed by declared resources; a crashed run
+starts again from its checkpoint; an interrupted grid resumes only what is unfinished; on a cluster of two
+nodes the learners go where the `learner` resource is and the actors spread over both."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from learner.config import ConfigError
+from learner.grid import grid_from_args, parse_seeds
+from learner.main import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+SHORT = ["--env", "CliffWalk", "--actors", "1", "--envs-per-actor", "2", "--total-steps", "3000",
+         "--learning-starts", "500", "--eval-every", "1500", "--eval-episodes", "2", "--wandb", "disabled",
+         "--progress", "false"]
+
+
+def args_of(argv):
+    return vars(build_parser().parse_args(argv))
+
+
+def complete(run_dir: Path, steps: int = 3000, every: int = 1500) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_steps"] == steps
+    with open(run_dir / "evals.csv") as f:
+        assert [int(r["env_steps"]) for r in csv.DictReader(f)] == list(range(every, steps + 1, every))
+    assert (run_dir / "checkpoint.pt").is_file() and (run_dir / "metrics.jsonl").stat().st_size > 0
+
+
+def test_seed_lists():
+    assert parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("0,3,7") == [0, 3, 7]
+    assert parse_seeds("0-2,5,1") == [0, 1, 2, 5]
+    for bad in ("3-1", "a", "1,,2", "-1"):
+        with pytest.raises(ConfigError, match="--seeds"):
+            parse_seeds(bad)
+
+
+def test_a_grid_expands_every_combination_and_refuses_a_used_directory(tmp_path):
+    grid = grid_from_args(args_of(["--algo", "beta_dqn,dqn", "--env", "CliffWalk,DoorKey", "--seeds", "0-2",
+                                   "--out", str(tmp_path / "g")]))
+    names = [Path(r["out"]).name for r in grid.runs]
+    assert len(names) == 12 and "DoorKey_dqn_s2" in names and "CliffWalk_beta_dqn_s0" in names
+    assert all(r["grid"] == "g" and r["actor_cpus"] > 0 for r in grid.runs)
+    grid.write_spec()
+    with pytest.raises(ConfigError, match="already holds a grid; continue it with --resume"):
+        grid_from_args(args_of(["--algo", "beta_dqn,dqn", "--out", str(tmp_path / "g")]))
+    with pytest.raises(ConfigError, match="--algo: 'ppo' is not one of"):
+        grid_from_args(args_of(["--algo", "dqn,ppo", "--out", str(tmp_path / "h")]))
+    with pytest.raises(ConfigError, match="--env: unknown env 'Pong'"):
+        grid_from_args(args_of(["--algo", "dqn,beta_dqn", "--env", "CliffWalk,Pong", "--out", str(tmp_path / "i")]))
+
+
+@pytest.mark.integration
+def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(ray_cluster, tmp_path):
+    """2 algorithms × 2 seeds, each declaring 0.5 + 0.5 CPUs on the 4-CPU test cluster: all four at once.
+    One run's process is killed (SIGKILL) after its first checkpoint: it is started again from it."""
+    import psutil
+
+    args = args_of(["--algo", "dqn,beta_dqn", "--seeds", "0,1", *SHORT, "--total-steps", "6000",
+                    "--checkpoint-every", "1500", "--learner-cpus", "0.5", "--actor-cpus", "0.5",
+                    "--out", str(tmp_path / "grid")])
+    grid = grid_from_args(args)
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(grid.run()))
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not any((Path(r["out"]) / "checkpoint.pt").exists() for r in grid.runs):
+        assert thread.is_alive() and time.monotonic() < deadline
+        time.sleep(0.05)
+    victims = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [""])[0] == "ray::_run_one"]
+    assert victims, "no run process found"
+    victims[0].send_signal(signal.SIGKILL)
+    thread.join(timeout=240)
+    summary = result[0]
+    assert summary["done"] == 4 and summary["failed"] == 0
+    assert sorted(r["attempts"] for r in summary["runs"]) == [1, 1, 1, 2]  # the killed one ran twice
+    for r in summary["runs"]:
+        complete(tmp_path / "grid" / r["name"], 6000, 1500)
+    # in parallel: every run of the first wave was running while every other was
+    first = [r["task"] for r in summary["runs"] if r["attempts"] == 1]
+    assert max(t["started"] for t in first) < min(t["ended"] for t in first)
+    assert json.loads((tmp_path / "grid" / "grid_summary.json").read_text()) == summary
+
+
+@pytest.mark.integration
+def test_an_interrupted_grid_resumes_only_its_unfinished_runs(tmp_path):
+    """One run at a time (each declares all but half a CPU for its learner); Ctrl-C after the first finishes;
+    `--resume GRID_DIR` runs the other three and leaves the finished one alone."""
+    grid_dir = tmp_path / "grid"
+    cpus = os.cpu_count()
+    argv = [sys.executable, "-m", "learner.main", "--algo", "dqn,beta_dqn", "--seeds", "0,1", *SHORT,
+            "--checkpoint-every", "1000", "--learner-cpus", str(cpus - 0.5), "--actor-cpus", "0.5",
+            "--out", str(grid_dir)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not list(grid_dir.glob("*/summary.json")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"continue it with --resume {grid_dir}" in err
+    finished = {p.parent.name: p.stat().st_mtime_ns for p in grid_dir.glob("*/summary.json")}
+    assert 1 <= len(finished) < 4
+    resumed = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(grid_dir), "--progress", "false"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)
+    status = {r["name"]: r["status"] for r in summary["runs"]}
+    assert {n for n, s in status.items() if s == "done before"} == set(finished)
+    assert all(s in ("done", "done before") for s in status.values()) and len(status) == 4
+    for name, mtime in finished.items():  # not run again
+        assert (grid_dir / name / "summary.json").stat().st_mtime_ns == mtime
+    for name in status:
+        complete(grid_dir / name)
+
+
+TWO_NODES = """
+import json, sys
+from ray.cluster_utils import Cluster
+cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "resources": {"learner": 2}})
+worker = cluster.add_node(num_cpus=2)
+cluster.wait_for_nodes()
+from learner.main import main
+status = main(sys.argv[2:] + ["--address", cluster.address, "--out", sys.argv[1]])
+print(json.dumps({"status": status, "head": cluster.head_node.node_id, "worker": worker.node_id}), file=sys.stderr)
+cluster.shutdown()
+"""
+
+
+@pytest.mark.integration
+def test_a_grid_on_two_nodes_places_learners_by_resource_and_actors_on_both(tmp_path):
+    """Two Ray nodes on this machine: the head has the `learner` resource (as deploy/*.yaml give the GPU
+    head), the other only CPUs. Learners land on the head; the actors that do not fit there go to the other."""
+    out = tmp_path / "grid"
+    argv = ["--algo", "dqn", "--seeds", "0,1", *SHORT, "--actors", "2", "--learner-cpus", "0.5",
+            "--actor-cpus", "0.5"]
+    proc = subprocess.run([sys.executable, "-c", TWO_NODES, str(out), *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    nodes = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 0 and nodes["status"] == 0, proc.stderr
+    summary = json.loads((out / "grid_summary.json").read_text())
+    assert summary["done"] == 2
+    learners = {r["placement"]["learner"] for r in summary["runs"]}
+    actors = {n for r in summary["runs"] for n in r["placement"]["actors"]}
+    assert learners == {nodes["head"]}
+    assert actors == {nodes["head"], nodes["worker"]}
+    for r in summary["runs"]:
+        complete(out / r["name"])
