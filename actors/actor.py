@@ -104,6 +104,8 @@ class Actor:
         self.episodes: list[Episode | None] = [None] * len(self.envs)
         self.episodes_begun = 0
         self.instance, self.chunks_sent = secrets.token_hex(4), 0  # a restarted process is a new instance
+        # CliffWalk: training visits per cell (the report's state-visitation heatmaps), per chunk
+        self.track_visits = spec.name == "CliffWalk"
 
     def ready(self) -> int:
         """Answers once the actor is constructed (the run waits for all before the first chunk)."""
@@ -193,6 +195,7 @@ class Actor:
         obs_l, act_l, rew_l, next_l, term_l, trunc_l, ep_l, opt_l = [], [], [], [], [], [], [], []
         finished = []
         produced = 0
+        visits = np.zeros(self.spec.obs_shape[0], dtype=np.int64) if self.track_visits else None
         while produced < n_steps:
             # an env whose next arm is still on its way sits this round out: its round trip to the
             # arm source overlaps the other envs' steps (with none left, wait for the first arm)
@@ -216,6 +219,8 @@ class Actor:
                 ep, step = self.episodes[i], global_step + produced + j
                 a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step)
                 next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
+                if visits is not None:
+                    visits[int(np.argmax(self.obs[i]))] += 1
                 obs_l.append(self.obs[i])
                 act_l.append(a)
                 rew_l.append(reward)
@@ -256,4 +261,7 @@ class Actor:
         }
         self.chunks_sent += 1
         self.replay.insert(chunk)
-        return {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}
+        stats = {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}
+        if visits is not None:
+            stats["visits"] = visits
+        return stats

@@ -116,6 +116,7 @@ class Run:
         self.episodes = 0
         self.arm_episodes = 0  # finished episodes that were played under an arm (reported to it)
         self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
+        self.visits = np.zeros(spec.obs_shape[0], dtype=np.int64) if spec.name == "CliffWalk" else None
         self.evals: dict[int, dict | None] = {}  # env_steps -> result (None while running)
         self.next_target = cfg.target_update
         self.target_syncs: list[tuple[int, int]] = []  # (env step, learner updates) of each target copy
@@ -277,6 +278,8 @@ class Run:
                     self.env_steps += stats["steps"]
                     self.shard_inserted[shard_of(i, cfg.replay_shards)] += stats["steps"]
                     self.episodes += len(stats["episodes"])
+                    if "visits" in stats:
+                        self.visits += stats["visits"]
                     self.arm_episodes += sum(ep["arm"] is not None for ep in stats["episodes"])
                     if self.parts["arm_local"]:  # the bandit hears from the actors; a local arm's copy from here
                         for ep in stats["episodes"]:
@@ -365,6 +368,7 @@ class Run:
             "counters": {"env_steps": self.env_steps, "updates": learner.updates, "episodes": self.episodes,
                          "arm_episodes": self.arm_episodes, "dispatched": self.dispatched,
                          "generation": self.generation},
+            "visits": None if self.visits is None else self.visits.tolist(),
             "arm_source": self._arm("state_dict"),
             "evals": [self.evals[k] for k in sorted(self.evals) if self.evals[k] is not None],
             "target_syncs": [list(t) for t in self.target_syncs],
@@ -394,6 +398,8 @@ class Run:
         self.env_steps = self.committed = int(c["env_steps"])
         self.episodes, self.arm_episodes = int(c["episodes"]), int(c["arm_episodes"])
         self.dispatched = int(c["dispatched"])
+        if ckpt.get("visits") is not None:
+            self.visits = np.asarray(ckpt["visits"], dtype=np.int64)
         self.evals = {int(e["env_steps"]): e for e in ckpt["evals"]}
         self.target_syncs = [tuple(t) for t in ckpt["target_syncs"]]
         self.next_target, self.next_eval = int(ckpt["next"]["target"]), int(ckpt["next"]["eval"])
@@ -502,6 +508,8 @@ class Run:
             "device": str(learner.device),
             "throughput": self.clock.summary(self.env_steps, learner.updates, self.staleness),
             "placement": getattr(self, "placement", None),
+            # CliffWalk: training env steps taken in each of the 4×12 cells (row-major), for the report
+            "state_visits": None if self.visits is None else self.visits.tolist(),
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }

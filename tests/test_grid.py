@@ -90,6 +90,13 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     first = [r["task"] for r in summary["runs"] if r["attempts"] == 1]
     assert max(t["started"] for t in first) < min(t["ended"] for t in first)
     assert json.loads((tmp_path / "grid" / "grid_summary.json").read_text()) == summary
+    # and the grid's directory is what learner.report reads: a table and figures, CliffWalk's visits too
+    from learner.report import write_report
+
+    report = write_report(tmp_path / "grid").read_text()
+    assert "| CliffWalk | CliffWalk |" in report and "(n=2)" in report
+    for name in ("curves_CliffWalk.png", "cliffwalk_visits.png", "selection_CliffWalk.png"):
+        assert (tmp_path / "grid" / "report" / name).stat().st_size > 5000
 
 
 @pytest.mark.integration

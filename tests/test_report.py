@@ -1,0 +1,91 @@
+"""`python -m learner.report`: Table 1 from a hand-made set of runs (values computed by hand), the figures,
+and the refusal to compare runs whose configurations differ in more than the seed."""
+
+import csv
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from learner.config import Config, resolve
+from learner.report import ReportError, bootstrap_ci, write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
+BASIC = [f"{p}_{k}" for p in ("argmin_beta", "argmax_q") for k in FIELDS[1:]]
+
+
+def make_run(root: Path, env: str, algo: str, seed: int, final: float, rate: float, **config) -> Path:
+    out = root / f"{env.replace('/', '-')}_{algo}_s{seed}"
+    out.mkdir(parents=True)
+    cfg, spec = resolve(Config(env=env, algo=algo, seed=seed, total_steps=2000, eval_every=1000, out=str(out),
+                               wandb="disabled", **config))
+    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg)))
+    success = env == "CliffWalk"
+    score = {"return_mean": 0.0 if success else final, "success_rate": final if success else None}
+    summary = {"env": env, "algo": algo, "seed": seed, "env_steps": 2000, "env_steps_per_s": rate,
+               "final_eval": {"env_steps": 2000, "return_std": 0.0, **score}}
+    if success:
+        summary["state_visits"] = [seed + 1] * 48
+    (out / "summary.json").write_text(json.dumps(summary))
+    fields = FIELDS + (tuple(BASIC) if algo == "beta_dqn" else ())
+    with open(out / "evals.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        for step, value in ((1000, final / 2), (2000, final)):
+            row = {"env_steps": step, "return_mean": 0.0 if success else value, "return_std": 0.0,
+                   "success_rate": value if success else "", **{k: 0.1 for k in BASIC}}
+            w.writerow([row[k] for k in fields])
+    lines = [{"env_steps": s, "arms_cov": 0.2, "arms_cor": 0.5, "arms_cor0": 0.3} for s in (500, 1500)]
+    (out / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return out
+
+
+def fixture(root: Path) -> None:
+    for env, dqn, beta, rate in (("CliffWalk", (1.0, 0.8), (1.0, 1.0), 1000.0),
+                                 ("MinAtar/Breakout", (4.0, 6.0), (8.0, 10.0), 2000.0),
+                                 ("MinAtar/SpaceInvaders", (10.0, 10.0), (20.0, 20.0), 2000.0)):
+        for seed in (0, 1):
+            make_run(root, env, "dqn", seed, dqn[seed], rate)
+            make_run(root, env, "beta_dqn", seed, beta[seed], rate / 2)
+
+
+def test_table_one_by_hand(tmp_path):
+    fixture(tmp_path / "runs")
+    report = write_report(tmp_path / "runs").read_text()
+    # two seeds: the bootstrap's 2.5th/97.5th percentiles are the smaller and the larger (each resample of
+    # both seeds being the smaller one has probability 1/4, far above 2.5%)
+    assert "| CliffWalk | CliffWalk | 0.90 [0.80, 1.00] (n=2) | 1.00 [1.00, 1.00] (n=2) |" in report
+    assert "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] (n=2) | 9.00 [8.00, 10.00] (n=2) |" in report
+    assert "| MinAtar | average | 7.50 | 14.50 |" in report  # (5 + 10) / 2, (9 + 20) / 2
+    # β-DQN takes twice DQN's seconds per step everywhere; performance relative to DQN: 1.0/0.9, 9/5, 20/10
+    assert "| Computational cost |  | 100% | 200% |" in report
+    assert f"| Performance/cost |  | 1.00 | {((1.0 / 0.9 + 9 / 5 + 20 / 10) / 3) / 2:.2f} |" in report
+    assert report.index("| DQN | β-DQN |") > 0
+    out = tmp_path / "runs" / "report"
+    for name in ("curves_CliffWalk.png", "curves_MinAtar-Breakout.png", "selection_CliffWalk.png",
+                 "basic_CliffWalk.png", "cliffwalk_visits.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+        assert f"({name})" in report
+
+
+def test_bootstrap_interval():
+    assert bootstrap_ci([3.0]) == (3.0, 3.0, 3.0)
+    mean, lo, hi = bootstrap_ci(list(range(10)))
+    assert mean == 4.5 and 2.5 < lo < 4.5 < hi < 6.5
+    assert bootstrap_ci(list(range(10))) == (mean, lo, hi)  # seeded
+
+
+def test_runs_that_differ_in_more_than_the_seed_are_refused(tmp_path):
+    make_run(tmp_path, "CliffWalk", "dqn", 0, 1.0, 1000.0)
+    make_run(tmp_path, "CliffWalk", "beta_dqn", 1, 1.0, 1000.0, lr=1e-4)
+    with pytest.raises(ReportError, match=r"CliffWalk: runs differ in lr .*only the seed and the algorithm"):
+        write_report(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "runs differ in lr" in proc.stderr and "Traceback" not in proc.stderr
