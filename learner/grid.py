@@ -116,6 +116,7 @@ class Grid:
         self.status = {Path(r["out"]).name: "queued" for r in self.runs}
         self.attempts = {name: 0 for name in self.status}
         self.results: dict[str, dict] = {}
+        self.groups: dict = {}  # name -> its placement group while it runs or waits for room
 
     # ---- the grid's book ----
     def write_spec(self) -> None:
@@ -191,6 +192,7 @@ class Grid:
                        "max_retries": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
                            pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)}
             inflight[remote.options(**options).remote(run, resume)] = (name, pg)
+            self.groups[name] = pg
             self.attempts[name] += 1
             self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
 
@@ -248,12 +250,15 @@ class Grid:
     def _update_bar(self, bar) -> None:
         if bar is None:
             return
+        from ray.util import placement_group_table
+
         bar.n = self._progress()
-        counts = {s: list(self.status.values()).count(s) for s in ("queued", "running", "done", "done before",
-                                                                   "failed")}
-        running = sum(s == "running" or s.startswith("retry") for s in self.status.values())
-        bar.set_postfix_str(f"{counts['done'] + counts['done before']}/{len(self.status)} done, {running} running, "
-                            f"{counts['failed']} failed", refresh=False)
+        counts = {s: list(self.status.values()).count(s) for s in ("done", "done before", "failed")}
+        active = [n for n, s in self.status.items() if s == "running" or s.startswith("retry")]
+        # a run whose placement group is not created yet waits for room on the cluster
+        placed = sum(placement_group_table(self.groups[n]).get("state") == "CREATED" for n in active)
+        bar.set_postfix_str(f"{counts['done'] + counts['done before']}/{len(self.status)} done, {placed} running, "
+                            f"{len(active) - placed} queued, {counts['failed']} failed", refresh=False)
         bar.refresh()
 
     def _close(self, bar, t0: float) -> dict:

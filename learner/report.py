@@ -251,27 +251,26 @@ def basic_policies(runs: list[RunData], env: str, path: Path) -> bool:
     return True
 
 
-def selection_proportions(runs: list[RunData], env: str, path: Path, bins: int = 40) -> bool:
-    """β-DQN's share of episodes per policy group in the bandit's window, binned by env steps, mean over
-    seeds."""
+def selection_proportions(runs: list[RunData], env: str, path: Path, points: int = 50) -> bool:
+    """β-DQN's share of episodes per policy group in the bandit's window over training: each run's logged
+    shares interpolated onto common env steps (within the span it logged), mean over seeds."""
     group = [r for r in runs if r.env == env and r.algo == "beta_dqn" and any("arms_cov" in m for m in r.metrics)]
     if not group:
         return False
     total = max(r.config["total_steps"] for r in group)
-    edges = np.linspace(0, total, bins + 1)
+    grid = np.linspace(0, total, points)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, label in (("arms_cov", "π_cov"), ("arms_cor", "π_cor (α > 0)"), ("arms_cor0", "π_cor(0)")):
         per_run = []
         for r in group:
             rows = [m for m in r.metrics if key in m]
-            steps = np.array([m["env_steps"] for m in rows])
+            steps = np.array([m["env_steps"] for m in rows], dtype=np.float64)
             values = np.array([m[key] for m in rows])
-            idx = np.digitize(steps, edges[1:-1])
-            per_run.append([values[idx == b].mean() if (idx == b).any() else np.nan for b in range(bins)])
-        with warnings.catch_warnings():  # a bin no run logged in stays empty (NaN: a gap in the line)
+            per_run.append(np.where((grid >= steps[0]) & (grid <= steps[-1]), np.interp(grid, steps, values), np.nan))
+        with warnings.catch_warnings():  # steps no run logged around stay empty
             warnings.simplefilter("ignore", RuntimeWarning)
-            ax.plot((edges[:-1] + edges[1:]) / 2, np.nanmean(per_run, axis=0), label=label)
+            ax.plot(grid, np.nanmean(per_run, axis=0), label=label)
     ax.set(title=f"{env}: β-DQN's policy selection (n={len(group)})", xlabel="env steps",
            ylabel="share of the window's episodes", ylim=(0, 1))
     ax.legend()
