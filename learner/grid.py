@@ -151,10 +151,11 @@ class Grid:
             if self.status[name] in ("done", "done before"):
                 total += run["total_steps"]
                 continue
-            path = Path(run["out"]) / "metrics.jsonl"
-            try:
-                lines = path.read_bytes().rstrip().rsplit(b"\n", 1)
-                total += int(json.loads(lines[-1])["env_steps"]) if lines and lines[-1] else 0
+            try:  # the last line of metrics.jsonl (read from the end: the file grows all run long)
+                with open(Path(run["out"]) / "metrics.jsonl", "rb") as f:
+                    f.seek(max(0, f.seek(0, 2) - 4096))
+                    last = f.read().rstrip().rsplit(b"\n", 1)[-1]
+                total += int(json.loads(last)["env_steps"]) if last else 0
             except (OSError, ValueError, KeyError):
                 pass
         return total

@@ -77,7 +77,15 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     while not any((Path(r["out"]) / "checkpoint.pt").exists() for r in grid.runs):
         assert thread.is_alive() and time.monotonic() < deadline
         time.sleep(0.05)
-    victims = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [""])[0] == "ray::_run_one"]
+    # this test's cluster was started by this process: its runs' processes descend from it (another cluster
+    # on the machine is not ours to kill)
+    def is_run(p) -> bool:
+        try:
+            return (p.cmdline() or [""])[0] == "ray::_run_one"
+        except psutil.Error:  # gone meanwhile
+            return False
+
+    victims = [p for p in psutil.Process().children(recursive=True) if is_run(p)]
     assert victims, "no run process found"
     victims[0].send_signal(signal.SIGKILL)
     thread.join(timeout=240)
