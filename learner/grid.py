@@ -23,7 +23,7 @@ from learner.config import ConfigError
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 1
-GRID_ACTOR_CPUS = 0.5  # an actor's CPUs in a grid unless --actor-cpus says otherwise
+GRID_ACTOR_CPUS = 0.25  # an actor's CPUs in a grid unless --actor-cpus says otherwise (4 actors + 1 learner = 2)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -84,15 +84,16 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
     return runs
 
 
-def _run_one(args: dict, resume: bool) -> dict:
-    """A Ray task: one run, from its checkpoint when `resume`. Returns its summary, with where it ran."""
+def _run_one(args: dict) -> dict:
+    """A Ray task: one run, continued from its checkpoint when its directory has one (on the node it runs
+    on: a restart after a crash, or a resumed grid). Returns its summary, with where it ran."""
     import ray
 
     from learner.config import Config, resolve
     from learner.run import train
 
     started = time.time()
-    if resume:
+    if (Path(args["out"]) / "checkpoint.pt").is_file():
         from learner.main import resume_config
 
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false"])
@@ -120,8 +121,13 @@ class Grid:
 
     # ---- the grid's book ----
     def write_spec(self) -> None:
+        from replay_service.local_redis import redact
+
         self.dir.mkdir(parents=True, exist_ok=True)
-        spec = {"format": GRID_FORMAT, "args": {k: v for k, v in self.args.items() if k != "resume"},
+        args = {k: v for k, v in self.args.items() if k != "resume"}
+        if args["replay"] not in ("memory", "redis-local"):  # no password on disk
+            args["replay"] = ",".join(redact(u.strip()) for u in args["replay"].split(","))
+        spec = {"format": GRID_FORMAT, "args": args,
                 "runs": [{k: r[k] for k in ("env", "algo", "seed", "out")} for r in self.runs]}
         (self.dir / GRID_FILE).write_text(json.dumps(spec, indent=2) + "\n")
 
@@ -169,7 +175,6 @@ class Grid:
         from learner.runtime import RayBackend
 
         t0 = time.perf_counter()
-        self.write_spec()
         backend = RayBackend(self.args["address"])
         resources = ray.cluster_resources()
         learner_gpus = self.args["learner_gpus"]
@@ -180,10 +185,16 @@ class Grid:
             learner_bundle["GPU"] = learner_gpus
         if resources.get("learner", 0) > 0:  # the cluster names its learner nodes (deploy/*.yaml)
             learner_bundle["learner"] = 1
+        try:
+            self._check_fits(learner_bundle, ray.nodes())
+        except ConfigError:
+            backend.shutdown()
+            raise
+        self.write_spec()  # once the grid can start: a refused one leaves nothing behind
         remote = ray.remote(_run_one)
         inflight: dict = {}  # future -> (name, placement group)
 
-        def launch(run: dict, resume: bool) -> None:
+        def launch(run: dict) -> None:
             name = Path(run["out"]).name
             actor_cpus = run["actor_cpus"]
             bundles = [dict(learner_bundle)] + [{"CPU": actor_cpus} for _ in range(run["actors"])]
@@ -192,7 +203,7 @@ class Grid:
                        "resources": {k: v for k, v in learner_bundle.items() if k not in ("CPU", "GPU")},
                        "max_retries": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
                            pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)}
-            inflight[remote.options(**options).remote(run, resume)] = (name, pg)
+            inflight[remote.options(**options).remote(run)] = (name, pg)
             self.groups[name] = pg
             self.attempts[name] += 1
             self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
@@ -203,7 +214,7 @@ class Grid:
                 self.status[name] = "done before"  # --resume: finished in an earlier invocation
                 self.results[name] = {"summary": json.loads((Path(run["out"]) / "summary.json").read_text())}
             else:
-                launch(run, (Path(run["out"]) / "checkpoint.pt").is_file())
+                launch(run)
         bar = self._bar()
         try:
             while inflight:
@@ -221,7 +232,7 @@ class Grid:
                                   file=sys.stderr)
                             run = by_name[name]
                             remove_placement_group(pg)
-                            launch(run, (Path(run["out"]) / "checkpoint.pt").is_file())
+                            launch(run)
                             continue
                         self.status[name] = "failed"
                         print(f"grid: {name} failed: {reason}", file=sys.stderr)
@@ -238,6 +249,26 @@ class Grid:
         summary = self._close(bar, t0)
         backend.shutdown()
         return summary
+
+    def _check_fits(self, learner_bundle: dict, nodes: list[dict]) -> None:
+        """A run whose placement group no node set of this cluster can hold would wait forever: refuse it
+        (a cluster joined with --address may grow: then only warn)."""
+        alive = [n["Resources"] for n in nodes if n.get("Alive")]
+        run = max(self.runs, key=lambda r: r["actors"] * r["actor_cpus"])
+        need = learner_bundle["CPU"] + run["actors"] * run["actor_cpus"]
+        have = sum(n.get("CPU", 0) for n in alive)
+        learner_fits = any(all(n.get(k, 0) >= v for k, v in learner_bundle.items()) for n in alive)
+        problem = None
+        if not learner_fits:
+            problem = (f"no node has the learner's {learner_bundle} (--learner-cpus, --learner-gpus); the "
+                       f"largest has {max(alive, key=lambda n: n.get('CPU', 0)) if alive else {}}")
+        elif need > have:
+            problem = (f"a run needs {need:g} CPUs (--learner-cpus {learner_bundle['CPU']:g} + --actors "
+                       f"{run['actors']} × --actor-cpus {run['actor_cpus']:g}) but the cluster has {have:g}")
+        if problem and not self.args["address"]:
+            raise ConfigError("actors", problem)
+        if problem:
+            print(f"grid: warning: {problem}; runs wait until the cluster grows", file=sys.stderr)
 
     def _bar(self):
         if not self.args["progress"]:
@@ -286,9 +317,20 @@ def _retryable(e: BaseException) -> bool:
     return not isinstance(cause, (NonFiniteLoss, ConfigError))
 
 
+# flags a resumed grid may be given again with a new value: how it runs, not what it computes
+RESUME_MAY_CHANGE = ("address", "retries", "progress", "wandb", "replay")
+
+
 def grid_from_args(args: dict) -> Grid:
     """A new grid (`--out` is its directory, default runs/grid-<time>) or, with `--resume GRID_DIR`, the
-    one written there (flags given again may change only how it runs: address, retries, progress, W&B)."""
+    one written there (a flag given again may change only how it runs: RESUME_MAY_CHANGE)."""
+    import os
+    from urllib.parse import quote
+
+    from learner.main import build_parser
+
+    parser = build_parser()
+    given = {k: v for k, v in args.items() if v != parser.get_default(k) and k not in ("resume", "out")}
     resume = args.get("resume") or ""
     if resume:
         path = Path(resume) / GRID_FILE
@@ -302,9 +344,19 @@ def grid_from_args(args: dict) -> Grid:
         if saved.get("format") != GRID_FORMAT:
             raise ConfigError("resume", f"{path} has grid format {saved.get('format')}; this program reads "
                                         f"{GRID_FORMAT}")
-        merged = {**saved["args"], **{k: args[k] for k in ("address", "retries", "progress", "wandb")}}
-        return Grid(merged, Path(resume), resumed=True)
-    grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}")
+        for key, value in given.items():
+            if key not in RESUME_MAY_CHANGE and saved["args"].get(key) != value:
+                raise ConfigError(key, f"{value!r} differs from the grid being resumed "
+                                       f"({saved['args'].get(key)!r}); a resumed grid keeps its configuration")
+        merged = {**saved["args"], **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}}
+        if "***" in merged["replay"]:  # grid.json keeps no passwords
+            password = os.environ.get("REDIS_PASSWORD")
+            if not password:
+                raise ConfigError("replay", "the grid's Redis URL has a password that was not saved: pass "
+                                            "--replay with it, or set REDIS_PASSWORD")
+            merged["replay"] = merged["replay"].replace("***", quote(password, safe=""))
+        return Grid(merged, Path(resume).resolve(), resumed=True)
+    grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     if (grid_dir / GRID_FILE).exists():
         raise ConfigError("out", f"{grid_dir} already holds a grid; continue it with --resume {grid_dir}")
     return Grid(args, grid_dir, resumed=False)

@@ -35,10 +35,14 @@ import numpy as np
 ALGO_LABELS = {"dqn": "DQN", "bootstrapped_dqn": "Bootstrapped DQN", "ez_greedy": "εz-greedy", "rnd": "RND",
                "lesson": "LESSON", "beta_dqn": "β-DQN"}
 # fields that say where and how a run was executed or reported, not what it computed
+# (device, threads and CPU shares change the speed, not the math: the cost row says so where they differ)
 BOOKKEEPING = {"seed", "seeds", "out", "run_id", "grid", "resume", "address", "progress", "log_every", "wandb",
-               "wandb_project", "replay", "replay_timeout", "replay_persist", "replay_shards", "device",
-               "learner_cpus", "learner_gpus", "retries", "actor_cpus", "cuda_graphs", "beta_thread",
-               "learner_threads", "checkpoint_every", "publish_every"}
+               "wandb_project", "replay", "replay_timeout", "replay_persist", "device", "learner_cpus",
+               "learner_gpus", "retries", "actor_cpus", "cuda_graphs", "beta_thread", "learner_threads",
+               "checkpoint_every"}
+# fields that only some methods read: compared only between runs of the same method
+METHOD_FIELDS = frozenset({"boot_heads", "boot_epsilon", "ez_mu", "rnd_scale", "lesson_tau", "lesson_alpha", "two_q",
+                           "eval_basic", "policy_set", "count_mode", "beta_eps", "bandit_window"})
 BOOTSTRAP_SAMPLES = 10_000
 
 
@@ -109,13 +113,23 @@ def check_comparable(runs: list[RunData]) -> None:
     for run in runs:
         by_env[run.env].append(run)
     for env, group in by_env.items():
+        seen: dict[tuple, RunData] = {}
+        for run in group:
+            key = (run.algo, run.config.get("seed"))
+            if key in seen:
+                raise ReportError(f"{env}: {run.algo} seed {key[1]} appears twice ({seen[key].name}, {run.name}); "
+                                  "report each run once")
+            seen[key] = run
         first = group[0]
         for other in group[1:]:
+            same_method = next((r for r in group if r.algo == other.algo), other)
             keys = sorted((set(first.config) | set(other.config)) - BOOKKEEPING - {"algo"})
             for key in keys:
-                if first.config.get(key) != other.config.get(key):
+                # a method's own field: compared between runs of that method only
+                base = same_method if key in METHOD_FIELDS else first
+                if base.config.get(key) != other.config.get(key):
                     raise ReportError(
-                        f"{env}: runs differ in {key} ({first.name}: {first.config.get(key)!r}, {other.name}: "
+                        f"{env}: runs differ in {key} ({base.name}: {base.config.get(key)!r}, {other.name}: "
                         f"{other.config.get(key)!r}); only the seed and the algorithm may differ between runs "
                         "that are compared")
 
@@ -132,7 +146,10 @@ def bootstrap_ci(values, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tup
 
 
 def final_score(run: RunData) -> float:
-    return float(run.summary["final_eval"][metric(run.env)] or 0.0)
+    value = run.summary["final_eval"].get(metric(run.env))
+    if value is None:
+        raise ReportError(f"{run.name} has no final {metric(run.env)} in its summary.json")
+    return float(value)
 
 
 def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
@@ -179,11 +196,15 @@ def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
                 continue
             # seconds per env step relative to DQN's, averaged over the environments both ran
             cost = float(np.mean([rates[e, "dqn"] / rates[e, algo] for e in shared]))
-            relative = [cells[e, algo][0] / cells[e, "dqn"][0] for e in shared if cells[e, "dqn"][0] != 0]
             numbers["cost"][algo] = cost
             cost_row.append(f"{100 * cost:.0f}%")
-            if relative:
-                numbers["performance_per_cost"][algo] = float(np.mean(relative)) / cost
+            # (score / DQN's score) / cost, over the environments where DQN's score is not 0 (cost over the
+            # same ones)
+            scored = [e for e in shared if cells[e, "dqn"][0] != 0]
+            if scored:
+                relative = np.mean([cells[e, algo][0] / cells[e, "dqn"][0] for e in scored])
+                cost_scored = np.mean([rates[e, "dqn"] / rates[e, algo] for e in scored])
+                numbers["performance_per_cost"][algo] = float(relative / cost_scored)
                 perf_row.append(f"{numbers['performance_per_cost'][algo]:.2f}")
             else:
                 perf_row.append("—")
@@ -311,8 +332,10 @@ def write_report(root: Path, out: Path | None = None) -> Path:
              f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished left out)" if unfinished else "") + ". "
              "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
              "MiniGrid and CliffWalk, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
+             "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
              "Computational cost: seconds per env step relative to DQN's, from the runs' own wall clock "
-             "(runs that shared a machine slow each other). Performance/cost: (score / DQN's score) / cost.", "",
+             "(runs that shared a machine slow each other), averaged over environments. Performance/cost: "
+             "(score / DQN's score) / cost, averaged over the environments where DQN's score is not 0.", "",
              "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines.append("")

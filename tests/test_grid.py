@@ -74,7 +74,7 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     thread = threading.Thread(target=lambda: result.append(grid.run()))
     thread.start()
     deadline = time.monotonic() + 120
-    while not any((Path(r["out"]) / "checkpoint.pt").exists() for r in grid.runs):
+    while not all((Path(r["out"]) / "checkpoint.pt").exists() for r in grid.runs):  # whichever dies has one
         assert thread.is_alive() and time.monotonic() < deadline
         time.sleep(0.05)
     # this test's cluster was started by this process: its runs' processes descend from it (another cluster
@@ -89,9 +89,15 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     assert victims, "no run process found"
     victims[0].send_signal(signal.SIGKILL)
     thread.join(timeout=240)
+    assert result, "the grid did not finish"
     summary = result[0]
     assert summary["done"] == 4 and summary["failed"] == 0
     assert sorted(r["attempts"] for r in summary["runs"]) == [1, 1, 1, 2]  # the killed one ran twice
+    import torch
+
+    for r in summary["runs"]:  # the second attempt continued from the checkpoint (a resume's generation)
+        generation = torch.load(tmp_path / "grid" / r["name"] / "checkpoint.pt")["counters"]["generation"]
+        assert generation == r["attempts"] - 1
     for r in summary["runs"]:
         complete(tmp_path / "grid" / r["name"], 6000, 1500)
     # in parallel: every run of the first wave was running while every other was
@@ -127,6 +133,7 @@ def test_an_interrupted_grid_resumes_only_its_unfinished_runs(tmp_path):
     assert f"continue it with --resume {grid_dir}" in err
     finished = {p.parent.name: p.stat().st_mtime_ns for p in grid_dir.glob("*/summary.json")}
     assert 1 <= len(finished) < 4
+    started = {p.parent.name for p in grid_dir.glob("*/checkpoint.pt")} - set(finished)
     resumed = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(grid_dir), "--progress", "false"],
                              cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
@@ -138,6 +145,10 @@ def test_an_interrupted_grid_resumes_only_its_unfinished_runs(tmp_path):
         assert (grid_dir / name / "summary.json").stat().st_mtime_ns == mtime
     for name in status:
         complete(grid_dir / name)
+    import torch
+
+    for name in started:  # interrupted after a checkpoint: continued from it
+        assert torch.load(grid_dir / name / "checkpoint.pt")["counters"]["generation"] >= 1, name
 
 
 TWO_NODES = """
@@ -172,3 +183,13 @@ def test_a_grid_on_two_nodes_places_learners_by_resource_and_actors_on_both(tmp_
     assert actors == {nodes["head"], nodes["worker"]}
     for r in summary["runs"]:
         complete(out / r["name"])
+
+
+@pytest.mark.integration
+def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
+    """The test cluster has 4 CPUs: a run asking for 1 + 8 × 0.5 would wait forever; it is refused."""
+    grid = grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, "--actors", "8", "--actor-cpus", "0.5",
+                                   "--out", str(tmp_path / "g")]))
+    with pytest.raises(ConfigError, match=r"--actors: a run needs 5 CPUs .* but the cluster has 4"):
+        grid.run()
+    assert not (tmp_path / "g").exists()  # nothing left behind: the same command, corrected, can run

@@ -89,3 +89,21 @@ def test_runs_that_differ_in_more_than_the_seed_are_refused(tmp_path):
                           text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "runs differ in lr" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_methods_own_flags_may_differ_from_the_others_but_not_between_its_seeds(tmp_path):
+    make_run(tmp_path / "ok", "CliffWalk", "dqn", 0, 1.0, 1000.0)
+    make_run(tmp_path / "ok", "CliffWalk", "beta_dqn", 0, 1.0, 500.0, policy_set="8")
+    make_run(tmp_path / "ok", "CliffWalk", "beta_dqn", 1, 1.0, 500.0, policy_set="8")
+    assert "(n=2)" in write_report(tmp_path / "ok").read_text()
+    make_run(tmp_path / "bad", "CliffWalk", "beta_dqn", 0, 1.0, 500.0, policy_set="8")
+    make_run(tmp_path / "bad", "CliffWalk", "beta_dqn", 1, 1.0, 500.0)
+    with pytest.raises(ReportError, match="runs differ in policy_set"):
+        write_report(tmp_path / "bad")
+
+
+def test_a_run_counted_twice_is_refused(tmp_path):
+    make_run(tmp_path / "a", "CliffWalk", "dqn", 0, 1.0, 1000.0)
+    make_run(tmp_path / "b", "CliffWalk", "dqn", 0, 1.0, 1000.0)
+    with pytest.raises(ReportError, match="dqn seed 0 appears twice"):
+        write_report(tmp_path)
