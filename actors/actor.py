@@ -36,7 +36,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=-1, keepdims=True)
 
 
-def _ray_node() -> str:
+def ray_node() -> str:
     import sys
 
     ray = sys.modules.get("ray")
@@ -116,7 +116,7 @@ class Actor:
 
     def node(self) -> str:
         """The Ray node this actor runs on ("local" outside Ray; actors never import Ray themselves)."""
-        return _ray_node()
+        return ray_node()
 
     def set_weights(self, weights: dict, version: int) -> None:
         self.nets = {name: NumpyNet(params) for name, params in unflatten(weights).items()}

@@ -107,8 +107,8 @@ def _run_one(args: dict) -> dict:
 
 
 class Grid:
-    def __init__(self, args: dict, grid_dir: Path, resumed: bool):
-        self.args, self.dir, self.resumed = args, grid_dir, resumed
+    def __init__(self, args: dict, grid_dir: Path):
+        self.args, self.dir = args, grid_dir
         self.runs = expand(args, grid_dir)
         from learner.config import Config, resolve
 
@@ -355,8 +355,8 @@ def grid_from_args(args: dict) -> Grid:
                 raise ConfigError("replay", "the grid's Redis URL has a password that was not saved: pass "
                                             "--replay with it, or set REDIS_PASSWORD")
             merged["replay"] = merged["replay"].replace("***", quote(password, safe=""))
-        return Grid(merged, Path(resume).resolve(), resumed=True)
+        return Grid(merged, Path(resume).resolve())
     grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     if (grid_dir / GRID_FILE).exists():
         raise ConfigError("out", f"{grid_dir} already holds a grid; continue it with --resume {grid_dir}")
-    return Grid(args, grid_dir, resumed=False)
+    return Grid(args, grid_dir)

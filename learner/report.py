@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import sys
 import warnings
 from collections import defaultdict
@@ -351,12 +350,8 @@ def write_report(root: Path, out: Path | None = None) -> Path:
         lines += ["## CliffWalk state visitation (training)", "", "![visits](cliffwalk_visits.png)", ""]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers},
-                                                indent=2, default=_jsonable) + "\n")
+                                                indent=2) + "\n")
     return out / "report.md"
-
-
-def _jsonable(value):
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def main(argv: list[str] | None = None) -> int:

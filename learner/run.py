@@ -203,9 +203,9 @@ class Run:
             backend.get([backend.call(a, "ready") for a in actors])
             self.clock.actors_ready()
             if backend.concurrent:  # where the parts run (a grid on a cluster reports it)
-                from actors.actor import _ray_node
+                from actors.actor import ray_node
 
-                self.placement = {"learner": _ray_node(),
+                self.placement = {"learner": ray_node(),
                                   "actors": backend.get([backend.call(a, "node") for a in actors])}
             t0 = time.perf_counter()
             while True:
