@@ -16,6 +16,7 @@ CHECKPOINT_FORMAT = 2  # 2: the learner's target copies and fixed modules as one
 ALGOS = ("beta_dqn", "dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson")
 LOSSES = ("huber", "mse")
 COUNT_MODES = ("augment", "simple", "off")
+BANDIT_RETURNS = ("minmax", "raw")
 DEVICES = ("auto", "cpu", "cuda")
 RUNTIMES = ("ray", "serial")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -29,96 +30,122 @@ class ConfigError(ValueError):
         self.field = name
 
 
+# Every field declares its role, and the rest of the program reads it from here:
+#   "computes" (the default): changes what a run computes; a grid axis when given as a comma list;
+#   "run": where and how a run executes or reports (directories, cluster, device, logging), not its results;
+#   "grid": how a grid schedules its runs.
+# `algos` names the methods that read a field (all of them when absent): a grid gives the others the
+# default, and the report compares such a field only between runs of a method that reads it.
+EPSILON_ALGOS = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd")  # DQN's ε-greedy schedule (spec §4)
+
+
+def _opt(default, help: str, role: str = "computes", algos: tuple[str, ...] = ALGOS):
+    return field(default=default, metadata={"help": help, "role": role, "algos": algos})
+
+
+def _run(default, help: str):
+    return _opt(default, help, role="run")
+
+
+def _grid(default, help: str):
+    return _opt(default, help, role="grid")
+
+
+def _beta(default, help: str):
+    return _opt(default, help, algos=("beta_dqn",))
+
+
 @dataclass(frozen=True)
 class Config:
     # --- the run ---
-    env: str = field(default="MinAtar/Breakout", metadata={"help": "environment name (see README)"})
-    algo: str = field(default="beta_dqn", metadata={"help": f"algorithm: {', '.join(ALGOS)}"})
-    seed: int = field(default=0, metadata={"help": "seed of everything in the run"})
-    total_steps: int = field(default=5_000_000, metadata={"help": "training env steps (all actors)"})
-    out: str = field(default="", metadata={
-        "help": "run directory (default runs/<env>_<algo>_s<seed>); a grid's directory (default runs/grid-<time>)"})
-    seeds: str = field(default="", metadata={
-        "help": "a grid over seeds: 0-9, 0,3,7 or 0-2,5 (with comma-separated --algo/--env: every combination)"})
-    grid: str = field(default="", metadata={"help": "the grid a run belongs to (set by the grid; a W&B tag)"})
-    learner_cpus: float = field(default=1.0, metadata={"help": "grid: CPUs declared for each run's learner"})
-    learner_gpus: float = field(default=-1.0, metadata={
-        "help": "grid: GPUs declared for each run's learner (-1: a quarter where the cluster has GPUs, else 0)"})
-    retries: int = field(default=2, metadata={
-        "help": "grid: times a run that crashed is started again (from its checkpoint)"})
+    env: str = _opt("MinAtar/Breakout", "environment name (see README)")
+    algo: str = _opt("beta_dqn", f"algorithm: {', '.join(ALGOS)}")
+    seed: int = _opt(0, "seed of everything in the run (a grid: --seeds)")
+    total_steps: int = _opt(5_000_000, "training env steps (all actors)")
+    out: str = _run("", "run directory (default runs/<env>_<algo>_s<seed>); a grid's directory "
+                        "(default runs/grid-<time>)")
+    seeds: str = _grid("", "a grid over seeds: 0-9, 0,3,7 or 0-2,5 (with comma lists of other flags: every "
+                           "combination)")
+    grid: str = _grid("", "the grid a run belongs to (set by the grid; a W&B tag)")
+    variant: str = _grid("", "the run's values of the grid's axes besides --env, --algo and the seed, e.g. "
+                             "bandit-returns=raw (set by the grid; names the run's column in the report)")
+    learner_cpus: float = _grid(1.0, "grid: CPUs declared for each run's learner (a serial run: for the whole run)")
+    learner_gpus: float = _grid(-1.0, "grid: GPUs declared for each run's learner (-1: a quarter where the "
+                                      "cluster has GPUs, else 0)")
+    retries: int = _grid(2, "grid: times a run that crashed is started again (from its checkpoint)")
     # --- runtime ---
-    runtime: str = field(default="ray", metadata={"help": "ray: actors as processes; serial: one process"})
-    actors: int = field(default=4, metadata={"help": "actor processes"})
-    envs_per_actor: int = field(default=4, metadata={"help": "environments stepped together per actor"})
-    actor_cpus: float = field(default=0.0, metadata={
-        "help": "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors"})
-    chunk_steps: int = field(default=64, metadata={
-        "help": "env steps an actor collects per call; transitions travel as one chunk"})
-    replay_shards: int = field(default=1, metadata={"help": "replay shards"})
-    replay: str = field(default="memory", metadata={
-        "help": "replay service: memory (shards as Ray actors), redis-local (the run starts --replay-shards "
-                "redis-servers on 127.0.0.1 with a generated password), or redis://[:password@]host:port[/db] "
-                "(several comma-separated: one shard each; password also from REDIS_PASSWORD)"})
-    replay_timeout: float = field(default=60.0, metadata={
-        "help": "seconds a Redis shard may stay unreachable (the run pauses, retrying) before the run stops"})
-    replay_persist: bool = field(default=False, metadata={
-        "help": "redis-local: keep an append-only file in the run directory"})
-    run_id: str = field(default="", metadata={
-        "help": "namespace of the run's keys in a shared Redis (default: the run directory's name + a random tag)"})
-    address: str = field(default="", metadata={"help": "Ray cluster to join (default: RAY_ADDRESS, else local)"})
-    device: str = field(default="auto", metadata={"help": f"learner device: {', '.join(DEVICES)}"})
-    learner_threads: int = field(default=1, metadata={"help": "torch CPU threads of the learner"})
-    beta_thread: bool = field(default=True, metadata={
-        "help": "β-DQN: update β on a second learner thread beside Q (same math, faster with 2+ cores)"})
-    cuda_graphs: bool = field(default=True, metadata={
-        "help": "GPU learner: capture the whole update as one CUDA graph and replay it per batch"})
-    publish_every: int = field(default=10, metadata={"help": "learner updates between weight broadcasts"})
+    runtime: str = _opt("ray", "ray: actors as processes; serial: one process, deterministic for a seed "
+                               "(--actors 1 --envs-per-actor 1: episodes in sequence, as the paper's Algorithm 1)")
+    actors: int = _opt(4, "actor processes")
+    envs_per_actor: int = _opt(4, "environments stepped together per actor")
+    actor_cpus: float = _run(0.0, "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors")
+    chunk_steps: int = _opt(64, "env steps an actor collects per call; transitions travel as one chunk")
+    replay_shards: int = _opt(1, "replay shards")
+    replay: str = _run("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
+                                 "--replay-shards redis-servers on 127.0.0.1 with a generated password), or "
+                                 "redis://[:password@]host:port[/db] (several comma-separated: one shard each; "
+                                 "password also from REDIS_PASSWORD)")
+    replay_timeout: float = _run(60.0, "seconds a Redis shard may stay unreachable (the run pauses, retrying) "
+                                       "before the run stops")
+    replay_persist: bool = _run(False, "redis-local: keep an append-only file in the run directory")
+    run_id: str = _run("", "namespace of the run's keys in a shared Redis (default: the run directory's name + "
+                           "a random tag)")
+    address: str = _run("", "Ray cluster to join (default: RAY_ADDRESS, else local)")
+    device: str = _run("auto", f"learner device: {', '.join(DEVICES)}")
+    learner_threads: int = _run(1, "torch CPU threads of the learner")
+    beta_thread: bool = _run(True, "β-DQN: update β on a second learner thread beside Q (same math, faster with "
+                                   "2+ cores)")
+    cuda_graphs: bool = _run(True, "GPU learner: capture the whole update as one CUDA graph and replay it per batch")
+    publish_every: int = _opt(10, "learner updates between weight broadcasts")
     # --- training loop (spec §4) ---
-    batch_size: int = field(default=32, metadata={"help": "minibatch size"})
-    replay_capacity: int = field(default=100_000, metadata={"help": "replay capacity (FIFO), all shards"})
-    replay_ratio: float = field(default=0.25, metadata={"help": "learner updates per env step inserted"})
-    target_update: int = field(default=1000, metadata={"help": "env steps between hard target copies"})
-    learning_starts: int = field(default=5000, metadata={"help": "env steps of uniform random acting first"})
-    gamma: float | None = field(default=None, metadata={"help": "discount (default: 0.9 CliffWalk, else 0.99)"})
-    lr: float | None = field(default=None, metadata={"help": "Adam learning rate (default: per env, spec §4)"})
-    loss: str = field(default="huber", metadata={"help": f"TD loss: {', '.join(LOSSES)}"})
-    eps_start: float = field(default=1.0, metadata={"help": "DQN ε-greedy start"})
-    eps_end: float = field(default=0.01, metadata={"help": "DQN ε-greedy end"})
-    eps_decay_steps: int = field(default=1_000_000, metadata={"help": "env steps of linear ε decay"})
+    batch_size: int = _opt(32, "minibatch size")
+    replay_capacity: int = _opt(100_000, "replay capacity (FIFO), all shards")
+    replay_ratio: float = _opt(0.25, "learner updates per env step inserted")
+    target_update: int = _opt(1000, "env steps between hard target copies")
+    learning_starts: int = _opt(5000, "env steps of uniform random acting first")
+    gamma: float | None = _opt(None, "discount (default: 0.9 CliffWalk, else 0.99)")
+    lr: float | None = _opt(None, "Adam learning rate (default: per env, spec §4)")
+    loss: str = _opt("huber", f"TD loss: {', '.join(LOSSES)}")
+    eps_start: float = _opt(1.0, "DQN-family ε-greedy start", algos=EPSILON_ALGOS)
+    eps_end: float = _opt(0.01, "DQN-family ε-greedy end", algos=EPSILON_ALGOS)
+    eps_decay_steps: int = _opt(1_000_000, "env steps of the linear ε decay (the spec's 1M; the paper's "
+                                           "CliffWalk DQN is not specified)", algos=EPSILON_ALGOS)
     # --- β-DQN (spec §1–3) ---
-    beta_eps: float = field(default=0.05, metadata={"help": "ε of the in-sample mask β(a|s) > ε"})
-    policy_set: str = field(default="13", metadata={"help": "policy set: 13, 8, 23, cov, cor0, cor1"})
-    count_mode: str = field(default="augment", metadata={
-        "help": f"episodic counts in π_cov: {', '.join(COUNT_MODES)}"})
-    bandit_window: int = field(default=1000, metadata={"help": "meta-controller window L (episodes)"})
-    two_q: bool = field(default=False, metadata={
-        "help": "β-DQN ablation: learn a second Q with the unconstrained target for π_cor's optimistic term"})
-    eval_basic: bool = field(default=True, metadata={
-        "help": "β-DQN: at every evaluation also evaluate the basic policies argmin β and argmax Q"})
+    beta_eps: float = _beta(0.05, "ε of the in-sample mask β(a|s) > ε")
+    policy_set: str = _beta("13", "policy set: 13, 8, 23, cov, cor0, cor1")
+    count_mode: str = _beta("augment", f"episodic counts in π_cov: {', '.join(COUNT_MODES)}")
+    bandit_window: int = _beta(1000, "meta-controller window L (episodes)")
+    bandit_returns: str = _beta("minmax", "how returns enter the meta-controller's μ: minmax (normalised to "
+                                          "[0, 1] by the window's min and max: the paper's commented-out "
+                                          "implementation note, the spec's default) or raw (as the published "
+                                          "text reads)")
+    two_q: bool = _beta(False, "β-DQN ablation: learn a second Q with the unconstrained target for π_cor's "
+                               "optimistic term")
+    eval_basic: bool = _beta(True, "β-DQN: at every evaluation also evaluate the basic policies argmin β and "
+                                   "argmax Q")
     # --- baselines (spec §7) ---
-    boot_heads: int = field(default=10, metadata={"help": "Bootstrapped DQN: heads K"})
-    boot_epsilon: bool = field(default=True, metadata={
-        "help": "Bootstrapped DQN: ε-greedy (DQN's schedule) on the episode's head; false: greedy on it"})
-    ez_mu: float = field(default=2.0, metadata={"help": "εz-greedy: exponent μ of the Zeta duration (> 1)"})
-    rnd_scale: float = field(default=10.0, metadata={
-        "help": "RND: intrinsic reward scale in Q's target; LESSON: in the intrinsic Q's"})
-    lesson_tau: float = field(default=0.02, metadata={"help": "LESSON: softmax temperature of the option choice"})
-    lesson_alpha: float = field(default=0.0, metadata={
-        "help": "LESSON: weight of the intrinsic reward in the option values' reward"})
+    boot_heads: int = _opt(10, "Bootstrapped DQN: heads K", algos=("bootstrapped_dqn",))
+    boot_epsilon: bool = _opt(True, "Bootstrapped DQN: ε-greedy (DQN's schedule) on the episode's head; false: "
+                                    "greedy on it", algos=("bootstrapped_dqn",))
+    ez_mu: float = _opt(2.0, "εz-greedy: exponent μ of the Zeta duration (> 1)", algos=("ez_greedy",))
+    rnd_scale: float = _opt(10.0, "RND: intrinsic reward scale in Q's target; LESSON: in the intrinsic Q's",
+                            algos=("rnd", "lesson"))
+    lesson_tau: float = _opt(0.02, "LESSON: softmax temperature of the option choice", algos=("lesson",))
+    lesson_alpha: float = _opt(0.0, "LESSON: weight of the intrinsic reward in the option values' reward",
+                               algos=("lesson",))
     # --- evaluation (spec §4) ---
-    checkpoint_every: int = field(default=100_000, metadata={
-        "help": "env steps between checkpoints (and one at the end); the run pauses its actors to write one"})
-    resume: str = field(default="", metadata={
-        "help": "continue the run in this directory from its checkpoint (other flags must match it)"})
-    eval_every: int = field(default=100_000, metadata={"help": "env steps between evaluations"})
-    eval_episodes: int = field(default=30, metadata={"help": "episodes per evaluation"})
-    eval_epsilon: float = field(default=0.01, metadata={"help": "ε of the evaluation policy"})
+    checkpoint_every: int = _run(100_000, "env steps between checkpoints (and one at the end); the run pauses "
+                                          "its actors to write one")
+    resume: str = _run("", "continue the run in this directory from its checkpoint (other flags must match it)")
+    eval_every: int = _opt(100_000, "env steps between evaluations")
+    eval_episodes: int = _opt(30, "episodes per evaluation")
+    eval_epsilon: float = _opt(0.01, "ε of the evaluation policy")
     # --- outputs ---
-    wandb: str = field(default="", metadata={
-        "help": f"W&B mode: {', '.join(WANDB_MODES)} (default: WANDB_MODE, else offline)"})
-    wandb_project: str = field(default="beta-dqn", metadata={"help": "W&B project"})
-    log_every: float = field(default=10.0, metadata={"help": "seconds between metric lines"})
-    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    wandb: str = _run("", f"W&B mode: {', '.join(WANDB_MODES)} (default: WANDB_MODE, else offline)")
+    wandb_project: str = _run("beta-dqn", "W&B project")
+    log_every: float = _run(10.0, "seconds between metric lines")
+    progress: bool = _run(True, "show a progress bar")
+    json: bool = _run(False, "print the summary as JSON on stdout (for scripts); default: a few lines for people")
 
     def __post_init__(self):
         validate(self)
@@ -177,6 +204,7 @@ def validate(cfg: Config) -> None:
     _choice(cfg, "device", DEVICES)
     _choice(cfg, "loss", LOSSES)
     _choice(cfg, "count_mode", COUNT_MODES)
+    _choice(cfg, "bandit_returns", BANDIT_RETURNS)
     _choice(cfg, "policy_set", tuple(POLICY_SETS))
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
@@ -257,3 +285,50 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
         lr=spec.learning_rate if cfg.lr is None else cfg.lr)
     return cfg, spec
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+# fields that say where and how a run or a grid executes and reports, not what a run computes
+BOOKKEEPING = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] != "computes")
+# the flags a grid takes as axes when given as comma lists (--seeds is the seed's axis)
+AXES = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "computes" and name != "seed")
+
+
+def reads(algo: str, name: str) -> bool:
+    """Whether method `algo` reads field `name` (fields of other methods it ignores)."""
+    return algo in FIELDS[name].metadata["algos"]
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def flag_text(value) -> str:
+    """A value as the command line gives it (booleans as true/false; a list as a grid axis)."""
+    if isinstance(value, list):
+        return ",".join(flag_text(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def command_line(values: dict) -> str:
+    """`python -m learner.main` with the flags among `values` whose value is not the default."""
+    import shlex
+
+    parts = ["python -m learner.main"]
+    for name, f in FIELDS.items():
+        if name in values and values[name] != f.default:
+            parts += [flag(name), shlex.quote(flag_text(values[name]))]
+    return " ".join(parts)
+
+
+def run_command(config: dict) -> str:
+    """The command line that computes the run of `config` (config.json) again: every field that changes what
+    it computes (and its seed), where it differs from the default (γ and the learning rate: the env's)."""
+    from actors.envs import env_spec
+
+    spec = env_spec(config["env"])
+    values = {k: v for k, v in config.items() if k in FIELDS and (k in AXES or k == "seed")}
+    for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
+        if values.get(name) == default:
+            del values[name]
+    return command_line(values)

@@ -14,6 +14,7 @@ progress line for all runs, a run that crashed started again from its checkpoint
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from learner.config import ConfigError
 
 GRID_FILE = "grid.json"
-GRID_FORMAT = 1
+GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
 GRID_ACTOR_CPUS = 0.25  # an actor's CPUs in a grid unless --actor-cpus says otherwise (4 actors + 1 learner = 2)
 
 
@@ -44,44 +45,54 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def is_grid(args: dict) -> bool:
-    """Whether the command line asks for a grid: a list of algorithms or environments, `--seeds`, or
+    """Whether the command line asks for a grid: a flag given as a comma list (an axis), `--seeds`, or
     `--resume` of a grid directory."""
     resume = args.get("resume") or ""
-    return ("," in args["algo"] or "," in args["env"] or bool(args.get("seeds"))
+    return (any(isinstance(v, list) for v in args.values()) or bool(args.get("seeds"))
             or bool(resume and (Path(resume) / GRID_FILE).is_file()))
 
 
-def run_name(env: str, algo: str, seed: int) -> str:
+def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
+    """`<env>_<algo>[_<variant>]_s<seed>`, e.g. CliffWalk_beta_dqn_bandit-returns=raw_s3."""
     from actors.envs import canonical_name
 
-    return f"{canonical_name(env).replace('/', '-')}_{algo}_s{seed}"
+    middle = f"_{variant.replace(',', '_').replace('/', '-')}" if variant else ""
+    return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
 
 
 def expand(args: dict, grid_dir: Path) -> list[dict]:
-    """One run's arguments per combination (every combination validated first: a mistake in any is one
-    line before anything starts)."""
-    from learner.config import Config
+    """One run's arguments per combination of the axes (the flags given as lists) and the seeds; a flag that a
+    combination's method does not read keeps its default there (so DQN does not run once per value of a
+    β-DQN flag). Every combination is validated first: a mistake in any is one line before anything starts."""
+    from learner.config import FIELDS, Config, flag, flag_text, reads
 
-    envs = [e.strip() for e in args["env"].split(",") if e.strip()]
-    algos = [a.strip() for a in args["algo"].split(",") if a.strip()]
+    axes = [(name, value) for name, value in args.items() if isinstance(value, list)]
+    for name, values in axes:
+        if not values:
+            raise ConfigError(name, "an empty list")
     seeds = parse_seeds(args["seeds"]) if args.get("seeds") else [args["seed"]]
-    if not envs or not algos:
-        raise ConfigError("env" if not envs else "algo", "an empty list")
-    runs = []
-    for env in envs:
-        for algo in algos:
-            for seed in seeds:
-                one = {**args, "env": env, "algo": algo, "seed": seed, "seeds": "", "resume": "",
-                       "grid": grid_dir.name, "progress": False,
-                       # every actor declares its share (0 would mean "whatever the cluster has" for one run)
-                       "actor_cpus": args["actor_cpus"] or GRID_ACTOR_CPUS}
-                one["out"] = str(grid_dir / run_name(env, algo, seed))
-                Config(**one)  # validates; environments are checked by `resolve` below
-                runs.append(one)
-    names = [Path(r["out"]).name for r in runs]
-    if len(set(names)) != len(names):
-        raise ConfigError("env", "two names in the lists are the same environment")
-    return runs
+    runs: dict[str, dict] = {}
+    for combination in itertools.product(*(values for _, values in axes)):
+        chosen = {name: value for (name, _), value in zip(axes, combination, strict=True)}
+        algo = chosen.get("algo", args["algo"])
+        one = {**args, "seeds": "", "resume": "", "grid": grid_dir.name, "progress": False,
+               # every actor declares its share (0 would mean "whatever the cluster has" for one run)
+               "actor_cpus": args["actor_cpus"] or GRID_ACTOR_CPUS,
+               **{name: value if name in ("env", "algo") or reads(algo, name) else FIELDS[name].default
+                  for name, value in chosen.items()},
+               "variant": ",".join(f"{flag(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
+                                   if name not in ("env", "algo") and reads(algo, name))}
+        for seed in seeds:
+            run = {**one, "seed": seed}
+            run["out"] = str(grid_dir / run_name(run["env"], run["algo"], seed, run["variant"]))
+            name = Path(run["out"]).name
+            if name in runs:
+                if runs[name] != run:
+                    raise ConfigError("env", f"two values in the lists name the same run ({name})")
+                continue  # the same run from a flag its method does not read
+            Config(**run)  # validates; environments are checked by `resolve` below
+            runs[name] = run
+    return list(runs.values())
 
 
 def _run_one(args: dict) -> dict:
@@ -128,15 +139,15 @@ class Grid:
         if args["replay"] not in ("memory", "redis-local"):  # no password on disk
             args["replay"] = ",".join(redact(u.strip()) for u in args["replay"].split(","))
         spec = {"format": GRID_FORMAT, "args": args,
-                "runs": [{k: r[k] for k in ("env", "algo", "seed", "out")} for r in self.runs]}
+                "runs": [{k: r[k] for k in ("env", "algo", "variant", "seed", "out")} for r in self.runs]}
         (self.dir / GRID_FILE).write_text(json.dumps(spec, indent=2) + "\n")
 
     def _summary(self, wall: float) -> dict:
         rows = []
         for run in self.runs:
             name = Path(run["out"]).name
-            row = {"name": name, "env": run["env"], "algo": run["algo"], "seed": run["seed"],
-                   "status": self.status[name], "attempts": self.attempts[name]}
+            row = {"name": name, "env": run["env"], "algo": run["algo"], "variant": run["variant"],
+                   "seed": run["seed"], "status": self.status[name], "attempts": self.attempts[name]}
             result = self.results.get(name)
             if result and "summary" in result:
                 s = result["summary"]
@@ -197,7 +208,8 @@ class Grid:
         def launch(run: dict) -> None:
             name = Path(run["out"]).name
             actor_cpus = run["actor_cpus"]
-            bundles = [dict(learner_bundle)] + [{"CPU": actor_cpus} for _ in range(run["actors"])]
+            # a serial run is one process: its learner's bundle holds the whole run
+            bundles = [dict(learner_bundle)] + [{"CPU": actor_cpus} for _ in range(_actor_bundles(run))]
             pg = placement_group(bundles, strategy="PACK", name=f"{self.dir.name}/{name}")
             options = {"num_cpus": learner_bundle["CPU"], "num_gpus": learner_gpus,
                        "resources": {k: v for k, v in learner_bundle.items() if k not in ("CPU", "GPU")},
@@ -254,8 +266,8 @@ class Grid:
         """A run whose placement group no node set of this cluster can hold would wait forever: refuse it
         (a cluster joined with --address may grow: then only warn)."""
         alive = [n["Resources"] for n in nodes if n.get("Alive")]
-        run = max(self.runs, key=lambda r: r["actors"] * r["actor_cpus"])
-        need = learner_bundle["CPU"] + run["actors"] * run["actor_cpus"]
+        run = max(self.runs, key=lambda r: _actor_bundles(r) * r["actor_cpus"])
+        need = learner_bundle["CPU"] + _actor_bundles(run) * run["actor_cpus"]
         have = sum(n.get("CPU", 0) for n in alive)
         learner_fits = any(all(n.get(k, 0) >= v for k, v in learner_bundle.items()) for n in alive)
         problem = None
@@ -302,6 +314,11 @@ class Grid:
         return summary
 
 
+def _actor_bundles(run: dict) -> int:
+    """Placement bundles of a run's actors: one each on Ray; none for a serial run (they share its process)."""
+    return 0 if run["runtime"] == "serial" else run["actors"]
+
+
 def _reason(e: BaseException) -> str:
     cause = getattr(e, "cause", None) or e
     text = str(cause).strip().splitlines()
@@ -318,7 +335,7 @@ def _retryable(e: BaseException) -> bool:
 
 
 # flags a resumed grid may be given again with a new value: how it runs, not what it computes
-RESUME_MAY_CHANGE = ("address", "retries", "progress", "wandb", "replay")
+RESUME_MAY_CHANGE = ("address", "retries", "progress", "wandb", "replay", "json")
 
 
 def grid_from_args(args: dict) -> Grid:
@@ -341,9 +358,15 @@ def grid_from_args(args: dict) -> Grid:
                                         "without --seeds or lists)") from None
         except (OSError, ValueError) as e:
             raise ConfigError("resume", f"{path} is not a grid file this program can read ({e})") from None
-        if saved.get("format") != GRID_FORMAT:
+        if saved.get("format") == 1:  # --algo and --env lists were comma-separated text
+            for key in ("algo", "env"):
+                if "," in saved["args"][key]:
+                    saved["args"][key] = [v.strip() for v in saved["args"][key].split(",") if v.strip()]
+        elif saved.get("format") != GRID_FORMAT:
             raise ConfigError("resume", f"{path} has grid format {saved.get('format')}; this program reads "
-                                        f"{GRID_FORMAT}")
+                                        f"{GRID_FORMAT} and 1")
+        defaults = vars(parser.parse_args([]))  # fields added since the grid was written keep their default
+        saved["args"] = {**defaults, **{k: v for k, v in saved["args"].items() if k in defaults}}
         for key, value in given.items():
             if key not in RESUME_MAY_CHANGE and saved["args"].get(key) != value:
                 raise ConfigError(key, f"{value!r} differs from the grid being resumed "

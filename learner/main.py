@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 from urllib.parse import quote
 
-from learner.config import CHECKPOINT_FORMAT, Config, ConfigError, resolve
+from learner.config import AXES, CHECKPOINT_FORMAT, Config, ConfigError, flag, flag_text, resolve
 from replay_service.local_redis import RedisSetupError
 
 
@@ -32,8 +32,24 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+def _axis(conv):
+    """A converter that reads a comma list as a grid axis: the list of the converted values."""
+
+    def convert(text: str):
+        if "," not in text:
+            return conv(text)
+        values = [conv(v.strip()) for v in text.split(",")]
+        repeated = [v for i, v in enumerate(values) if v in values[:i]]
+        if repeated:
+            raise argparse.ArgumentTypeError(f"{flag_text(repeated[0])!r} appears twice in the list {text!r}")
+        return values
+
+    convert.__name__ = conv.__name__  # argparse names it in "invalid <type> value"
+    return convert
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m learner.main", description=__doc__,
+    parser = _Parser(prog="python -m learner.main", description=__doc__, epilog=_EPILOG,
                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     hints = typing.get_type_hints(Config)
     for f in dataclasses.fields(Config):
@@ -44,9 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
             conv = kind
         else:  # float | None
             conv = float
-        parser.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=conv, default=f.default,
-                            metavar=f.name.upper() if conv is not _bool else "BOOL", help=f.metadata["help"])
+        parser.add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
+                            default=f.default, metavar=f.name.upper() if conv is not _bool else "BOOL",
+                            help=f.metadata["help"])
     return parser
+
+
+_EPILOG = ("A grid: any flag that changes what a run computes, given as a comma list, is an axis, and --seeds "
+           "lists seeds; every combination runs (e.g. --algo beta_dqn,dqn --bandit-returns minmax,raw --seeds "
+           "0-9). A flag a method does not read keeps its default for that method's runs.")
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
@@ -55,7 +77,7 @@ def parse_config(argv: list[str] | None = None) -> Config:
 
 
 # what a resumed run may change: where and how it runs and reports, not what it computes
-RESUME_MAY_CHANGE = ("resume", "address", "device", "progress", "log_every", "wandb", "replay")
+RESUME_MAY_CHANGE = ("resume", "address", "device", "progress", "log_every", "wandb", "replay", "json")
 
 
 def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:

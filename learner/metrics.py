@@ -54,8 +54,9 @@ class RunLogger:
             self.wandb = wandb.init(
                 project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
                 id=self.wandb_id, resume="allow" if self.wandb_id else None,
-                group=f"{cfg.env}/{cfg.algo}", job_type="train",
-                tags=[cfg.env, cfg.algo, f"seed{cfg.seed}", *([f"grid:{cfg.grid}"] if cfg.grid else [])],
+                group=f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), job_type="train",
+                tags=[cfg.env, cfg.algo, f"seed{cfg.seed}", *([f"grid:{cfg.grid}"] if cfg.grid else []),
+                      *(cfg.variant.split(",") if cfg.variant else [])],
                 config=public(cfg),
                 # no command line in W&B's metadata: it can hold a Redis password (config is redacted)
                 settings=wandb.Settings(x_disable_meta=True))

@@ -70,6 +70,21 @@ def _json_number(value):
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def _commit() -> str | None:
+    """The source's git commit (with "+dirty" for uncommitted changes), or None outside a git checkout."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def _process_tree_rss() -> float:
     """Resident memory of this process and all its descendants (Ray's too), in GB."""
     import psutil
@@ -487,7 +502,15 @@ class Run:
         if self.arm_groups is not None:
             for g in ("cov", "cor", "cor0"):
                 row[f"arms_{g}"] = float(sum(p for p, gg in zip(props, self.arm_groups, strict=True) if gg == g))
+            bandit = self._bandit()
+            row["arm_mu"], row["arm_bonus"] = bandit["mu"], bandit["bonus"]
         return row
+
+    def _bandit(self) -> dict:
+        """β-DQN's meta-controller now: per arm N(π), μ(π) and b(π) over its window [eq:policy select]."""
+        plays, mu, bonus = self._arm("statistics")
+        return {"plays": [int(n) for n in plays], "mu": [round(float(m), 4) for m in mu],
+                "bonus": [round(float(b), 4) for b in bonus]}
 
     def _finish(self, wall: float, peak_rss: float) -> dict:
         cfg, learner = self.cfg, self.learner
@@ -510,6 +533,9 @@ class Run:
             "placement": getattr(self, "placement", None),
             # CliffWalk: training env steps taken in each of the 4×12 cells (row-major), for the report
             "state_visits": None if self.visits is None else self.visits.tolist(),
+            # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
+            "bandit": self._bandit() if self.arm_groups is not None else None,
+            "commit": _commit(),
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }

@@ -177,7 +177,7 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
         from actors.policies import policy_set
 
         arm_source = backend.make(SlidingWindowBandit, len(policy_set(cfg.policy_set)),
-                                  cfg.bandit_window, cfg.seed)
+                                  cfg.bandit_window, cfg.seed, cfg.bandit_returns)
         actor_arms = [backend.port(arm_source)] * cfg.actors
     elif cfg.algo == "bootstrapped_dqn":
         # a head drawn uniformly per episode needs no central state: each actor draws its own (seeded by

@@ -14,16 +14,22 @@ import numpy as np
 class SlidingWindowBandit:
     """Window of the last L finished episodes (all actors together).
 
-    In the window: N(π) plays, μ(π) the mean return normalised to [0, 1] by the window's min and max
-    (0.5 when they are equal), b(π) the mean exploration bonus. `select` returns an arm with
+    In the window: N(π) plays, μ(π) the mean return — normalised to [0, 1] by the window's min and max
+    (0.5 when they are equal; `returns="minmax"`, the spec's default) or as it came (`returns="raw"`, as the
+    published text reads) — and b(π) the mean exploration bonus. `select` returns an arm with
     N(π) = 0 first — arms handed to episodes still running count as played, so concurrent actors
     spread over the unplayed arms — otherwise argmax μ + b with ties broken by the seeded rng.
     """
 
-    def __init__(self, n_arms: int, window: int = 1000, seed: int = 0):
+    RETURNS = ("minmax", "raw")
+
+    def __init__(self, n_arms: int, window: int = 1000, seed: int = 0, returns: str = "minmax"):
         if n_arms < 1 or window < 1:
             raise ValueError(f"n_arms={n_arms} and window={window} must be >= 1")
+        if returns not in self.RETURNS:
+            raise ValueError(f"returns={returns!r} is not one of {self.RETURNS}")
         self.n_arms = n_arms
+        self.normalise = returns == "minmax"
         self._new_window(window)
         self.pending = np.zeros(n_arms, dtype=np.int64)
         self.rng = np.random.default_rng(seed)
@@ -52,8 +58,10 @@ class SlidingWindowBandit:
         if not self.filled:
             return plays, mu, bonus
         arms, returns, bonuses = self.arms[:self.filled], self.returns[:self.filled], self.bonuses[:self.filled]
-        lo, hi = returns.min(), returns.max()
-        normed = np.full_like(returns, 0.5) if hi == lo else (returns - lo) / (hi - lo)
+        normed = returns
+        if self.normalise:
+            lo, hi = returns.min(), returns.max()
+            normed = np.full_like(returns, 0.5) if hi == lo else (returns - lo) / (hi - lo)
         plays = np.bincount(arms, minlength=self.n_arms).astype(np.float64)
         played = plays > 0
         mu[played] = np.bincount(arms, weights=normed, minlength=self.n_arms)[played] / plays[played]
