@@ -310,13 +310,13 @@ def flag_text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def command_line(values: dict) -> str:
-    """`python -m learner.main` with the flags among `values` whose value is not the default."""
+def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str:
+    """`python -m learner.main` with the flags among `values` whose value is not the default (and `always`)."""
     import shlex
 
     parts = ["python -m learner.main"]
     for name, f in FIELDS.items():
-        if name in values and values[name] != f.default:
+        if name in values and (values[name] != f.default or name in always):
             parts += [flag(name), shlex.quote(flag_text(values[name]))]
     return " ".join(parts)
 
@@ -331,4 +331,4 @@ def run_command(config: dict) -> str:
     for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
         if values.get(name) == default:
             del values[name]
-    return command_line(values)
+    return command_line(values, always=("env", "algo", "seed"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import io
 import json
 import os
 import sys
@@ -124,21 +125,60 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     return Config(**{k: v for k, v in merged.items() if k in known}), ckpt
 
 
+class _Quiet(io.TextIOBase):
+    """Stdout while a run goes on: what Ray prints there goes to stderr, beside the progress bar, except the
+    raylet's warnings that it started many worker processes at once (a dozen with --actors 32: expected, and
+    harmless here), which go to `log` (RAY_WORKER_WARNINGS=1 shows them)."""
+
+    NOISE = "worker processes have been started"
+
+    def __init__(self, log: Path):
+        self.log, self.pending = log, ""
+        self.show = os.environ.get("RAY_WORKER_WARNINGS", "") == "1"
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            if self.NOISE in line and not self.show:
+                self.log.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.log, "a") as f:
+                    f.write(line + "\n")
+            else:
+                sys.stderr.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def _quiet_stdout(log: Path):
+    quiet = _Quiet(log)
+    try:
+        with contextlib.redirect_stdout(quiet):
+            yield
+    finally:
+        if quiet.pending:  # a last line without its newline
+            quiet.write("\n")
+
+
 def _grid(argv: list[str] | None) -> int | None:
     """Run a grid if the command line asks for one (lists, --seeds, or --resume of a grid directory)."""
     from learner.grid import grid_from_args, is_grid
+    from learner.metrics import describe_grid
 
     args = vars(build_parser().parse_args(argv))
     if not is_grid(args):
         return None
     grid = grid_from_args(args)
     try:
-        with contextlib.redirect_stdout(sys.stderr):
+        with _quiet_stdout(grid.dir / "ray_warnings.log"):
             summary = grid.run()
     except KeyboardInterrupt:
         print(f"python -m learner.main: grid interrupted; continue it with --resume {grid.dir}", file=sys.stderr)
         return 130
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2) if grid.args["json"] else describe_grid(summary, grid.dir))
     return 0 if summary["failed"] == 0 else 1
 
 
@@ -153,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg, spec = resolve(config)
         from learner.run import train  # torch and Ray load only for a valid config
 
-        # stdout carries the summary alone: what Ray prints while the run goes on (e.g. raylet warnings
-        # about worker start-up with many actors) goes to stderr with the progress bar
-        with contextlib.redirect_stdout(sys.stderr):
+        # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the
+        # progress bar (its warnings about starting many workers at once to a file)
+        with _quiet_stdout(Path(cfg.out) / "ray_warnings.log"):
             summary = train(cfg, spec, resume)
     except ConfigError as e:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
@@ -174,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1
-    print(json.dumps(summary, indent=2))
+    from learner.metrics import describe_run
+
+    print(json.dumps(summary, indent=2) if cfg.json else describe_run(cfg, summary))
     return 0
 
 

@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from learner.config import public
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -59,7 +61,7 @@ class RunLogger:
                       *(cfg.variant.split(",") if cfg.variant else [])],
                 config=public(cfg),
                 # no command line in W&B's metadata: it can hold a Redis password (config is redacted)
-                settings=wandb.Settings(x_disable_meta=True))
+                settings=wandb.Settings(x_disable_meta=True, quiet=True))
             # evaluations finish out of order with training logs: plot both against env_steps
             self.wandb.define_metric("env_steps")
             self.wandb.define_metric("train/*", step_metric="env_steps")
@@ -104,3 +106,66 @@ class RunLogger:
             self.wandb = None
         self.metrics_file.close()
         self.evals_file.close()
+
+
+def _steps(n: float) -> str:
+    return f"{n / 1e6:g}M" if n >= 1e6 and n % 1e5 == 0 else f"{n / 1e3:g}k" if n >= 1e3 else f"{n:g}"
+
+
+def describe_run(cfg, summary: dict) -> str:
+    """What a person reads at the end of a run: what ran, how fast, the evaluations, where the outputs are."""
+    from learner.report import ALGO_LABELS, metric
+
+    key = metric(summary["env"])
+    layout = (f"{cfg.actors} actor{'s' * (cfg.actors > 1)} × {cfg.envs_per_actor} env"
+              f"{'s' * (cfg.envs_per_actor > 1)}, {cfg.runtime} runtime")
+    lines = [f"{ALGO_LABELS.get(cfg.algo, cfg.algo)} on {cfg.env}, seed {cfg.seed}: {summary['env_steps']:,} env "
+             f"steps in {summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f} steps/s; {layout})"]
+    with open(Path(cfg.out) / "evals.csv") as f:
+        evals = list(csv.DictReader(f))
+    if evals:
+        shown = evals if len(evals) <= 10 else [evals[round(i * (len(evals) - 1) / 9)] for i in range(10)]
+        name = "success" if key == "success_rate" else "return"
+        lines += [f"evaluations ({cfg.eval_episodes} episodes, ε = {cfg.eval_epsilon:g}), {name} of the greedy "
+                  "policy:",
+                  "  env steps " + " ".join(f"{_steps(float(e['env_steps'])):>6}" for e in shown),
+                  f"  {name:<9} " + " ".join(f"{float(e[key]):>6.2f}" for e in shown)]
+    final = summary["final_eval"]
+    if final.get("return_mean") is not None:
+        text = f"return {final['return_mean']:.2f} ± {final['return_std']:.2f}"
+        if final.get("success_rate") is not None:
+            text = f"success {final['success_rate']:.2f}, " + text
+        lines.append(f"final: {text}")
+    lines += [f"outputs: {cfg.out}/ (summary.json, evals.csv, metrics.jsonl, checkpoint.pt)",
+              f"report:  python -m learner.report {cfg.out}"]
+    mode = wandb_mode(cfg)
+    if mode == "offline":
+        lines.append(f"W&B:     offline run in {cfg.out}/wandb (upload: wandb sync {cfg.out}/wandb/offline-run-*)")
+    elif mode == "online":
+        lines.append(f"W&B:     project {cfg.wandb_project}, group {cfg.env}/{cfg.algo}")
+    return "\n".join(lines)
+
+
+def describe_grid(summary: dict, grid_dir: Path) -> str:
+    """A grid's table for a person: per environment and column, the seeds done and the final scores."""
+    from learner.report import column_label, metric
+
+    groups: dict[tuple, list[dict]] = {}
+    for row in summary["runs"]:
+        groups.setdefault((row["env"], row["algo"], row["variant"]), []).append(row)
+    lines = [f"grid {summary['grid']}: {summary['done']} of {summary['total']} runs done, {summary['failed']} "
+             f"failed, {summary['wall_seconds']:.0f} s", "",
+             f"{'environment':<22} {'column':<44} {'done':>6} {'final score: mean [min, max]':>30} {'steps/s':>8}"]
+    for (env, algo, variant), rows in groups.items():
+        key = metric(env)
+        scores = [r["final_eval"][key] for r in rows if r.get("final_eval", {}).get(key) is not None]
+        rates = [r["env_steps_per_s"] for r in rows if "env_steps_per_s" in r]
+        score = f"{np.mean(scores):.2f} [{min(scores):.2f}, {max(scores):.2f}]" if scores else "—"
+        lines.append(f"{env:<22} {column_label((algo, variant)):<44} {len(scores):>3}/{len(rows):<2} {score:>30} "
+                     f"{np.mean(rates) if rates else 0:>8,.0f}")
+    failed = [f"  {r['name']}: {r.get('error', r['status'])}" for r in summary["runs"] if r["status"] == "failed"]
+    if failed:
+        lines += ["", "failed:", *failed]
+    lines += ["", f"outputs: {grid_dir}/ (grid_summary.json; a directory per run)",
+              f"report:  python -m learner.report {grid_dir}"]
+    return "\n".join(lines)

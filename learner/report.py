@@ -13,9 +13,12 @@ RUNS_DIR/report):
 - β-DQN's three basic policies (pure exploitation, argmin β, argmax Q), when the runs evaluated them;
 - CliffWalk state-visitation heatmaps of β-DQN and DQN.
 
-Runs are compared only when their configurations agree in everything but the seed (and the algorithm,
-which is the table's column, and bookkeeping such as directories and addresses); otherwise it stops with
-one line naming the field and two runs that differ.
+A column is a method and, for a grid with axes besides --env, --algo and --seeds, its variant (the values
+of those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). Runs are compared only when their
+configurations agree in everything but the seed, the method, the grid's axes and bookkeeping such as
+directories and addresses (`learner.config`'s field roles; a field a method does not read is not compared
+with that method's runs); otherwise it stops with one line naming the field and two runs that differ.
+Beside the report, `study.json` lists every run with the command line that computes it again.
 """
 
 from __future__ import annotations
@@ -31,18 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
+from learner.config import BOOKKEEPING, FIELDS, reads
+
 ALGO_LABELS = {"dqn": "DQN", "bootstrapped_dqn": "Bootstrapped DQN", "ez_greedy": "εz-greedy", "rnd": "RND",
                "lesson": "LESSON", "beta_dqn": "β-DQN"}
-# fields that say where and how a run was executed or reported, not what it computed
-# (device, threads and CPU shares change the speed, not the math: the cost row says so where they differ)
-BOOKKEEPING = {"seed", "seeds", "out", "run_id", "grid", "resume", "address", "progress", "log_every", "wandb",
-               "wandb_project", "replay", "replay_timeout", "replay_persist", "device", "learner_cpus",
-               "learner_gpus", "retries", "actor_cpus", "cuda_graphs", "beta_thread", "learner_threads",
-               "checkpoint_every"}
-# fields that only some methods read: compared only between runs of the same method
-METHOD_FIELDS = frozenset({"boot_heads", "boot_epsilon", "ez_mu", "rnd_scale", "lesson_tau", "lesson_alpha", "two_q",
-                           "eval_basic", "policy_set", "count_mode", "beta_eps", "bandit_window"})
 BOOTSTRAP_SAMPLES = 10_000
+SOLVED = 0.9  # a success rate at or above this counts as solved (seeds ≥ 0.9, first evaluation ≥ 0.9)
+MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
 
 
 class ReportError(ValueError):
@@ -64,6 +62,33 @@ class RunData:
     @property
     def algo(self) -> str:
         return self.config["algo"]
+
+    @property
+    def variant(self) -> str:
+        return self.config.get("variant", "")
+
+    @property
+    def column(self) -> tuple[str, str]:
+        return self.algo, self.variant
+
+    @property
+    def label(self) -> str:
+        return column_label(self.column)
+
+
+def column_label(column: tuple[str, str]) -> str:
+    algo, variant = column
+    name = ALGO_LABELS.get(algo, algo)
+    return f"{name} [{variant.replace(',', ', ')}]" if variant else name
+
+
+def _axes(variant: str) -> set[str]:
+    """The config fields a variant names ("bandit-returns=raw,count-mode=off" -> bandit_returns, count_mode)."""
+    return {part.split("=", 1)[0].replace("-", "_") for part in variant.split(",") if part}
+
+
+def _reads(algo: str, key: str) -> bool:
+    return key not in FIELDS or reads(algo, key)
 
 
 def domain(env: str) -> str:
@@ -106,31 +131,35 @@ def load_runs(root: Path) -> tuple[list[RunData], list[str]]:
 
 
 def check_comparable(runs: list[RunData]) -> None:
-    """Within an environment, every run's configuration equals every other's but for the seed, the
-    algorithm and bookkeeping; ReportError names the first field that differs."""
+    """Within an environment, runs of one column agree in everything but the seed and bookkeeping, and
+    columns differ only in their method and their variant's axes; ReportError names the first field that
+    differs and two runs."""
     by_env: dict[str, list[RunData]] = defaultdict(list)
     for run in runs:
         by_env[run.env].append(run)
+
+    def compare(a: RunData, b: RunData, free: set[str]) -> None:
+        for key in sorted((set(a.config) | set(b.config)) - BOOKKEEPING - {"algo", "seed"} - free):
+            if _reads(a.algo, key) and _reads(b.algo, key) and a.config.get(key) != b.config.get(key):
+                raise ReportError(
+                    f"{a.env}: runs differ in {key} ({a.name}: {a.config.get(key)!r}, {b.name}: "
+                    f"{b.config.get(key)!r}); only the seed, the algorithm and a grid's axes may differ between "
+                    "runs that are compared")
+
     for env, group in by_env.items():
         seen: dict[tuple, RunData] = {}
+        first: dict[tuple[str, str], RunData] = {}
         for run in group:
-            key = (run.algo, run.config.get("seed"))
+            key = (run.column, run.config.get("seed"))
             if key in seen:
-                raise ReportError(f"{env}: {run.algo} seed {key[1]} appears twice ({seen[key].name}, {run.name}); "
+                raise ReportError(f"{env}: {run.label} seed {key[1]} appears twice ({seen[key].name}, {run.name}); "
                                   "report each run once")
             seen[key] = run
-        first = group[0]
-        for other in group[1:]:
-            same_method = next((r for r in group if r.algo == other.algo), other)
-            keys = sorted((set(first.config) | set(other.config)) - BOOKKEEPING - {"algo"})
-            for key in keys:
-                # a method's own field: compared between runs of that method only
-                base = same_method if key in METHOD_FIELDS else first
-                if base.config.get(key) != other.config.get(key):
-                    raise ReportError(
-                        f"{env}: runs differ in {key} ({base.name}: {base.config.get(key)!r}, {other.name}: "
-                        f"{other.config.get(key)!r}); only the seed and the algorithm may differ between runs "
-                        "that are compared")
+            compare(first.setdefault(run.column, run), run, set())
+        columns = list(first.values())
+        for i, a in enumerate(columns):
+            for b in columns[i + 1:]:
+                compare(a, b, _axes(a.variant) | _axes(b.variant))
 
 
 def bootstrap_ci(values, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float, float]:
@@ -151,64 +180,167 @@ def final_score(run: RunData) -> float:
     return float(value)
 
 
+def columns_of(runs: list[RunData]) -> list[tuple[str, str]]:
+    """The table's columns in the paper's order of methods, each method's variants in sorted order."""
+    order = {a: i for i, a in enumerate(ALGO_LABELS)}
+    return sorted({r.column for r in runs}, key=lambda c: (order.get(c[0], len(order)), c[0], c[1]))
+
+
 def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
-    """Table 1's rows (domain, environment, one cell per algorithm), domain averages, cost and
-    performance/cost; and the numbers behind them."""
-    algos = [a for a in ALGO_LABELS if any(r.algo == a for r in runs)]
-    algos += sorted({r.algo for r in runs} - set(algos))
+    """Table 1's rows (domain, environment, one cell per column), domain averages, cost and
+    performance/cost against DQN (its first column when DQN has variants); and the numbers behind them."""
+    columns = columns_of(runs)
     envs = sorted({r.env for r in runs}, key=lambda e: (domain(e), e))
-    cells: dict[tuple[str, str], tuple[float, float, float, int]] = {}
-    rates: dict[tuple[str, str], float] = {}
+    cells: dict[tuple[str, tuple], tuple[float, float, float, int]] = {}
+    rates: dict[tuple[str, tuple], float] = {}
     for env in envs:
-        for algo in algos:
-            group = [r for r in runs if r.env == env and r.algo == algo]
+        for column in columns:
+            group = [r for r in runs if r.env == env and r.column == column]
             if group:
-                cells[env, algo] = (*bootstrap_ci([final_score(r) for r in group]), len(group))
-                rates[env, algo] = float(np.mean([r.summary["env_steps_per_s"] for r in group]))
-    header = ["Domain", "Environment", *[ALGO_LABELS.get(a, a) for a in algos]]
+                cells[env, column] = (*bootstrap_ci([final_score(r) for r in group]), len(group))
+                rates[env, column] = float(np.mean([r.summary["env_steps_per_s"] for r in group]))
+    header = ["Domain", "Environment", *[column_label(c) for c in columns]]
     rows = []
     for dom in sorted({domain(e) for e in envs}):
         dom_envs = [e for e in envs if domain(e) == dom]
         for env in dom_envs:
             row = [dom, env]
-            for algo in algos:
-                if (env, algo) in cells:
-                    mean, lo, hi, n = cells[env, algo]
+            for column in columns:
+                if (env, column) in cells:
+                    mean, lo, hi, n = cells[env, column]
                     row.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={n})")
                 else:
                     row.append("—")
             rows.append(row)
         if len(dom_envs) > 1:
             row = [dom, "average"]
-            for algo in algos:
-                means = [cells[e, algo][0] for e in dom_envs if (e, algo) in cells]
+            for column in columns:
+                means = [cells[e, column][0] for e in dom_envs if (e, column) in cells]
                 row.append(f"{np.mean(means):.2f}" if len(means) == len(dom_envs) else "—")
             rows.append(row)
-    numbers = {"cells": {f"{e}|{a}": v for (e, a), v in cells.items()}, "cost": {}, "performance_per_cost": {}}
-    if any(a == "dqn" for a in algos):
+    numbers = {"cells": {f"{e}|{column_label(c)}": v for (e, c), v in cells.items()}, "cost": {},
+               "performance_per_cost": {}}
+    dqn = next((c for c in columns if c[0] == "dqn"), None)
+    if dqn is not None:
         cost_row, perf_row = ["Computational cost", ""], ["Performance/cost", ""]
-        for algo in algos:
-            shared = [e for e in envs if (e, algo) in rates and (e, "dqn") in rates]
+        for column in columns:
+            shared = [e for e in envs if (e, column) in rates and (e, dqn) in rates]
             if not shared:
                 cost_row.append("—")
                 perf_row.append("—")
                 continue
             # seconds per env step relative to DQN's, averaged over the environments both ran
-            cost = float(np.mean([rates[e, "dqn"] / rates[e, algo] for e in shared]))
-            numbers["cost"][algo] = cost
+            cost = float(np.mean([rates[e, dqn] / rates[e, column] for e in shared]))
+            numbers["cost"][column_label(column)] = cost
             cost_row.append(f"{100 * cost:.0f}%")
             # (score / DQN's score) / cost, over the environments where DQN's score is not 0 (cost over the
             # same ones)
-            scored = [e for e in shared if cells[e, "dqn"][0] != 0]
+            scored = [e for e in shared if cells[e, dqn][0] != 0]
             if scored:
-                relative = np.mean([cells[e, algo][0] / cells[e, "dqn"][0] for e in scored])
-                cost_scored = np.mean([rates[e, "dqn"] / rates[e, algo] for e in scored])
-                numbers["performance_per_cost"][algo] = float(relative / cost_scored)
-                perf_row.append(f"{numbers['performance_per_cost'][algo]:.2f}")
+                relative = np.mean([cells[e, column][0] / cells[e, dqn][0] for e in scored])
+                cost_scored = np.mean([rates[e, dqn] / rates[e, column] for e in scored])
+                numbers["performance_per_cost"][column_label(column)] = float(relative / cost_scored)
+                perf_row.append(f"{numbers['performance_per_cost'][column_label(column)]:.2f}")
             else:
                 perf_row.append("—")
         rows += [cost_row, perf_row]
     return header, rows, numbers
+
+
+def first_solved(run: RunData) -> int | None:
+    """The first evaluation's env steps with a success rate ≥ SOLVED (None: never, or no notion of success)."""
+    return next((int(e["env_steps"]) for e in run.evals if e.get("success_rate", float("nan")) >= SOLVED), None)
+
+
+def _arms(run: RunData) -> list:
+    from actors.policies import policy_set
+
+    return policy_set(run.config.get("policy_set", "13"))
+
+
+def window_shares(run: RunData) -> dict[str, float] | None:
+    """β-DQN: the share of each policy group in the meta-controller's window at the end of the run."""
+    bandit = run.summary.get("bandit")
+    if not bandit:
+        return None
+    plays = np.asarray(bandit["plays"], dtype=np.float64)
+    groups = [a.group for a in _arms(run)]
+    return {g: float(plays[[x == g for x in groups]].sum() / max(plays.sum(), 1)) for g in ("cov", "cor", "cor0")}
+
+
+def bandit_arms(run: RunData) -> tuple[tuple, tuple] | None:
+    """β-DQN at the end of the run: the arm holding most of the window and, of the others, the one with the
+    largest μ + b, each as (label, share, μ, b)."""
+    bandit = run.summary.get("bandit")
+    if not bandit:
+        return None
+    plays, mu, bonus = (np.asarray(bandit[k], dtype=np.float64) for k in ("plays", "mu", "bonus"))
+    labels = [a.label.replace("pi_", "π_") for a in _arms(run)]
+    top = int(np.argmax(plays))
+    score = np.where((plays > 0) & (np.arange(len(plays)) != top), mu + bonus, -np.inf)
+    other = int(np.argmax(score))
+    share = plays / max(plays.sum(), 1)
+    return ((labels[top], share[top], mu[top], bonus[top]), (labels[other], share[other], mu[other], bonus[other]))
+
+
+def variant_rows(runs: list[RunData], env: str) -> list[str]:
+    """One row per column: the final score, seeds solved, the first evaluation at ≥ 0.9 and β-DQN's
+    window shares at the end."""
+    success = metric(env) == "success_rate"
+    head = ["column", "final score", *(["seeds ≥ 0.9", "first eval ≥ 0.9: median (range)"] if success else []),
+            "window at end: π_cov / π_cor(α>0) / π_cor(0)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for column in columns_of([r for r in runs if r.env == env]):
+        group = [r for r in runs if r.env == env and r.column == column]
+        mean, lo, hi = bootstrap_ci([final_score(r) for r in group])
+        cells = [column_label(column), f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(group)})"]
+        if success:
+            firsts = [f for f in (first_solved(r) for r in group) if f is not None]
+            cells.append(f"{sum(final_score(r) >= SOLVED for r in group)} of {len(group)}")
+            cells.append(f"{np.median(firsts) / 1e3:.0f}k ({min(firsts) / 1e3:.0f}k–{max(firsts) / 1e3:.0f}k), "
+                         f"{len(firsts)} of {len(group)} seeds" if firsts else "never")
+        shares = [s for s in (window_shares(r) for r in group) if s]
+        cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
+                     if shares else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def bandit_rows(runs: list[RunData], env: str) -> list[str]:
+    """β-DQN per run: its final score, first evaluation at ≥ 0.9, and the meta-controller's window at the end
+    (the arm holding most of it, and the best other arm by μ + b)."""
+    group = [r for r in runs if r.env == env and r.summary.get("bandit")]
+    if not group:
+        return []
+    lines = ["| column | seed | final | first ≥ 0.9 | top arm: share, μ, b | best other by μ + b: share, μ, b |",
+             "|" + " --- |" * 6]
+    for r in sorted(group, key=lambda r: (columns_of(group).index(r.column), r.config["seed"])):
+        top, other = bandit_arms(r)
+        first = first_solved(r)
+        lines.append(f"| {r.label} | {r.config['seed']} | {final_score(r):.2f} | "
+                     f"{'—' if first is None else f'{first / 1e3:.0f}k'} | "
+                     f"{top[0]}: {top[1]:.2f}, {top[2]:.2f}, {top[3]:.2f} | "
+                     f"{other[0]}: {other[1]:.2f}, {other[2]:.2f}, {other[3]:.2f} |")
+    return lines
+
+
+def study(runs: list[RunData], root: Path) -> dict:
+    """Every run with the command line that computes it again, its final score and its first evaluation at
+    ≥ 0.9; and the grid's command when `root` is a grid."""
+    from learner.config import command_line, run_command
+
+    command = None
+    if (root / "grid.json").is_file():
+        args = json.loads((root / "grid.json").read_text())["args"]
+        command = command_line({k: v for k, v in args.items() if k not in ("out", "resume", "grid", "variant")})
+    rows = []
+    for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
+        success = metric(r.env) == "success_rate"
+        rows.append({"env": r.env, "variant": r.variant, "algo": r.algo, "seed": r.config["seed"],
+                     "cmd": run_command(r.config), "final_score": final_score(r),
+                     "final_success": final_score(r) if success else None,
+                     "first_success_step": first_solved(r) if success else None})
+    return {"command": command, "runs": rows}
 
 
 # ---- figures ----
@@ -235,87 +367,122 @@ def _common(runs: list[RunData], key: str) -> tuple[list[float], list[list[float
     return steps, curves
 
 
-def learning_curves(runs: list[RunData], env: str, path: Path) -> None:
+def _panels(n: int, width: float, height: float, ncols: int = 4):
+    """A figure of n small panels (ncols per row) and the list of their axes; the spare ones hidden."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    key = metric(env)
-    for algo in ALGO_LABELS:
-        group = [r for r in runs if r.env == env and r.algo == algo]
-        if group:
-            steps, curves = _common(group, key)
-            if steps:
-                _band(ax, steps, curves, f"{ALGO_LABELS[algo]} (n={len(group)})")
-    ax.set(title=env, xlabel="env steps", ylabel="success rate" if key == "success_rate" else "return")
-    ax.legend()
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             sharex=True, sharey=True)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _save(fig, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _plt().close(fig)
+
+
+def learning_curves(runs: list[RunData], env: str, path: Path) -> None:
+    """Mean over seeds with a 95% interval per column: one plot, or one panel per column when there are many."""
+    key = metric(env)
+    columns = columns_of([r for r in runs if r.env == env])
+    many = len(columns) > MANY
+    fig, axes = _panels(len(columns), 4, 3) if many else _panels(1, 6, 4)
+    for i, column in enumerate(columns):
+        ax = axes[i if many else 0]
+        group = [r for r in runs if r.env == env and r.column == column]
+        steps, curves = _common(group, key)
+        if steps:
+            _band(ax, steps, curves, f"{column_label(column)} (n={len(group)})")
+        if many:
+            ax.set_title(column_label(column), fontsize=7)
+    ylabel = "success rate" if key == "success_rate" else "return"
+    for ax in axes:
+        ax.set(xlabel="env steps", ylabel=ylabel)
+    if not many:
+        axes[0].set_title(env)
+        axes[0].legend(fontsize=7)
+    _save(fig, path)
+
+
+def _beta_columns(runs: list[RunData], env: str, has) -> list[tuple[str, str]]:
+    return [c for c in columns_of(runs) if c[0] == "beta_dqn"
+            and all(has(r) for r in runs if r.env == env and r.column == c)
+            and any(r.env == env and r.column == c for r in runs)]
 
 
 def basic_policies(runs: list[RunData], env: str, path: Path) -> bool:
-    group = [r for r in runs if r.env == env and r.algo == "beta_dqn"]
+    """β-DQN's three basic policies per column (a panel each)."""
     key = metric(env)
-    if not group or not all(r.evals and f"argmin_beta_{key}" in r.evals[0] for r in group):
+    columns = _beta_columns(runs, env, lambda r: r.evals and f"argmin_beta_{key}" in r.evals[0])
+    if not columns:
         return False
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for prefix, label in (("", "argmax_{a: β>ε} Q (pure exploitation)"), ("argmax_q_", "argmax_a Q"),
-                          ("argmin_beta_", "argmin_a β")):
-        steps, curves = _common(group, prefix + key)
-        _band(ax, steps, curves, label)
-    ax.set(title=f"{env}: β-DQN's basic policies (n={len(group)})", xlabel="env steps", ylabel=key)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    fig, axes = _panels(len(columns), 5, 3.5, ncols=3)
+    for ax, column in zip(axes, columns, strict=True):
+        group = [r for r in runs if r.env == env and r.column == column]
+        for prefix, label in (("", "argmax_{a: β>ε} Q (pure exploitation)"), ("argmax_q_", "argmax_a Q"),
+                              ("argmin_beta_", "argmin_a β")):
+            steps, curves = _common(group, prefix + key)
+            _band(ax, steps, curves, label)
+        ax.set(title=f"{column_label(column)} (n={len(group)})", xlabel="env steps", ylabel=key)
+        ax.title.set_fontsize(8)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{env}: β-DQN's basic policies")
+    _save(fig, path)
     return True
 
 
 def selection_proportions(runs: list[RunData], env: str, path: Path, points: int = 50) -> bool:
-    """β-DQN's share of episodes per policy group in the bandit's window over training: each run's logged
-    shares interpolated onto common env steps (within the span it logged), mean over seeds."""
-    group = [r for r in runs if r.env == env and r.algo == "beta_dqn" and any("arms_cov" in m for m in r.metrics)]
-    if not group:
+    """β-DQN's share of episodes per policy group in the bandit's window over training, per column (a panel
+    each): each run's logged shares interpolated onto common env steps (within the span it logged), mean
+    over seeds."""
+    columns = _beta_columns(runs, env, lambda r: any("arms_cov" in m for m in r.metrics))
+    if not columns:
         return False
-    total = max(r.config["total_steps"] for r in group)
-    grid = np.linspace(0, total, points)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for key, label in (("arms_cov", "π_cov"), ("arms_cor", "π_cor (α > 0)"), ("arms_cor0", "π_cor(0)")):
-        per_run = []
-        for r in group:
-            rows = [m for m in r.metrics if key in m]
-            steps = np.array([m["env_steps"] for m in rows], dtype=np.float64)
-            values = np.array([m[key] for m in rows])
-            per_run.append(np.where((grid >= steps[0]) & (grid <= steps[-1]), np.interp(grid, steps, values), np.nan))
-        with warnings.catch_warnings():  # steps no run logged around stay empty
-            warnings.simplefilter("ignore", RuntimeWarning)
-            ax.plot(grid, np.nanmean(per_run, axis=0), label=label)
-    ax.set(title=f"{env}: β-DQN's policy selection (n={len(group)})", xlabel="env steps",
-           ylabel="share of the window's episodes", ylim=(0, 1))
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    fig, axes = _panels(len(columns), 5, 3.5, ncols=3)
+    for ax, column in zip(axes, columns, strict=True):
+        group = [r for r in runs if r.env == env and r.column == column]
+        total = max(r.config["total_steps"] for r in group)
+        grid = np.linspace(0, total, points)
+        for key, label in (("arms_cov", "π_cov"), ("arms_cor", "π_cor (α > 0)"), ("arms_cor0", "π_cor(0)")):
+            per_run = []
+            for r in group:
+                rows = [m for m in r.metrics if key in m]
+                steps = np.array([m["env_steps"] for m in rows], dtype=np.float64)
+                values = np.array([m[key] for m in rows])
+                per_run.append(np.where((grid >= steps[0]) & (grid <= steps[-1]), np.interp(grid, steps, values),
+                                        np.nan))
+            with warnings.catch_warnings():  # steps no run logged around stay empty
+                warnings.simplefilter("ignore", RuntimeWarning)
+                ax.plot(grid, np.nanmean(per_run, axis=0), label=label)
+        ax.set(title=f"{column_label(column)} (n={len(group)})", xlabel="env steps",
+               ylabel="share of the window's episodes", ylim=(0, 1))
+        ax.title.set_fontsize(8)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{env}: β-DQN's policy selection")
+    _save(fig, path)
     return True
 
 
 def visitation(runs: list[RunData], path: Path) -> bool:
-    algos = [a for a in ("beta_dqn", "dqn") if any(r.env == "CliffWalk" and r.algo == a
-                                                    and r.summary.get("state_visits") for r in runs)]
-    if not algos:
+    """CliffWalk's training visits per cell, mean over seeds, a heatmap per column."""
+    visited = [r for r in runs if r.env == "CliffWalk" and r.summary.get("state_visits")]
+    columns = columns_of(visited)
+    if not columns:
         return False
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(algos), figsize=(6 * len(algos), 2.6), squeeze=False)
-    for ax, algo in zip(axes[0], algos, strict=True):
-        group = [r for r in runs if r.env == "CliffWalk" and r.algo == algo and r.summary.get("state_visits")]
+    fig, axes = _panels(len(columns), 6, 2.6, ncols=2)
+    for ax, column in zip(axes, columns, strict=True):
+        group = [r for r in visited if r.column == column]
         counts = np.mean([np.asarray(r.summary["state_visits"], dtype=np.float64) for r in group], axis=0)
         image = ax.imshow(np.log10(1 + counts.reshape(4, 12)), cmap="viridis")
-        ax.set(title=f"{ALGO_LABELS[algo]}: log10(1 + visits), n={len(group)}", xticks=[], yticks=[])
+        ax.set(title=f"{column_label(column)}: log10(1 + visits), n={len(group)}", xticks=[], yticks=[])
+        ax.title.set_fontsize(8)
         fig.colorbar(image, ax=ax, fraction=0.02)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
     return True
 
 
@@ -327,30 +494,46 @@ def write_report(root: Path, out: Path | None = None) -> Path:
     out = out or root / "report"
     out.mkdir(parents=True, exist_ok=True)
     header, rows, numbers = table(runs)
-    lines = [f"# Report: {root}", "",
-             f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished left out)" if unfinished else "") + ". "
-             "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
-             "MiniGrid and CliffWalk, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
-             "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
-             "Computational cost: seconds per env step relative to DQN's, from the runs' own wall clock "
-             "(runs that shared a machine slow each other), averaged over environments. Performance/cost: "
-             "(score / DQN's score) / cost, averaged over the environments where DQN's score is not 0.", "",
-             "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    described = study(runs, root)
+    lines = [f"# Report: {root.name}", ""]
+    if described["command"]:
+        lines += ["```bash", described["command"], f"python -m learner.report {root.name}", "```", ""]
+    lines += [
+        f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished left out)" if unfinished else "") + ". "
+        "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
+        "MiniGrid and CliffWalk, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
+        "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
+        "A column is a method and, in a grid with axes besides --env, --algo and --seeds, its variant. "
+        "Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
+        "wall clock (runs that shared a machine slow each other), averaged over environments. "
+        "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
+        "not 0. `study.json` lists every run with the command that computes it again.", "",
+        "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines.append("")
     for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
         slug = env.replace("/", "-")
         learning_curves(runs, env, out / f"curves_{slug}.png")
-        lines += [f"## {env}", "", f"![learning curves]({'curves_' + slug}.png)", ""]
+        lines += [f"## {env}", ""]
+        if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs):
+            lines += variant_rows(runs, env) + [""]
+        lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
         if selection_proportions(runs, env, out / f"selection_{slug}.png"):
             lines += [f"![β-DQN's policy selection](selection_{slug}.png)", ""]
         if basic_policies(runs, env, out / f"basic_{slug}.png"):
             lines += [f"![β-DQN's basic policies](basic_{slug}.png)", ""]
+        per_run = bandit_rows(runs, env)
+        if per_run:
+            lines += [f"### {env}: β-DQN's meta-controller at the end of each run", "",
+                      "The window's episodes per arm at the last step: the arm that holds most of them (its share, "
+                      "μ and b), and of the others the one with the largest μ + b [eq:policy select].", "",
+                      *per_run, ""]
     if visitation(runs, out / "cliffwalk_visits.png"):
         lines += ["## CliffWalk state visitation (training)", "", "![visits](cliffwalk_visits.png)", ""]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers},
                                                 indent=2) + "\n")
+    (out / "study.json").write_text(json.dumps(described, indent=2) + "\n")
     return out / "report.md"
 
 

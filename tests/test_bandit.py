@@ -37,6 +37,20 @@ def test_normalisation_is_one_half_when_all_returns_are_equal():
     assert b.select() == 1
 
 
+def test_raw_returns_enter_mu_as_they_came():
+    """`returns="raw"` (the published text): the same window as above, μ = [0, 10, 5], so the bonus barely
+    counts next to a return of 10."""
+    b = SlidingWindowBandit(n_arms=3, window=10, seed=0, returns="raw")
+    for arm, ret, bonus in [(0, 0.0, 0.0), (1, 10.0, 0.0), (2, 5.0, 0.3), (2, 5.0, 0.9)]:
+        b.report(arm, ret, bonus)
+    _, mu, bonus = b.statistics()
+    np.testing.assert_allclose(mu, [0.0, 10.0, 5.0])
+    np.testing.assert_allclose(bonus, [0.0, 0.0, 0.6])
+    assert b.select() == 1  # 10 > 5.6 (normalised, arm 2 would win: 0.5 + 0.6 > 1.0)
+    with pytest.raises(ValueError, match="returns='mean'"):
+        SlidingWindowBandit(3, 10, returns="mean")
+
+
 def test_window_forgets_old_episodes_and_the_arm_becomes_unplayed_again():
     b = SlidingWindowBandit(n_arms=3, window=3, seed=0)
     b.report(0, 1.0, 0.0)

@@ -42,6 +42,10 @@ CASES = [
     (["--seeds", "5-2"], "--seeds: '5-2'; expected seeds like 0-9, 0,3,7 or 0-2,5"),
     (["--algo", "dqn,ppo"], "--algo: 'ppo' is not one of"),
     (["--env", "CliffWalk,Pong", "--algo", "dqn"], "--env: unknown env 'Pong'"),
+    (["--bandit-returns", "minmax,mean"], "--bandit-returns: 'mean' is not one of: minmax, raw"),
+    (["--bandit-returns", "raw", "--seeds", "0", "--actors", "1,x"], "argument --actors: invalid int value: 'x'"),
+    (["--count-mode", "off,off"], "argument --count-mode: 'off' appears twice in the list 'off,off'"),
+    (["--seed", "0,1"], "argument --seed: invalid int value: '0,1'"),
     (["--seeds", "0-1", "--retries", "-1"], "--retries: must be >= 0, got -1"),
     (["--learner-gpus", "-2"], "--learner-gpus: must be >= 0, or -1 for automatic, got -2.0"),
     (["--resume", "/nonexistent/grid", "--seeds", "0-1"], "--resume"),
@@ -84,3 +88,21 @@ def test_a_checkpoint_of_another_format_is_refused_with_one_line(tmp_path):
                           text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "checkpoint format 1, written by another version of this program" in proc.stderr
+
+
+def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, capsys, monkeypatch):
+    """With --actors 32 the raylet warns a dozen times that it started many worker processes at once: the
+    run's stdout filter files them (RAY_WORKER_WARNINGS=1 shows them) and passes everything else to stderr."""
+    from learner.main import _Quiet
+
+    noise = ("\x1b[33m(raylet)\x1b[0m WARNING: 8 PYTHON worker processes have been started on node: abc with "
+             "address: 127.0.0.1, which is 4x the maximum expected startup concurrency (2).")
+    monkeypatch.delenv("RAY_WORKER_WARNINGS", raising=False)
+    quiet = _Quiet(tmp_path / "run" / "ray_warnings.log")
+    quiet.write(noise + "\nsomething else\npart")
+    quiet.write("ial line\n")
+    assert capsys.readouterr().err == "something else\npartial line\n"
+    assert (tmp_path / "run" / "ray_warnings.log").read_text() == noise + "\n"
+    monkeypatch.setenv("RAY_WORKER_WARNINGS", "1")
+    _Quiet(tmp_path / "other.log").write(noise + "\n")
+    assert capsys.readouterr().err == noise + "\n" and not (tmp_path / "other.log").exists()

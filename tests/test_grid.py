@@ -60,6 +60,58 @@ def test_a_grid_expands_every_combination_and_refuses_a_used_directory(tmp_path)
         grid_from_args(args_of(["--algo", "dqn,beta_dqn", "--env", "CliffWalk,Pong", "--out", str(tmp_path / "i")]))
 
 
+def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_does_not_read(tmp_path):
+    grid = grid_from_args(args_of(["--env", "CliffWalk", "--algo", "beta_dqn,dqn", "--seeds", "0,1",
+                                   "--bandit-returns", "minmax,raw", "--eps-decay-steps", "1000000,10000",
+                                   "--runtime", "serial", "--out", str(tmp_path / "g")]))
+    runs = {Path(r["out"]).name: r for r in grid.runs}
+    assert sorted(runs) == sorted(f"CliffWalk_{a}_{v}_s{s}" for a, v in (
+        ("beta_dqn", "bandit-returns=minmax"), ("beta_dqn", "bandit-returns=raw"),
+        ("dqn", "eps-decay-steps=1000000"), ("dqn", "eps-decay-steps=10000")) for s in (0, 1))
+    beta = runs["CliffWalk_beta_dqn_bandit-returns=raw_s1"]
+    assert (beta["bandit_returns"], beta["eps_decay_steps"], beta["variant"], beta["seed"]) == (
+        "raw", 1_000_000, "bandit-returns=raw", 1)
+    dqn = runs["CliffWalk_dqn_eps-decay-steps=10000_s0"]
+    assert (dqn["bandit_returns"], dqn["eps_decay_steps"]) == ("minmax", 10_000)
+    assert dqn["variant"] == "eps-decay-steps=10000"
+    # a serial run is one process: its placement group is its learner's bundle alone
+    from learner.grid import _actor_bundles
+
+    assert _actor_bundles(beta) == 0 and _actor_bundles({**beta, "runtime": "ray"}) == beta["actors"]
+    grid.write_spec()
+    saved = json.loads((tmp_path / "g" / "grid.json").read_text())
+    assert saved["format"] == 2 and saved["args"]["eps_decay_steps"] == [1_000_000, 10_000]
+    # a grid written before the axes (format 1: --algo as comma-separated text) resumes as the same grid
+    saved.update(format=1, args={**saved["args"], "algo": "beta_dqn,dqn"})
+    del saved["args"]["variant"]
+    (tmp_path / "g" / "grid.json").write_text(json.dumps(saved))
+    resumed = grid_from_args(args_of(["--resume", str(tmp_path / "g")]))
+    assert sorted(Path(r["out"]).name for r in resumed.runs) == sorted(runs)
+
+
+@pytest.mark.integration
+def test_a_serial_grid_run_is_computed_again_by_its_command(ray_cluster, tmp_path):
+    """The report's study.json gives every run of a grid the command line that computes it again: run alone,
+    a serial run gives the same evaluations as in the grid."""
+    import shlex
+
+    from learner.main import main
+    from learner.report import write_report
+
+    args = args_of(["--algo", "beta_dqn", "--bandit-returns", "minmax,raw", *SHORT, "--runtime", "serial",
+                    "--eval-episodes", "5", "--learner-cpus", "0.5", "--out", str(tmp_path / "grid")])
+    assert grid_from_args(args).run()["done"] == 2
+    write_report(tmp_path / "grid")
+    study = json.loads((tmp_path / "grid" / "report" / "study.json").read_text())
+    assert study["command"].startswith("python -m learner.main --env CliffWalk --algo beta_dqn ")
+    assert " --runtime serial " in study["command"] and " --bandit-returns minmax,raw " in study["command"]
+    row = next(r for r in study["runs"] if r["variant"] == "bandit-returns=raw")
+    argv = shlex.split(row["cmd"])[3:]
+    assert main([*argv, "--wandb", "disabled", "--progress", "false", "--out", str(tmp_path / "alone")]) == 0
+    grid_run = tmp_path / "grid" / "CliffWalk_beta_dqn_bandit-returns=raw_s0"
+    assert (tmp_path / "alone" / "evals.csv").read_text() == (grid_run / "evals.csv").read_text()
+
+
 @pytest.mark.integration
 def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(ray_cluster, tmp_path):
     """2 algorithms × 2 seeds, each declaring 0.5 + 0.5 CPUs on the 4-CPU test cluster: all four at once.
@@ -134,8 +186,8 @@ def test_an_interrupted_grid_resumes_only_its_unfinished_runs(tmp_path):
     finished = {p.parent.name: p.stat().st_mtime_ns for p in grid_dir.glob("*/summary.json")}
     assert 1 <= len(finished) < 4
     started = {p.parent.name for p in grid_dir.glob("*/checkpoint.pt")} - set(finished)
-    resumed = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(grid_dir), "--progress", "false"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(grid_dir), "--progress", "false",
+                              "--json", "true"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads(resumed.stdout)
     status = {r["name"]: r["status"] for r in summary["runs"]}
@@ -193,3 +245,22 @@ def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
     with pytest.raises(ConfigError, match=r"--actors: a run needs 5 CPUs .* but the cluster has 4"):
         grid.run()
     assert not (tmp_path / "g").exists()  # nothing left behind: the same command, corrected, can run
+
+
+def test_a_grid_ends_with_a_table_for_people(tmp_path):
+    from learner.metrics import describe_grid
+
+    runs = [{"name": f"CliffWalk_beta_dqn_bandit-returns=raw_s{s}", "env": "CliffWalk", "algo": "beta_dqn",
+             "variant": "bandit-returns=raw", "seed": s, "status": "done", "env_steps_per_s": 2000.0,
+             "final_eval": {"success_rate": v, "return_mean": v}} for s, v in ((0, 1.0), (1, 0.5))]
+    runs.append({"name": "CliffWalk_dqn_s0", "env": "CliffWalk", "algo": "dqn", "variant": "", "seed": 0,
+                 "status": "failed", "error": "NonFiniteLoss: the loss became nan"})
+    text = describe_grid({"grid": "g", "runs": runs, "done": 2, "failed": 1, "total": 3, "wall_seconds": 61.2},
+                         tmp_path / "g")
+    lines = text.splitlines()
+    assert lines[0] == "grid g: 2 of 3 runs done, 1 failed, 61 s"
+    assert lines[3].split() == ["CliffWalk", "β-DQN", "[bandit-returns=raw]", "2/2", "0.75", "[0.50,", "1.00]",
+                                "2,000"]
+    assert lines[4].split()[:4] == ["CliffWalk", "DQN", "0/1", "—"]
+    assert "  CliffWalk_dqn_s0: NonFiniteLoss: the loss became nan" in lines
+    assert lines[-1] == f"report:  python -m learner.report {tmp_path / 'g'}"

@@ -18,8 +18,9 @@ FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 BASIC = [f"{p}_{k}" for p in ("argmin_beta", "argmax_q") for k in FIELDS[1:]]
 
 
-def make_run(root: Path, env: str, algo: str, seed: int, final: float, rate: float, **config) -> Path:
-    out = root / f"{env.replace('/', '-')}_{algo}_s{seed}"
+def make_run(root: Path, env: str, algo: str, seed: int, final: float, rate: float, bandit=None, **config) -> Path:
+    variant = f"_{config['variant']}" if config.get("variant") else ""
+    out = root / f"{env.replace('/', '-')}_{algo}{variant}_s{seed}"
     out.mkdir(parents=True)
     cfg, spec = resolve(Config(env=env, algo=algo, seed=seed, total_steps=2000, eval_every=1000, out=str(out),
                                wandb="disabled", **config))
@@ -30,6 +31,8 @@ def make_run(root: Path, env: str, algo: str, seed: int, final: float, rate: flo
                "final_eval": {"env_steps": 2000, "return_std": 0.0, **score}}
     if success:
         summary["state_visits"] = [seed + 1] * 48
+    if bandit:
+        summary["bandit"] = bandit
     (out / "summary.json").write_text(json.dumps(summary))
     fields = FIELDS + (tuple(BASIC) if algo == "beta_dqn" else ())
     with open(out / "evals.csv", "w", newline="") as f:
@@ -83,7 +86,7 @@ def test_bootstrap_interval():
 def test_runs_that_differ_in_more_than_the_seed_are_refused(tmp_path):
     make_run(tmp_path, "CliffWalk", "dqn", 0, 1.0, 1000.0)
     make_run(tmp_path, "CliffWalk", "beta_dqn", 1, 1.0, 1000.0, lr=1e-4)
-    with pytest.raises(ReportError, match=r"CliffWalk: runs differ in lr .*only the seed and the algorithm"):
+    with pytest.raises(ReportError, match=r"CliffWalk: runs differ in lr .*only the seed, the algorithm and a grid"):
         write_report(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
@@ -105,5 +108,36 @@ def test_a_methods_own_flags_may_differ_from_the_others_but_not_between_its_seed
 def test_a_run_counted_twice_is_refused(tmp_path):
     make_run(tmp_path / "a", "CliffWalk", "dqn", 0, 1.0, 1000.0)
     make_run(tmp_path / "b", "CliffWalk", "dqn", 0, 1.0, 1000.0)
-    with pytest.raises(ReportError, match="dqn seed 0 appears twice"):
+    with pytest.raises(ReportError, match="DQN seed 0 appears twice"):
+        write_report(tmp_path)
+
+
+def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp_path):
+    """A grid's axes: each variant is a column (CI, seeds solved, first evaluation ≥ 0.9, the window's shares);
+    study.json gives each run the command that computes it again; a difference no axis names is refused."""
+    plays = [10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 90]  # π_cov(0.05) 10%, π_cor(1) 90%
+    bandit = {"plays": plays, "mu": [0.5] + [0.0] * 11 + [1.0], "bonus": [0.9] + [0.0] * 11 + [0.3]}
+    for seed, (minmax, raw) in enumerate(((0.0, 1.0), (1.0, 0.95))):
+        make_run(tmp_path, "CliffWalk", "beta_dqn", seed, minmax, 500.0, bandit=bandit,
+                 variant="bandit-returns=minmax", bandit_returns="minmax")
+        make_run(tmp_path, "CliffWalk", "beta_dqn", seed, raw, 500.0, bandit=bandit,
+                 variant="bandit-returns=raw", bandit_returns="raw")
+        make_run(tmp_path, "CliffWalk", "dqn", seed, 1.0, 1000.0)
+    report = write_report(tmp_path).read_text()
+    assert "| DQN | β-DQN [bandit-returns=minmax] | β-DQN [bandit-returns=raw] |" in report
+    assert "| CliffWalk | CliffWalk | 1.00 [1.00, 1.00] (n=2) | 0.50 [0.00, 1.00] (n=2) | 0.97 [0.95, 1.00] (n=2) |" \
+        in report
+    # one seed of minmax solves at its last evaluation (2000), none at the first (1.0 / 2 < 0.9); raw: both
+    assert "| β-DQN [bandit-returns=minmax] | 0.50 [0.00, 1.00] (n=2) | 1 of 2 | 2k (2k–2k), 1 of 2 seeds | " \
+           "0.10 / 0.90 / 0.00 |" in report
+    assert ("| β-DQN [bandit-returns=raw] | 0 | 1.00 | 2k | π_cor(1): 0.90, 1.00, 0.30 | "
+            "π_cov(0.05): 0.10, 0.50, 0.90 |") in report
+    study = json.loads((tmp_path / "report" / "study.json").read_text())
+    row = next(r for r in study["runs"] if r["variant"] == "bandit-returns=raw" and r["seed"] == 1)
+    assert row["final_success"] == 0.95 and row["first_success_step"] == 2000 and row["algo"] == "beta_dqn"
+    assert row["cmd"] == ("python -m learner.main --env CliffWalk --algo beta_dqn --seed 1 --total-steps 2000 "
+                          "--bandit-returns raw --eval-every 1000")
+    make_run(tmp_path, "CliffWalk", "beta_dqn", 2, 1.0, 500.0, variant="bandit-returns=raw", bandit_returns="raw",
+             count_mode="off")
+    with pytest.raises(ReportError, match="runs differ in count_mode"):
         write_report(tmp_path)

@@ -158,7 +158,7 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
         argv = ["--algo", algo, "--env", env, "--runtime", "serial", "--actors", "2", "--envs-per-actor", "2",
                 "--total-steps", "1200", "--learning-starts", "400", "--eval-every", "600", "--eval-episodes", "2",
                 "--checkpoint-every", "600", "--wandb", "disabled", "--progress", "false", "--log-every", "0.01",
-                "--out", str(out)]
+                "--json", "true", "--out", str(out)]
         assert main(argv) == 0
         summary = json.loads(capsys.readouterr().out)
         assert (summary["algo"], summary["env"], summary["env_steps"], summary["updates"]) == (algo, env, 1200, 200)
@@ -172,8 +172,30 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
         heard = {"beta_dqn": len(arms.get("window", [])), "bootstrapped_dqn": sum(arms.get("plays", []))}
         assert heard.get(algo, arms.get("episodes")) == summary["arm_episodes"]
         # resume from the copy taken at 600 steps: the method's whole state loads and the run finishes
-        assert main(["--resume", f"{out}-at600", "--progress", "false"]) == 0
+        assert main(["--resume", f"{out}-at600", "--progress", "false", "--json", "true"]) == 0
         resumed = json.loads(capsys.readouterr().out)
         assert (resumed["env_steps"], resumed["updates"]) == (1200, 200)
         with open(f"{out}-at600/evals.csv") as f:
             assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [600, 1200]
+
+
+def test_a_person_reads_a_few_lines_and_a_script_reads_json(tmp_path, capsys):
+    """The end of a run on stdout: what ran, its speed, the evaluations, the final score, where the outputs are
+    (at most 15 lines); `--json true` prints summary.json's document instead."""
+    from learner.main import main
+
+    argv = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "1",
+            "--total-steps", "3000", "--learning-starts", "500", "--eval-every", "1000", "--eval-episodes", "2",
+            "--wandb", "disabled", "--progress", "false"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert 5 <= len(lines) <= 15
+    assert lines[0].startswith("β-DQN on CliffWalk, seed 0: 3,000 env steps in ")
+    assert lines[2].split() == ["env", "steps", "1k", "2k", "3k"]
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert lines[3].split()[1:] == [f"{float(row['success_rate']):.2f}"
+                                    for row in csv.DictReader(open(tmp_path / "a" / "evals.csv"))]
+    assert f"final: success {summary['final_eval']['success_rate']:.2f}" in lines[4]
+    assert any(f"python -m learner.report {tmp_path / 'a'}" in line for line in lines)
+    assert main([*argv, "--out", str(tmp_path / "b"), "--json", "true"]) == 0
+    assert json.loads(capsys.readouterr().out)["final_eval"] == summary["final_eval"]  # deterministic

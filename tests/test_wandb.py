@@ -31,16 +31,20 @@ def test_a_run_reports_to_wandb_grouped_tagged_and_charted(tmp_path, monkeypatch
     cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", seed=3, runtime="serial", actors=1,
                                envs_per_actor=2, total_steps=1500, learning_starts=500, eval_every=750,
                                eval_episodes=2, wandb="offline", grid="g1", progress=False, log_every=0.01,
-                               out=str(tmp_path / "run")))
+                               variant="bandit-returns=raw,count-mode=off", bandit_returns="raw",
+                               count_mode="off", out=str(tmp_path / "run")))
     train(cfg, spec)
     (run,) = runs
-    assert run.init["group"] == "CliffWalk/beta_dqn" and run.init["mode"] == "offline"
-    assert {"CliffWalk", "beta_dqn", "seed3", "grid:g1"} <= set(run.init["tags"])
+    # a grid's variant: its own group, a tag per axis value
+    assert run.init["group"] == "CliffWalk/beta_dqn/bandit-returns=raw,count-mode=off"
+    assert run.init["mode"] == "offline"
+    tags = {"CliffWalk", "beta_dqn", "seed3", "grid:g1", "bandit-returns=raw", "count-mode=off"}
+    assert tags <= set(run.init["tags"])
     assert (run.init["config"]["env"], run.init["config"]["algo"], run.init["config"]["seed"]) == (
         "CliffWalk", "beta_dqn", 3)
     assert ("eval/*", "env_steps") in run.metrics and ("train/*", "env_steps") in run.metrics
     keys = set().union(*run.logged)
     for key in ("eval/return_mean", "eval/argmin_beta_return_mean", "train/env_steps_per_s",
-                "train/arm_proportions", "train/arms_cov", "train/loss_q"):
+                "train/arm_proportions", "train/arms_cov", "train/arm_mu", "train/arm_bonus", "train/loss_q"):
         assert key in keys, key
     assert run.summary["env_steps"] == 1500 and run.exit_code == 0
