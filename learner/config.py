@@ -113,8 +113,11 @@ class Config:
     # --- β-DQN (spec §1–3) ---
     beta_eps: float = _beta(0.05, "ε of the in-sample mask β(a|s) > ε")
     policy_set: str = _beta("13", "policy set: 13, 8, 23, cov, cor0, cor1")
-    count_mode: str = _beta("augment", f"episodic counts in π_cov: {', '.join(COUNT_MODES)}")
-    bandit_window: int = _beta(1000, "meta-controller window L (episodes)")
+    count_mode: str = _beta("augment", f"episodic counts in π_cov: {', '.join(COUNT_MODES)} (augment: β̃ = (β + "
+                                       "c)/(1 + Σc) in π_cov's tests, spec §2; simple: rare = β ≤ δ and not yet "
+                                       "taken at this state in the episode; off: the learned β alone)")
+    bandit_window: int = _beta(1000, "meta-controller window L (episodes; the paper's 1000 for 5M-step runs, "
+                                     "and it asks L < K, the episodes of the run)")
     bandit_returns: str = _beta("minmax", "how returns enter the meta-controller's μ: minmax (normalised to "
                                           "[0, 1] by the window's min and max: the paper's commented-out "
                                           "implementation note, the spec's default) or raw (as the published "
@@ -321,9 +324,10 @@ def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str
     return " ".join(parts)
 
 
-def run_command(config: dict) -> str:
-    """The command line that computes the run of `config` (config.json) again: every field that changes what
-    it computes (and its seed), where it differs from the default (γ and the learning rate: the env's)."""
+def run_command(config: dict, device: str = "cpu") -> str:
+    """The command line that computes the run of `config` (config.json) again on `device` (its summary's):
+    every field that changes what it computes (and its seed), where it differs from the default (γ and the
+    learning rate: the env's); the device and the learner's threads, which change its floating point."""
     from actors.envs import env_spec
 
     spec = env_spec(config["env"])
@@ -331,4 +335,6 @@ def run_command(config: dict) -> str:
     for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
         if values.get(name) == default:
             del values[name]
-    return command_line(values, always=("env", "algo", "seed"))
+    values["device"] = device.split(":")[0]
+    values["learner_threads"] = config.get("learner_threads", 1)
+    return command_line(values, always=("env", "algo", "seed", "device"))

@@ -57,6 +57,10 @@ def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
     from actors.envs import canonical_name
 
     middle = f"_{variant.replace(',', '_').replace('/', '-')}" if variant else ""
+    if len(middle) > 160:  # a directory name has 255 bytes at most: a long variant ends in a hash of itself
+        import hashlib
+
+        middle = f"{middle[:150]}~{hashlib.sha1(variant.encode()).hexdigest()[:8]}"
     return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
 
 
@@ -92,6 +96,10 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
                 continue  # the same run from a flag its method does not read
             Config(**run)  # validates; environments are checked by `resolve` below
             runs[name] = run
+    for name, _ in axes:
+        if not any(reads(r["algo"], name) for r in runs.values()):
+            raise ConfigError(name, f"is a list, but no method of the grid reads it (read by "
+                                    f"{', '.join(FIELDS[name].metadata['algos'])})")
     return list(runs.values())
 
 

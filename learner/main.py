@@ -12,11 +12,12 @@ import io
 import json
 import os
 import sys
+import threading
 import typing
 from pathlib import Path
 from urllib.parse import quote
 
-from learner.config import AXES, CHECKPOINT_FORMAT, Config, ConfigError, flag, flag_text, resolve
+from learner.config import ALGOS, AXES, CHECKPOINT_FORMAT, Config, ConfigError, flag, flag_text, resolve
 from replay_service.local_redis import RedisSetupError
 
 
@@ -39,6 +40,8 @@ def _axis(conv):
     def convert(text: str):
         if "," not in text:
             return conv(text)
+        if any(not v.strip() for v in text.split(",")):
+            raise argparse.ArgumentTypeError(f"an empty item in the list {text!r}")
         values = [conv(v.strip()) for v in text.split(",")]
         repeated = [v for i, v in enumerate(values) if v in values[:i]]
         if repeated:
@@ -61,9 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
             conv = kind
         else:  # float | None
             conv = float
+        whose = f.metadata["algos"]
         parser.add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
                             default=f.default, metavar=f.name.upper() if conv is not _bool else "BOOL",
-                            help=f.metadata["help"])
+                            help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {', '.join(whose)}]"))
     return parser
 
 
@@ -133,19 +137,24 @@ class _Quiet(io.TextIOBase):
     NOISE = "worker processes have been started"
 
     def __init__(self, log: Path):
-        self.log, self.pending = log, ""
+        self.log = log
         self.show = os.environ.get("RAY_WORKER_WARNINGS", "") == "1"
+        # Ray prints from threads of its own, a line in two writes (text, then newline): a partial line per
+        # thread, and one writer at a time
+        self.partial: dict[int, str] = {}
+        self.lock = threading.Lock()
 
     def write(self, text: str) -> int:
-        self.pending += text
-        *lines, self.pending = self.pending.split("\n")
-        for line in lines:
-            if self.NOISE in line and not self.show:
-                self.log.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.log, "a") as f:
-                    f.write(line + "\n")
-            else:
-                sys.stderr.write(line + "\n")
+        with self.lock:
+            me = threading.get_ident()
+            *lines, self.partial[me] = (self.partial.get(me, "") + text).split("\n")
+            for line in lines:
+                if self.NOISE in line and not self.show:
+                    self.log.parent.mkdir(parents=True, exist_ok=True)
+                    with open(self.log, "a") as f:
+                        f.write(line + "\n")
+                else:
+                    sys.stderr.write(line + "\n")
         return len(text)
 
     def flush(self) -> None:
@@ -159,8 +168,9 @@ def _quiet_stdout(log: Path):
         with contextlib.redirect_stdout(quiet):
             yield
     finally:
-        if quiet.pending:  # a last line without its newline
-            quiet.write("\n")
+        for partial in quiet.partial.values():  # last lines without their newline
+            if partial:
+                sys.stderr.write(partial + "\n")
 
 
 def _grid(argv: list[str] | None) -> int | None:

@@ -29,6 +29,18 @@ def wandb_mode(cfg) -> str:
     return cfg.wandb or os.environ.get("WANDB_MODE", "") or "offline"
 
 
+def wandb_group(cfg) -> str:
+    """`<env>/<algo>[/<variant>]`, within W&B's 128 characters (a long variant ends in a hash of itself)."""
+    group = f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else "")
+    return group if len(group) <= 128 else f"{group[:119]}~{_digest(cfg.variant)}"
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
 class RunLogger:
     def __init__(self, cfg, out: Path, total_steps: int, resume: dict | None = None):
         """`resume` ({"env_steps", "evals", "wandb_id"} of a checkpoint): the files are cut back to what
@@ -56,7 +68,7 @@ class RunLogger:
             self.wandb = wandb.init(
                 project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
                 id=self.wandb_id, resume="allow" if self.wandb_id else None,
-                group=f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), job_type="train",
+                group=wandb_group(cfg), job_type="train",
                 tags=[cfg.env, cfg.algo, f"seed{cfg.seed}", *([f"grid:{cfg.grid}"] if cfg.grid else []),
                       *(cfg.variant.split(",") if cfg.variant else [])],
                 config=public(cfg),
@@ -108,13 +120,9 @@ class RunLogger:
         self.evals_file.close()
 
 
-def _steps(n: float) -> str:
-    return f"{n / 1e6:g}M" if n >= 1e6 and n % 1e5 == 0 else f"{n / 1e3:g}k" if n >= 1e3 else f"{n:g}"
-
-
 def describe_run(cfg, summary: dict) -> str:
     """What a person reads at the end of a run: what ran, how fast, the evaluations, where the outputs are."""
-    from learner.report import ALGO_LABELS, metric
+    from learner.report import ALGO_LABELS, metric, steps_text
 
     key = metric(summary["env"])
     layout = (f"{cfg.actors} actor{'s' * (cfg.actors > 1)} × {cfg.envs_per_actor} env"
@@ -128,7 +136,7 @@ def describe_run(cfg, summary: dict) -> str:
         name = "success" if key == "success_rate" else "return"
         lines += [f"evaluations ({cfg.eval_episodes} episodes, ε = {cfg.eval_epsilon:g}), {name} of the greedy "
                   "policy:",
-                  "  env steps " + " ".join(f"{_steps(float(e['env_steps'])):>6}" for e in shown),
+                  "  env steps " + " ".join(f"{steps_text(float(e['env_steps'])):>6}" for e in shown),
                   f"  {name:<9} " + " ".join(f"{float(e[key]):>6.2f}" for e in shown)]
     final = summary["final_eval"]
     if final.get("return_mean") is not None:
@@ -142,7 +150,7 @@ def describe_run(cfg, summary: dict) -> str:
     if mode == "offline":
         lines.append(f"W&B:     offline run in {cfg.out}/wandb (upload: wandb sync {cfg.out}/wandb/offline-run-*)")
     elif mode == "online":
-        lines.append(f"W&B:     project {cfg.wandb_project}, group {cfg.env}/{cfg.algo}")
+        lines.append(f"W&B:     project {cfg.wandb_project}, group {wandb_group(cfg)}")
     return "\n".join(lines)
 
 

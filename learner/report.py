@@ -138,12 +138,15 @@ def check_comparable(runs: list[RunData]) -> None:
     for run in runs:
         by_env[run.env].append(run)
 
+    def value(run: RunData, key: str):  # a field added after the run was made has its default there
+        return run.config.get(key, FIELDS[key].default if key in FIELDS else None)
+
     def compare(a: RunData, b: RunData, free: set[str]) -> None:
         for key in sorted((set(a.config) | set(b.config)) - BOOKKEEPING - {"algo", "seed"} - free):
-            if _reads(a.algo, key) and _reads(b.algo, key) and a.config.get(key) != b.config.get(key):
+            if _reads(a.algo, key) and _reads(b.algo, key) and value(a, key) != value(b, key):
                 raise ReportError(
-                    f"{a.env}: runs differ in {key} ({a.name}: {a.config.get(key)!r}, {b.name}: "
-                    f"{b.config.get(key)!r}); only the seed, the algorithm and a grid's axes may differ between "
+                    f"{a.env}: runs differ in {key} ({a.name}: {value(a, key)!r}, {b.name}: "
+                    f"{value(b, key)!r}); only the seed, the algorithm and a grid's axes may differ between "
                     "runs that are compared")
 
     for env, group in by_env.items():
@@ -159,7 +162,8 @@ def check_comparable(runs: list[RunData]) -> None:
         columns = list(first.values())
         for i, a in enumerate(columns):
             for b in columns[i + 1:]:
-                compare(a, b, _axes(a.variant) | _axes(b.variant))
+                # only along an axis both columns name (two grids' columns differ along one axis at most)
+                compare(a, b, _axes(a.variant) & _axes(b.variant))
 
 
 def bootstrap_ci(values, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float, float]:
@@ -183,7 +187,25 @@ def final_score(run: RunData) -> float:
 def columns_of(runs: list[RunData]) -> list[tuple[str, str]]:
     """The table's columns in the paper's order of methods, each method's variants in sorted order."""
     order = {a: i for i, a in enumerate(ALGO_LABELS)}
-    return sorted({r.column for r in runs}, key=lambda c: (order.get(c[0], len(order)), c[0], c[1]))
+
+    def typed(variant: str) -> tuple:  # numbers as numbers: bandit-window=50 before bandit-window=100
+        parts = [part.partition("=") for part in variant.split(",") if part]
+        return tuple((name, *((0, float(v)) if _is_number(v) else (1, v))) for name, _, v in parts)
+
+    return sorted({r.column for r in runs}, key=lambda c: (order.get(c[0], len(order)), c[0], typed(c[1])))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def steps_text(n: float) -> str:
+    """Env steps as people write them: 20k, 1.5M."""
+    return f"{n / 1e6:g}M" if n >= 1e6 else f"{n / 1e3:g}k" if n >= 1e3 else f"{n:g}"
 
 
 def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
@@ -280,6 +302,8 @@ def bandit_arms(run: RunData) -> tuple[tuple, tuple] | None:
     score = np.where((plays > 0) & (np.arange(len(plays)) != top), mu + bonus, -np.inf)
     other = int(np.argmax(score))
     share = plays / max(plays.sum(), 1)
+    if not np.isfinite(score[other]):  # no other arm in the window
+        return (labels[top], share[top], mu[top], bonus[top]), None
     return ((labels[top], share[top], mu[top], bonus[top]), (labels[other], share[other], mu[other], bonus[other]))
 
 
@@ -320,7 +344,7 @@ def bandit_rows(runs: list[RunData], env: str) -> list[str]:
         lines.append(f"| {r.label} | {r.config['seed']} | {final_score(r):.2f} | "
                      f"{'—' if first is None else f'{first / 1e3:.0f}k'} | "
                      f"{top[0]}: {top[1]:.2f}, {top[2]:.2f}, {top[3]:.2f} | "
-                     f"{other[0]}: {other[1]:.2f}, {other[2]:.2f}, {other[3]:.2f} |")
+                     + ("— |" if other is None else f"{other[0]}: {other[1]:.2f}, {other[2]:.2f}, {other[3]:.2f} |"))
     return lines
 
 
@@ -337,7 +361,7 @@ def study(runs: list[RunData], root: Path) -> dict:
     for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
         success = metric(r.env) == "success_rate"
         rows.append({"env": r.env, "variant": r.variant, "algo": r.algo, "seed": r.config["seed"],
-                     "cmd": run_command(r.config), "final_score": final_score(r),
+                     "cmd": run_command(r.config, r.summary.get("device", "cpu")), "final_score": final_score(r),
                      "final_success": final_score(r) if success else None,
                      "first_success_step": first_solved(r) if success else None})
     return {"command": command, "runs": rows}
@@ -377,7 +401,18 @@ def _panels(n: int, width: float, height: float, ncols: int = 4):
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)
+    from matplotlib.ticker import FuncFormatter
+
+    for ax in flat[:n]:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: steps_text(x)))
     return fig, flat[:n]
+
+
+def _title(ax, text: str) -> None:
+    """A panel's title, wrapped to its width (a variant's label can be long)."""
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(text, 60)), fontsize=8)
 
 
 def _save(fig, path: Path) -> None:
@@ -391,7 +426,7 @@ def learning_curves(runs: list[RunData], env: str, path: Path) -> None:
     key = metric(env)
     columns = columns_of([r for r in runs if r.env == env])
     many = len(columns) > MANY
-    fig, axes = _panels(len(columns), 4, 3) if many else _panels(1, 6, 4)
+    fig, axes = _panels(len(columns), 4, 3) if many else _panels(1, 6, 4 + 0.25 * len(columns))
     for i, column in enumerate(columns):
         ax = axes[i if many else 0]
         group = [r for r in runs if r.env == env and r.column == column]
@@ -399,13 +434,13 @@ def learning_curves(runs: list[RunData], env: str, path: Path) -> None:
         if steps:
             _band(ax, steps, curves, f"{column_label(column)} (n={len(group)})")
         if many:
-            ax.set_title(column_label(column), fontsize=7)
+            _title(ax, f"{column_label(column)} (n={len(group)})")
     ylabel = "success rate" if key == "success_rate" else "return"
     for ax in axes:
         ax.set(xlabel="env steps", ylabel=ylabel)
     if not many:
         axes[0].set_title(env)
-        axes[0].legend(fontsize=7)
+        axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     _save(fig, path)
 
 
@@ -428,8 +463,8 @@ def basic_policies(runs: list[RunData], env: str, path: Path) -> bool:
                               ("argmin_beta_", "argmin_a β")):
             steps, curves = _common(group, prefix + key)
             _band(ax, steps, curves, label)
-        ax.set(title=f"{column_label(column)} (n={len(group)})", xlabel="env steps", ylabel=key)
-        ax.title.set_fontsize(8)
+        ax.set(xlabel="env steps", ylabel=key)
+        _title(ax, f"{column_label(column)} (n={len(group)})")
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{env}: β-DQN's basic policies")
     _save(fig, path)
@@ -459,9 +494,8 @@ def selection_proportions(runs: list[RunData], env: str, path: Path, points: int
             with warnings.catch_warnings():  # steps no run logged around stay empty
                 warnings.simplefilter("ignore", RuntimeWarning)
                 ax.plot(grid, np.nanmean(per_run, axis=0), label=label)
-        ax.set(title=f"{column_label(column)} (n={len(group)})", xlabel="env steps",
-               ylabel="share of the window's episodes", ylim=(0, 1))
-        ax.title.set_fontsize(8)
+        ax.set(xlabel="env steps", ylabel="share of the window's episodes", ylim=(0, 1))
+        _title(ax, f"{column_label(column)} (n={len(group)})")
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{env}: β-DQN's policy selection")
     _save(fig, path)
@@ -479,8 +513,8 @@ def visitation(runs: list[RunData], path: Path) -> bool:
         group = [r for r in visited if r.column == column]
         counts = np.mean([np.asarray(r.summary["state_visits"], dtype=np.float64) for r in group], axis=0)
         image = ax.imshow(np.log10(1 + counts.reshape(4, 12)), cmap="viridis")
-        ax.set(title=f"{column_label(column)}: log10(1 + visits), n={len(group)}", xticks=[], yticks=[])
-        ax.title.set_fontsize(8)
+        ax.set(xticks=[], yticks=[])
+        _title(ax, f"{column_label(column)}: log10(1 + visits), n={len(group)}")
         fig.colorbar(image, ax=ax, fraction=0.02)
     _save(fig, path)
     return True
@@ -497,7 +531,7 @@ def write_report(root: Path, out: Path | None = None) -> Path:
     described = study(runs, root)
     lines = [f"# Report: {root.name}", ""]
     if described["command"]:
-        lines += ["```bash", described["command"], f"python -m learner.report {root.name}", "```", ""]
+        lines += ["```bash", described["command"], f"python -m learner.report {root}", "```", ""]
     lines += [
         f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished left out)" if unfinished else "") + ". "
         "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "

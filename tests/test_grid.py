@@ -81,12 +81,16 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     grid.write_spec()
     saved = json.loads((tmp_path / "g" / "grid.json").read_text())
     assert saved["format"] == 2 and saved["args"]["eps_decay_steps"] == [1_000_000, 10_000]
-    # a grid written before the axes (format 1: --algo as comma-separated text) resumes as the same grid
-    saved.update(format=1, args={**saved["args"], "algo": "beta_dqn,dqn"})
-    del saved["args"]["variant"]
-    (tmp_path / "g" / "grid.json").write_text(json.dumps(saved))
-    resumed = grid_from_args(args_of(["--resume", str(tmp_path / "g")]))
-    assert sorted(Path(r["out"]).name for r in resumed.runs) == sorted(runs)
+    # a grid written before the axes (format 1: --algo and --env as comma-separated text, and none of the
+    # fields added since) resumes as the same grid
+    old = {k: v for k, v in args_of([]).items() if k not in ("variant", "bandit_returns", "json")}
+    old.update(algo="beta_dqn,dqn", env="CliffWalk,DoorKey", seeds="0,1", out=str(tmp_path / "old"))
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "grid.json").write_text(json.dumps({"format": 1, "args": old, "runs": []}))
+    resumed = grid_from_args(args_of(["--resume", str(tmp_path / "old")]))
+    assert sorted(Path(r["out"]).name for r in resumed.runs) == sorted(
+        f"{e}_{a}_s{s}" for e in ("CliffWalk", "DoorKey") for a in ("beta_dqn", "dqn") for s in (0, 1))
+    assert {r["bandit_returns"] for r in resumed.runs} == {"minmax"}
 
 
 @pytest.mark.integration

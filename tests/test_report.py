@@ -136,8 +136,15 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
     row = next(r for r in study["runs"] if r["variant"] == "bandit-returns=raw" and r["seed"] == 1)
     assert row["final_success"] == 0.95 and row["first_success_step"] == 2000 and row["algo"] == "beta_dqn"
     assert row["cmd"] == ("python -m learner.main --env CliffWalk --algo beta_dqn --seed 1 --total-steps 2000 "
-                          "--bandit-returns raw --eval-every 1000")
+                          "--device cpu --bandit-returns raw --eval-every 1000")
     make_run(tmp_path, "CliffWalk", "beta_dqn", 2, 1.0, 500.0, variant="bandit-returns=raw", bandit_returns="raw",
              count_mode="off")
     with pytest.raises(ReportError, match="runs differ in count_mode"):
         write_report(tmp_path)
+    # columns of two grids may differ along an axis both name, not along one only one of them names
+    other = tmp_path / "other"
+    make_run(other, "CliffWalk", "beta_dqn", 0, 1.0, 500.0, variant="bandit-returns=raw", bandit_returns="raw",
+             count_mode="off")
+    make_run(other, "CliffWalk", "beta_dqn", 0, 1.0, 500.0, variant="count-mode=simple", count_mode="simple")
+    with pytest.raises(ReportError, match="runs differ in bandit_returns"):
+        write_report(other)
