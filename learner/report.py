@@ -330,6 +330,34 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
     return lines
 
 
+def axis_rows(runs: list[RunData], env: str) -> list[str]:
+    """Per method and axis of its variants, each value's final score over every run with that value (all the
+    other axes mixed): which detail moves the result, at a glance."""
+    lines = []
+    success = metric(env) == "success_rate"
+    for algo in dict.fromkeys(c[0] for c in columns_of(runs)):
+        group = [r for r in runs if r.env == env and r.algo == algo]
+        values: dict[str, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
+        for r in group:
+            for part in filter(None, r.variant.split(",")):
+                name, _, value = part.partition("=")
+                values[name][value].append(r)
+        for name, by_value in values.items():
+            if len(by_value) < 2:
+                continue
+            for value, members in sorted(by_value.items(), key=lambda kv: (not _is_number(kv[0]),
+                                                                           float(kv[0]) if _is_number(kv[0]) else 0,
+                                                                           kv[0])):
+                mean, lo, hi = bootstrap_ci([final_score(r) for r in members])
+                solved = f" | {sum(final_score(r) >= SOLVED for r in members)} of {len(members)}" if success else ""
+                lines.append(f"| {ALGO_LABELS.get(algo, algo)} | {name}={value} | {mean:.2f} [{lo:.2f}, {hi:.2f}] "
+                             f"(n={len(members)}){solved} |")
+    if not lines:
+        return []
+    head = ["method", "axis value", "final score over its runs", *(["runs ≥ 0.9"] if success else [])]
+    return ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head), *lines]
+
+
 def bandit_rows(runs: list[RunData], env: str) -> list[str]:
     """β-DQN per run: its final score, first evaluation at ≥ 0.9, and the meta-controller's window at the end
     (the arm holding most of it, and the best other arm by μ + b)."""
@@ -551,6 +579,11 @@ def write_report(root: Path, out: Path | None = None) -> Path:
         lines += [f"## {env}", ""]
         if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs):
             lines += variant_rows(runs, env) + [""]
+        effects = axis_rows(runs, env)
+        if effects:
+            lines += [f"### {env}: each axis value over all its runs", "",
+                      "Every run of a method with that value, whatever its other axes (a main effect, averaged "
+                      "over the others' values).", "", *effects, ""]
         lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
         if selection_proportions(runs, env, out / f"selection_{slug}.png"):
             lines += [f"![β-DQN's policy selection](selection_{slug}.png)", ""]

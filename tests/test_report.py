@@ -132,6 +132,8 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
            "0.10 / 0.90 / 0.00 |" in report
     assert ("| β-DQN [bandit-returns=raw] | 0 | 1.00 | 2k | π_cor(1): 0.90, 1.00, 0.30 | "
             "π_cov(0.05): 0.10, 0.50, 0.90 |") in report
+    assert "| β-DQN | bandit-returns=minmax | 0.50 [0.00, 1.00] (n=2) | 1 of 2 |" in report  # the axis' effect
+    assert "| β-DQN | bandit-returns=raw | 0.97 [0.95, 1.00] (n=2) | 2 of 2 |" in report
     study = json.loads((tmp_path / "report" / "study.json").read_text())
     row = next(r for r in study["runs"] if r["variant"] == "bandit-returns=raw" and r["seed"] == 1)
     assert row["final_success"] == 0.95 and row["first_success_step"] == 2000 and row["algo"] == "beta_dqn"
