@@ -122,7 +122,7 @@ class RunLogger:
 
 def describe_run(cfg, summary: dict) -> str:
     """What a person reads at the end of a run: what ran, how fast, the evaluations, where the outputs are."""
-    from learner.report import ALGO_LABELS, metric, steps_text
+    from learner.results import ALGO_LABELS, metric, steps_text
 
     key = metric(summary["env"])
     layout = (f"{cfg.actors} actor{'s' * (cfg.actors > 1)} × {cfg.envs_per_actor} env"
@@ -156,7 +156,7 @@ def describe_run(cfg, summary: dict) -> str:
 
 def describe_grid(summary: dict, grid_dir: Path) -> str:
     """A grid's table for a person: per environment and column, the seeds done and the final scores."""
-    from learner.report import column_label, metric
+    from learner.results import column_label, metric
 
     groups: dict[tuple, list[dict]] = {}
     for row in summary["runs"]:

@@ -1,0 +1,164 @@
+"""The report's figures (PNG): learning curves, β-DQN's policy selection and basic policies, CliffWalk's
+state visitation; one plot, or a panel per column (method and variant) when there are many."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from learner.results import RunData, bootstrap_ci, column_label, columns_of, metric, steps_text
+
+MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _band(ax, steps, curves, label):
+    """Mean over seeds with a shaded 95% bootstrap interval, at the steps every seed has."""
+    stats = np.array([bootstrap_ci(col) for col in np.asarray(curves).T])
+    ax.plot(steps, stats[:, 0], label=label)
+    ax.fill_between(steps, stats[:, 1], stats[:, 2], alpha=0.25)
+
+
+def _common(runs: list[RunData], key: str) -> tuple[list[float], list[list[float]]]:
+    steps = sorted(set.intersection(*[{e["env_steps"] for e in r.evals if key in e} for r in runs]))
+    curves = [[next(e[key] for e in r.evals if e["env_steps"] == s) for s in steps] for r in runs]
+    return steps, curves
+
+
+def _panels(n: int, width: float, height: float, ncols: int = 4):
+    """A figure of n small panels (ncols per row) and the list of their axes; the spare ones hidden."""
+    plt = _plt()
+    ncols = min(ncols, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
+                             sharex=True, sharey=True)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    from matplotlib.ticker import FuncFormatter
+
+    for ax in flat[:n]:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: steps_text(x)))
+    return fig, flat[:n]
+
+
+def _title(ax, text: str) -> None:
+    """A panel's title, wrapped to its width (a variant's label can be long)."""
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(text, 60)), fontsize=8)
+
+
+def _save(fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+
+
+def learning_curves(runs: list[RunData], env: str, path: Path) -> None:
+    """Mean over seeds with a 95% interval per column: one plot, or one panel per column when there are many."""
+    key = metric(env)
+    columns = columns_of([r for r in runs if r.env == env])
+    many = len(columns) > MANY
+    fig, axes = _panels(len(columns), 4, 3) if many else _panels(1, 6, 4 + 0.25 * len(columns))
+    for i, column in enumerate(columns):
+        ax = axes[i if many else 0]
+        group = [r for r in runs if r.env == env and r.column == column]
+        steps, curves = _common(group, key)
+        if steps:
+            _band(ax, steps, curves, f"{column_label(column)} (n={len(group)})")
+        if many:
+            _title(ax, f"{column_label(column)} (n={len(group)})")
+    ylabel = "success rate" if key == "success_rate" else "return"
+    for ax in axes:
+        ax.set(xlabel="env steps", ylabel=ylabel)
+    if not many:
+        axes[0].set_title(env)
+        axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    _save(fig, path)
+
+
+def _beta_columns(runs: list[RunData], env: str, has) -> list[tuple[str, str]]:
+    return [c for c in columns_of(runs) if c[0] == "beta_dqn"
+            and all(has(r) for r in runs if r.env == env and r.column == c)
+            and any(r.env == env and r.column == c for r in runs)]
+
+
+def basic_policies(runs: list[RunData], env: str, path: Path) -> bool:
+    """β-DQN's three basic policies per column (a panel each)."""
+    key = metric(env)
+    columns = _beta_columns(runs, env, lambda r: r.evals and f"argmin_beta_{key}" in r.evals[0])
+    if not columns:
+        return False
+    fig, axes = _panels(len(columns), 5, 3.5, ncols=3)
+    for ax, column in zip(axes, columns, strict=True):
+        group = [r for r in runs if r.env == env and r.column == column]
+        for prefix, label in (("", "argmax_{a: β>ε} Q (pure exploitation)"), ("argmax_q_", "argmax_a Q"),
+                              ("argmin_beta_", "argmin_a β")):
+            steps, curves = _common(group, prefix + key)
+            _band(ax, steps, curves, label)
+        ax.set(xlabel="env steps", ylabel=key)
+        _title(ax, f"{column_label(column)} (n={len(group)})")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{env}: β-DQN's basic policies")
+    _save(fig, path)
+    return True
+
+
+def selection_proportions(runs: list[RunData], env: str, path: Path, points: int = 50) -> bool:
+    """β-DQN's share of episodes per policy group in the bandit's window over training, per column (a panel
+    each): each run's logged shares interpolated onto common env steps (within the span it logged), mean
+    over seeds."""
+    columns = _beta_columns(runs, env, lambda r: any("arms_cov" in m for m in r.metrics))
+    if not columns:
+        return False
+    fig, axes = _panels(len(columns), 5, 3.5, ncols=3)
+    for ax, column in zip(axes, columns, strict=True):
+        group = [r for r in runs if r.env == env and r.column == column]
+        total = max(r.config["total_steps"] for r in group)
+        grid = np.linspace(0, total, points)
+        for key, label in (("arms_cov", "π_cov"), ("arms_cor", "π_cor (α > 0)"), ("arms_cor0", "π_cor(0)")):
+            per_run = []
+            for r in group:
+                rows = [m for m in r.metrics if key in m]
+                steps = np.array([m["env_steps"] for m in rows], dtype=np.float64)
+                values = np.array([m[key] for m in rows])
+                per_run.append(np.where((grid >= steps[0]) & (grid <= steps[-1]), np.interp(grid, steps, values),
+                                        np.nan))
+            with warnings.catch_warnings():  # steps no run logged around stay empty
+                warnings.simplefilter("ignore", RuntimeWarning)
+                ax.plot(grid, np.nanmean(per_run, axis=0), label=label)
+        ax.set(xlabel="env steps", ylabel="share of the window's episodes", ylim=(0, 1))
+        _title(ax, f"{column_label(column)} (n={len(group)})")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{env}: β-DQN's policy selection")
+    _save(fig, path)
+    return True
+
+
+def visitation(runs: list[RunData], path: Path) -> bool:
+    """CliffWalk's training visits per cell, mean over seeds, a heatmap per column."""
+    visited = [r for r in runs if r.env == "CliffWalk" and r.summary.get("state_visits")]
+    columns = columns_of(visited)
+    if not columns:
+        return False
+    fig, axes = _panels(len(columns), 6, 2.6, ncols=2)
+    for ax, column in zip(axes, columns, strict=True):
+        group = [r for r in visited if r.column == column]
+        counts = np.mean([np.asarray(r.summary["state_visits"], dtype=np.float64) for r in group], axis=0)
+        image = ax.imshow(np.log10(1 + counts.reshape(4, 12)), cmap="viridis")
+        ax.set(xticks=[], yticks=[])
+        _title(ax, f"{column_label(column)}: log10(1 + visits), n={len(group)}")
+        fig.colorbar(image, ax=ax, fraction=0.02)
+    _save(fig, path)
+    return True

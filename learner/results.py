@@ -1,0 +1,227 @@
+"""Finished runs as data, for the report and its figures: what a run is (its method, variant and column),
+which runs may be compared, and the numbers taken from them (final score, first evaluation at ≥ 0.9, the
+meta-controller's window at the end, bootstrap intervals).
+
+Runs are compared only when their configurations agree in everything but the seed, the method, the grid's
+axes and bookkeeping such as directories and addresses (`learner.config`'s field roles; a field a method
+does not read is not compared with that method's runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from learner.config import BOOKKEEPING, FIELDS, reads
+
+ALGO_LABELS = {"dqn": "DQN", "bootstrapped_dqn": "Bootstrapped DQN", "ez_greedy": "εz-greedy", "rnd": "RND",
+               "lesson": "LESSON", "beta_dqn": "β-DQN"}
+BOOTSTRAP_SAMPLES = 10_000
+SOLVED = 0.9  # a success rate at or above this counts as solved (seeds ≥ 0.9, first evaluation ≥ 0.9)
+MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
+
+class ReportError(ValueError):
+    """The runs cannot be reported as asked: one line for the user."""
+
+
+@dataclass
+class RunData:
+    name: str
+    config: dict
+    summary: dict
+    evals: list[dict]
+    metrics: list[dict] = field(default_factory=list)
+
+    @property
+    def env(self) -> str:
+        return self.config["env"]
+
+    @property
+    def algo(self) -> str:
+        return self.config["algo"]
+
+    @property
+    def variant(self) -> str:
+        return self.config.get("variant", "")
+
+    @property
+    def column(self) -> tuple[str, str]:
+        return self.algo, self.variant
+
+    @property
+    def label(self) -> str:
+        return column_label(self.column)
+
+
+def column_label(column: tuple[str, str]) -> str:
+    algo, variant = column
+    name = ALGO_LABELS.get(algo, algo)
+    return f"{name} [{variant.replace(',', ', ')}]" if variant else name
+
+
+def _axes(variant: str) -> set[str]:
+    """The config fields a variant names ("bandit-returns=raw,count-mode=off" -> bandit_returns, count_mode)."""
+    return {part.split("=", 1)[0].replace("-", "_") for part in variant.split(",") if part}
+
+
+def _reads(algo: str, key: str) -> bool:
+    return key not in FIELDS or reads(algo, key)
+
+
+def domain(env: str) -> str:
+    from actors.envs import MINIGRID_TASKS
+
+    if env.startswith("MinAtar/"):
+        return "MinAtar"
+    if env in MINIGRID_TASKS:
+        return "MiniGrid"
+    return env if env == "CliffWalk" else "Other"
+
+
+def metric(env: str) -> str:
+    """The score the paper reports: success rate on MiniGrid and CliffWalk, return otherwise."""
+    return "success_rate" if domain(env) in ("MiniGrid", "CliffWalk") else "return_mean"
+
+
+def _number(text: str) -> float:
+    return float("nan") if text in ("", "None", "nan") else float(text)
+
+
+def load_runs(root: Path) -> tuple[list[RunData], list[str]]:
+    """Every finished run under `root`, and the directories of unfinished ones (no summary.json)."""
+    runs, unfinished = [], []
+    for config_path in sorted(root.rglob("config.json")):
+        run_dir = config_path.parent
+        if not (run_dir / "summary.json").is_file():
+            unfinished.append(str(run_dir))
+            continue
+        with open(run_dir / "evals.csv") as f:
+            evals = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        metrics = []
+        if (run_dir / "metrics.jsonl").is_file():
+            for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+                row = json.loads(line)
+                metrics.append({k: row[k] for k in ("env_steps", "arms_cov", "arms_cor", "arms_cor0") if k in row})
+        runs.append(RunData(run_dir.name, json.loads(config_path.read_text()),
+                            json.loads((run_dir / "summary.json").read_text()), evals, metrics))
+    return runs, unfinished
+
+
+def check_comparable(runs: list[RunData]) -> None:
+    """Within an environment, runs of one column agree in everything but the seed and bookkeeping, and
+    columns differ only in their method and their variant's axes; ReportError names the first field that
+    differs and two runs."""
+    by_env: dict[str, list[RunData]] = defaultdict(list)
+    for run in runs:
+        by_env[run.env].append(run)
+
+    def value(run: RunData, key: str):  # a field added after the run was made has its default there
+        return run.config.get(key, FIELDS[key].default if key in FIELDS else None)
+
+    def compare(a: RunData, b: RunData, free: set[str]) -> None:
+        for key in sorted((set(a.config) | set(b.config)) - BOOKKEEPING - {"algo", "seed"} - free):
+            if _reads(a.algo, key) and _reads(b.algo, key) and value(a, key) != value(b, key):
+                raise ReportError(
+                    f"{a.env}: runs differ in {key} ({a.name}: {value(a, key)!r}, {b.name}: "
+                    f"{value(b, key)!r}); only the seed, the algorithm and a grid's axes may differ between "
+                    "runs that are compared")
+
+    for env, group in by_env.items():
+        seen: dict[tuple, RunData] = {}
+        first: dict[tuple[str, str], RunData] = {}
+        for run in group:
+            key = (run.column, run.config.get("seed"))
+            if key in seen:
+                raise ReportError(f"{env}: {run.label} seed {key[1]} appears twice ({seen[key].name}, {run.name}); "
+                                  "report each run once")
+            seen[key] = run
+            compare(first.setdefault(run.column, run), run, set())
+        columns = list(first.values())
+        for i, a in enumerate(columns):
+            for b in columns[i + 1:]:
+                # only along an axis both columns name (two grids' columns differ along one axis at most)
+                compare(a, b, _axes(a.variant) & _axes(b.variant))
+
+
+def bootstrap_ci(values, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high): the mean and the 2.5th/97.5th percentiles of the means of `samples` resamples
+    (with replacement, seeded: the same numbers every time)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 1:
+        return float(x[0]), float(x[0]), float(x[0])
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(samples, x.size))].mean(1)
+    return float(x.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def final_score(run: RunData) -> float:
+    value = run.summary["final_eval"].get(metric(run.env))
+    if value is None:
+        raise ReportError(f"{run.name} has no final {metric(run.env)} in its summary.json")
+    return float(value)
+
+
+def columns_of(runs: list[RunData]) -> list[tuple[str, str]]:
+    """The table's columns in the paper's order of methods, each method's variants in sorted order."""
+    order = {a: i for i, a in enumerate(ALGO_LABELS)}
+
+    def typed(variant: str) -> tuple:
+        return tuple((name, value_order(v)) for name, _, v in (p.partition("=") for p in variant.split(",") if p))
+
+    return sorted({r.column for r in runs}, key=lambda c: (order.get(c[0], len(order)), c[0], typed(c[1])))
+
+
+def value_order(text: str) -> tuple:
+    """A flag's value as a sort key: numbers as numbers (50 before 100), before text."""
+    try:
+        return 0, float(text), ""
+    except ValueError:
+        return 1, 0.0, text
+
+
+def steps_text(n: float) -> str:
+    """Env steps as people write them: 20k, 1.5M."""
+    return f"{n / 1e6:g}M" if n >= 1e6 else f"{n / 1e3:g}k" if n >= 1e3 else f"{n:g}"
+
+
+def first_solved(run: RunData) -> int | None:
+    """The first evaluation's env steps with a success rate ≥ SOLVED (None: never, or no notion of success)."""
+    return next((int(e["env_steps"]) for e in run.evals if e.get("success_rate", float("nan")) >= SOLVED), None)
+
+
+def _arms(run: RunData) -> list:
+    from actors.policies import policy_set
+
+    return policy_set(run.config.get("policy_set", "13"))
+
+
+def window_shares(run: RunData) -> dict[str, float] | None:
+    """β-DQN: the share of each policy group in the meta-controller's window at the end of the run."""
+    bandit = run.summary.get("bandit")
+    if not bandit:
+        return None
+    plays = np.asarray(bandit["plays"], dtype=np.float64)
+    groups = [a.group for a in _arms(run)]
+    return {g: float(plays[[x == g for x in groups]].sum() / max(plays.sum(), 1)) for g in ("cov", "cor", "cor0")}
+
+
+def bandit_arms(run: RunData) -> tuple[tuple, tuple] | None:
+    """β-DQN at the end of the run: the arm holding most of the window and, of the others, the one with the
+    largest μ + b, each as (label, share, μ, b)."""
+    bandit = run.summary.get("bandit")
+    if not bandit:
+        return None
+    plays, mu, bonus = (np.asarray(bandit[k], dtype=np.float64) for k in ("plays", "mu", "bonus"))
+    labels = [a.label.replace("pi_", "π_") for a in _arms(run)]
+    top = int(np.argmax(plays))
+    score = np.where((plays > 0) & (np.arange(len(plays)) != top), mu + bonus, -np.inf)
+    other = int(np.argmax(score))
+    share = plays / max(plays.sum(), 1)
+    if not np.isfinite(score[other]):  # no other arm in the window
+        return (labels[top], share[top], mu[top], bonus[top]), None
+    return ((labels[top], share[top], mu[top], bonus[top]), (labels[other], share[other], mu[other], bonus[other]))
