@@ -6,7 +6,8 @@ within a budget of its own, for at least 2 of the 3 seeds.
 Serial mode: the same classes as the Ray runner, deterministic for a seed (the Ray path is covered
 by tests/test_integration_ray.py); 2 actors × 2 environments, as `--actors 2` runs on Ray.
 Measured on the development machine (README, "The CliffWalk bar"): DQN 3 of 3, β-DQN 2 of 3 (seed 0
-stays at 0: its bandit settles on a policy whose episodes loop until the time limit).
+stays at 0: its 5,000-step random warm-up never reaches the goal, and β-DQN's own policies do not find it
+within 100k steps; RESULTS.md, the CliffWalk study).
 """
 
 import csv
