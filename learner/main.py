@@ -160,6 +160,17 @@ class _Quiet(io.TextIOBase):
     def flush(self) -> None:
         sys.stderr.flush()
 
+    # what code that asks stdout about itself during a run gets: stderr's answers
+    @property
+    def encoding(self) -> str:
+        return sys.stderr.encoding
+
+    def fileno(self) -> int:
+        return sys.stderr.fileno()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
 
 @contextlib.contextmanager
 def _quiet_stdout(log: Path):

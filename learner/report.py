@@ -187,7 +187,7 @@ def study(runs: list[RunData], root: Path) -> dict:
     command = None
     if (root / "grid.json").is_file():
         args = json.loads((root / "grid.json").read_text())["args"]
-        command = command_line({k: v for k, v in args.items() if k not in ("out", "resume", "grid", "variant")})
+        command = command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")})
     rows = []
     for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
         success = metric(r.env) == "success_rate"

@@ -23,7 +23,6 @@ ALGO_LABELS = {"dqn": "DQN", "bootstrapped_dqn": "Bootstrapped DQN", "ez_greedy"
                "lesson": "LESSON", "beta_dqn": "β-DQN"}
 BOOTSTRAP_SAMPLES = 10_000
 SOLVED = 0.9  # a success rate at or above this counts as solved (seeds ≥ 0.9, first evaluation ≥ 0.9)
-MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
 
 class ReportError(ValueError):
     """The runs cannot be reported as asked: one line for the user."""
