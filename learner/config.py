@@ -241,8 +241,6 @@ def validate(cfg: Config) -> None:
     if not (cfg.learner_gpus >= 0 or cfg.learner_gpus == -1):
         raise ConfigError("learner_gpus", f"must be >= 0, or -1 for automatic, got {cfg.learner_gpus}")
     if cfg.seeds:
-        from learner.grid import parse_seeds
-
         parse_seeds(cfg.seeds)
     if cfg.actor_cpus < 0:
         raise ConfigError("actor_cpus", f"must be >= 0, got {cfg.actor_cpus}")
@@ -252,6 +250,23 @@ def validate(cfg: Config) -> None:
     if cfg.replay_capacity // cfg.replay_shards < cfg.chunk_steps:
         raise ConfigError("replay_shards", f"{cfg.replay_shards} shards of a {cfg.replay_capacity} replay "
                           f"hold fewer than --chunk-steps ({cfg.chunk_steps}) each")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """"0-9" (inclusive), "0,3,7", "4", or a mix ("0-2,5") -> the seeds, in order, without repeats."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            values = range(int(lo), int(hi) + 1) if hi else [int(lo)]
+            if hi and int(hi) < int(lo):
+                raise ValueError
+            seeds += [s for s in values if s not in seeds]
+    except ValueError:
+        raise ConfigError("seeds", f"{text!r}; expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)") from None
+    if any(s < 0 for s in seeds):
+        raise ConfigError("seeds", f"{text!r}; seeds must be >= 0")
+    return seeds
 
 
 def resolve(cfg: Config) -> tuple[Config, object]:

@@ -20,28 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from learner.config import ConfigError
+from learner.config import ConfigError, parse_seeds
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
 GRID_ACTOR_CPUS = 0.25  # an actor's CPUs in a grid unless --actor-cpus says otherwise (4 actors + 1 learner = 2)
-
-
-def parse_seeds(text: str) -> list[int]:
-    """"0-9" (inclusive), "0,3,7", "4", or a mix ("0-2,5") -> the seeds, in order, without repeats."""
-    seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.strip().partition("-")
-            values = range(int(lo), int(hi) + 1) if hi else [int(lo)]
-            if hi and int(hi) < int(lo):
-                raise ValueError
-            seeds += [s for s in values if s not in seeds]
-    except ValueError:
-        raise ConfigError("seeds", f"{text!r}; expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)") from None
-    if any(s < 0 for s in seeds):
-        raise ConfigError("seeds", f"{text!r}; seeds must be >= 0")
-    return seeds
 
 
 def is_grid(args: dict) -> bool:
@@ -113,7 +96,7 @@ def _run_one(args: dict) -> dict:
 
     started = time.time()
     if (Path(args["out"]) / "checkpoint.pt").is_file():
-        from learner.main import resume_config
+        from learner.cli import resume_config
 
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false"])
     else:
@@ -352,7 +335,7 @@ def grid_from_args(args: dict) -> Grid:
     import os
     from urllib.parse import quote
 
-    from learner.main import build_parser
+    from learner.cli import build_parser
 
     parser = build_parser()
     given = {k: v for k, v in args.items() if v != parser.get_default(k) and k not in ("resume", "out")}

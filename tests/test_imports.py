@@ -1,0 +1,80 @@
+"""No import cycles among the project's modules, counting imports inside functions (a cycle that only works
+because its closing import waits inside a function is still a cycle for a reader)."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("actors", "learner", "replay_service", "meta_controller", "bench")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project's modules it imports anywhere in its file (`from pkg import mod` is mod)."""
+    mods = modules()
+    graph: dict[str, set[str]] = {name: set() for name in mods}
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                graph[name] |= {a.name for a in node.names if a.name in mods}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    target = f"{node.module}.{alias.name}"
+                    if target in mods:
+                        graph[name].add(target)
+                    elif node.module in mods:
+                        graph[name].add(node.module)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (or a module importing itself)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph[v]:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_finder_finds_a_cycle_through_an_import_inside_a_function():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_of_the_project_is_part_of_an_import_cycle():
+    graph = import_graph()
+    assert "learner.config" in graph and "learner.cli" in graph["learner.grid"]  # the walk sees the project
+    found = cycles(graph)
+    detail = "; ".join(" -> ".join(c) for c in found)
+    assert not found, f"import cycles: {detail}"
