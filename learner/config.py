@@ -328,6 +328,15 @@ def flag_text(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def shorten(text: str, limit: int) -> str:
+    """`text` within `limit` characters: a longer one cut, ending in a hash of the whole (names stay unique)."""
+    if len(text) <= limit:
+        return text
+    import hashlib
+
+    return f"{text[:limit - 9]}~{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+
+
 def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str:
     """`python -m learner.main` with the flags among `values` whose value is not the default (and `always`)."""
     import shlex

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from learner.config import ConfigError, parse_seeds
+from learner.config import ConfigError, parse_seeds, shorten
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
@@ -39,11 +39,8 @@ def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
     """`<env>_<algo>[_<variant>]_s<seed>`, e.g. CliffWalk_beta_dqn_bandit-returns=raw_s3."""
     from actors.envs import canonical_name
 
-    middle = f"_{variant.replace(',', '_').replace('/', '-')}" if variant else ""
-    if len(middle) > 160:  # a directory name has 255 bytes at most: a long variant ends in a hash of itself
-        import hashlib
-
-        middle = f"{middle[:150]}~{hashlib.sha1(variant.encode()).hexdigest()[:8]}"
+    # a directory name has 255 bytes at most
+    middle = shorten(f"_{variant.replace(',', '_').replace('/', '-')}", 160) if variant else ""
     return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from learner.config import public
+from learner.config import public, shorten
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
@@ -31,14 +31,7 @@ def wandb_mode(cfg) -> str:
 
 def wandb_group(cfg) -> str:
     """`<env>/<algo>[/<variant>]`, within W&B's 128 characters (a long variant ends in a hash of itself)."""
-    group = f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else "")
-    return group if len(group) <= 128 else f"{group[:119]}~{_digest(cfg.variant)}"
-
-
-def _digest(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha1(text.encode()).hexdigest()[:8]
+    return shorten(f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), 128)
 
 
 class RunLogger:

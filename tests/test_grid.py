@@ -268,3 +268,12 @@ def test_a_grid_ends_with_a_table_for_people(tmp_path):
     assert lines[4].split()[:4] == ["CliffWalk", "DQN", "0/1", "—"]
     assert "  CliffWalk_dqn_s0: NonFiniteLoss: the loss became nan" in lines
     assert lines[-1] == f"report:  python -m learner.report {tmp_path / 'g'}"
+
+
+def test_a_long_variant_gives_a_short_unique_name():
+    from learner.grid import run_name
+
+    a, b = "bandit-window=" + "1" * 300, "bandit-window=" + "1" * 299 + "2"
+    assert len(run_name("CliffWalk", "beta_dqn", 0, a)) < 255
+    assert run_name("CliffWalk", "beta_dqn", 0, a) != run_name("CliffWalk", "beta_dqn", 0, b)
+    assert run_name("CliffWalk", "beta_dqn", 0, "count-mode=off") == "CliffWalk_beta_dqn_count-mode=off_s0"
