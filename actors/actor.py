@@ -1,6 +1,6 @@
 """The episode loop: a few environments stepped together, one batched forward per step.
 
-Plain Python and numpy (no torch, no Ray): `learner.runtime` hosts it in-process or as a Ray actor.
+Plain Python and numpy (no torch, no Ray): `driver.runtime` hosts it in-process or as a Ray actor.
 The actor talks to two ports: an arm source (the bandit for β-DQN) once per episode — `select()` for the
 first episode under an arm, then `report_and_select()` when an episode ends, which reports it and returns
 the arm of the env's next episode in one round trip (asynchronously when the port offers it: that env

@@ -28,7 +28,7 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
     import numpy as np
     import torch
 
-    from learner.config import Config, resolve
+    from driver.config import Config, resolve
     from learner.learner import Learner, pick_device
 
     torch.set_num_threads(1)
@@ -70,7 +70,7 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
 def actor_rows(env: str, seconds: float) -> list[dict]:
     from actors.actor import Actor
     from actors.numpy_net import NumpyNet
-    from learner.config import Config, resolve
+    from driver.config import Config, resolve
     from learner.learner import Learner
     from meta_controller.bandit import FixedArm, SlidingWindowBandit
     from replay_service.buffer import ReplayBuffer
@@ -159,9 +159,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from learner.config import ConfigError
+    from driver.config import ConfigError
 
     try:
         sys.exit(main())
-    except ConfigError as e:  # a bad --env or --device: one line, as learner.main says it
+    except ConfigError as e:  # a bad --env or --device: one line, as driver.main says it
         sys.exit(f"bench/breakdown.py: error: {e}")

@@ -35,8 +35,8 @@ PAPER_COST = {"dqn": 100.0, "bootstrapped_dqn": 195.34, "ez_greedy": 94.32, "rnd
 
 
 def one_run(args, algo: str) -> dict:
-    from learner.config import Config, resolve
-    from learner.run import Run
+    from driver.config import Config, resolve
+    from driver.run import Run
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = resolve(Config(
@@ -129,10 +129,10 @@ def print_table(result: dict) -> None:
 
 
 if __name__ == "__main__":
-    from learner.config import ConfigError
+    from driver.config import ConfigError
 
     try:
         sys.exit(main())
-    except ConfigError as e:  # a bad --env or --device: one line, as learner.main says it
+    except ConfigError as e:  # a bad --env or --device: one line, as driver.main says it
         print(f"bench/cost.py: error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -56,7 +56,7 @@ def real_chunks(env: str, n_chunks: int, chunk: int = 64):
 def micro(args, kind: str, shards: int) -> dict:
     import ray
 
-    from learner.config import Config, resolve
+    from driver.config import Config, resolve
     from replay_service.buffer import ReplayBuffer
     from replay_service.client import concat, split_batch
     from replay_service.redis_replay import RedisReplay
@@ -108,8 +108,8 @@ def micro(args, kind: str, shards: int) -> dict:
 
 
 def learner_wait(args, kind: str, shards: int) -> dict:
-    from learner.config import Config, resolve
-    from learner.run import Run
+    from driver.config import Config, resolve
+    from driver.run import Run
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = resolve(Config(env=args.env, actors=32, total_steps=5000 + args.run_steps, replay=kind,
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from learner.config import ConfigError
+    from driver.config import ConfigError
 
     try:
         sys.exit(main())

@@ -4,7 +4,7 @@
     python bench/throughput.py --actors 4 --steps 10000 --out /tmp/t.json
 
 For every actor count it runs β-DQN and DQN back to back (ABBA order across actor counts, so drift in a
-noisy machine falls on both), each a real `learner.run.Run` on a fresh local Ray cluster at the paper's
+noisy machine falls on both), each a real `driver.run.Run` on a fresh local Ray cluster at the paper's
 replay ratio 0.25, batch 32 and networks. Rates are taken in the steady state (from the first update to
 the last); startup is the time from the run's construction (Ray's start included) until the first
 transition and until every actor has delivered its first chunk. Then it measures the actors alone
@@ -60,7 +60,7 @@ def machine() -> dict:
 
 
 def config(args, algo: str, actors: int, out: str):
-    from learner.config import Config, resolve
+    from driver.config import Config, resolve
 
     extra = {"envs_per_actor": args.envs_per_actor} if args.envs_per_actor else {}
     cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps, **extra,
@@ -71,7 +71,7 @@ def config(args, algo: str, actors: int, out: str):
 
 def end_to_end(args, algo: str, actors: int) -> dict:
     """One training run; its steady-state rates, learner time split, staleness, startup and memory."""
-    from learner.run import Run
+    from driver.run import Run
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = config(args, algo, actors, tmp)
@@ -89,8 +89,8 @@ def end_to_end(args, algo: str, actors: int) -> dict:
 
 def actors_only(args, algo: str, actors: int, seconds: float) -> dict:
     """The actors with the learner paused: every actor collects chunks back to back for `seconds`."""
+    from driver.runtime import RayBackend, build
     from learner.learner import Learner
-    from learner.runtime import RayBackend, build
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = config(args, algo, actors, tmp)
@@ -208,9 +208,9 @@ def print_table(result: dict) -> None:
 
 
 if __name__ == "__main__":
-    from learner.config import ConfigError
+    from driver.config import ConfigError
 
     try:
         sys.exit(main())
-    except ConfigError as e:  # a bad --env or --device: one line, as learner.main says it
+    except ConfigError as e:  # a bad --env or --device: one line, as driver.main says it
         sys.exit(f"bench/throughput.py: error: {e}")

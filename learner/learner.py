@@ -1,6 +1,6 @@
 """The learner's computation: one update on a batch, the target copy, weights, state.
 
-The process that hosts it (`learner.run`) decides when to update; this class only computes.
+The process that hosts it (`driver.run`) decides when to update; this class only computes.
 """
 
 from __future__ import annotations

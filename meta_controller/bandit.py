@@ -1,6 +1,6 @@
 """The meta-controller: a sliding-window bandit over the policy set   [eq:policy select] (spec §3).
 
-Plain and seeded; `learner.runtime` hosts it as a Ray actor. The arm sources of the other
+Plain and seeded; `driver.runtime` hosts it as a Ray actor. The arm sources of the other
 algorithms (`UniformArm`: Bootstrapped DQN's head; `FixedArm`: one policy for DQN, εz-greedy, RND, LESSON)
 share the same `select()/report_and_select()` contract, so choosing a policy per episode is one mechanism
 for every method.

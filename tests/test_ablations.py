@@ -10,10 +10,10 @@ import torch
 from actors.evaluator import Evaluator
 from actors.numpy_net import unflatten
 from actors.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
+from driver.config import Config, ConfigError, resolve
+from driver.runtime import SerialBackend, build
 from learner.algorithms import beta_dqn, dqn
-from learner.config import Config, ConfigError, resolve
 from learner.learner import Learner
-from learner.runtime import SerialBackend, build
 from tests.test_actor import FakeReplay
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from actors.actor import Actor, is_exploitation
-from learner.config import Config, resolve
+from driver.config import Config, resolve
 from learner.networks import make_network, to_numpy
 
 

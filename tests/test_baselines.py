@@ -20,9 +20,9 @@ from actors.policies import (
     option_probabilities,
     zeta_duration,
 )
+from driver.config import Config, resolve
 from learner.algorithms import bootstrapped_dqn, dqn, lesson, rnd
 from learner.algorithms.common import td_loss
-from learner.config import Config, resolve
 from learner.learner import Learner
 from learner.networks import HeadsNet, RunningMeanStd, flat_weights
 from meta_controller.bandit import UniformArm

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from learner.main import build_parser, parse_config
+from driver.cli import build_parser, parse_config
 
 CASES = [
     (["--env", "Pong"], "--env: unknown env 'Pong'; known: CliffWalk"),
@@ -95,7 +95,7 @@ def test_a_checkpoint_of_another_format_is_refused_with_one_line(tmp_path):
 def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, capsys, monkeypatch):
     """With --actors 32 the raylet warns a dozen times that it started many worker processes at once: the
     run's stdout filter files them (RAY_WORKER_WARNINGS=1 shows them) and passes everything else to stderr."""
-    from learner.main import _Quiet
+    from driver.main import _Quiet
 
     noise = ("\x1b[33m(raylet)\x1b[0m WARNING: 8 PYTHON worker processes have been started on node: abc with "
              "address: 127.0.0.1, which is 4x the maximum expected startup concurrency (2).")

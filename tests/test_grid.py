@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from learner.config import ConfigError
-from learner.grid import grid_from_args, parse_seeds
-from learner.main import build_parser
+from driver.cli import build_parser
+from driver.config import ConfigError
+from driver.grid import grid_from_args, parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = ["--env", "CliffWalk", "--actors", "1", "--envs-per-actor", "2", "--total-steps", "3000",
@@ -75,7 +75,7 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert (dqn["bandit_returns"], dqn["eps_decay_steps"]) == ("minmax", 10_000)
     assert dqn["variant"] == "eps-decay-steps=10000"
     # a serial run is one process: its placement group is its learner's bundle alone
-    from learner.grid import _actor_bundles
+    from driver.grid import _actor_bundles
 
     assert _actor_bundles(beta) == 0 and _actor_bundles({**beta, "runtime": "ray"}) == beta["actors"]
     grid.write_spec()
@@ -99,8 +99,8 @@ def test_a_serial_grid_run_is_computed_again_by_its_command(ray_cluster, tmp_pat
     a serial run gives the same evaluations as in the grid."""
     import shlex
 
-    from learner.main import main
-    from learner.report import write_report
+    from driver.main import main
+    from driver.report import write_report
 
     args = args_of(["--algo", "beta_dqn", "--bandit-returns", "minmax,raw", *SHORT, "--runtime", "serial",
                     "--eval-episodes", "5", "--learner-cpus", "0.5", "--out", str(tmp_path / "grid")])
@@ -160,8 +160,8 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     first = [r["task"] for r in summary["runs"] if r["attempts"] == 1]
     assert max(t["started"] for t in first) < min(t["ended"] for t in first)
     assert json.loads((tmp_path / "grid" / "grid_summary.json").read_text()) == summary
-    # and the grid's directory is what learner.report reads: a table and figures, CliffWalk's visits too
-    from learner.report import write_report
+    # and the grid's directory is what driver.report reads: a table and figures, CliffWalk's visits too
+    from driver.report import write_report
 
     report = write_report(tmp_path / "grid").read_text()
     assert "| CliffWalk | CliffWalk |" in report and "(n=2)" in report
@@ -213,7 +213,7 @@ from ray.cluster_utils import Cluster
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "resources": {"learner": 2}})
 worker = cluster.add_node(num_cpus=2)
 cluster.wait_for_nodes()
-from learner.main import main
+from driver.main import main
 status = main(sys.argv[2:] + ["--address", cluster.address, "--out", sys.argv[1]])
 print(json.dumps({"status": status, "head": cluster.head_node.node_id, "worker": worker.node_id}), file=sys.stderr)
 cluster.shutdown()
@@ -252,7 +252,7 @@ def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
 
 
 def test_a_grid_ends_with_a_table_for_people(tmp_path):
-    from learner.metrics import describe_grid
+    from driver.outputs import describe_grid
 
     runs = [{"name": f"CliffWalk_beta_dqn_bandit-returns=raw_s{s}", "env": "CliffWalk", "algo": "beta_dqn",
              "variant": "bandit-returns=raw", "seed": s, "status": "done", "env_steps_per_s": 2000.0,
@@ -271,7 +271,7 @@ def test_a_grid_ends_with_a_table_for_people(tmp_path):
 
 
 def test_a_long_variant_gives_a_short_unique_name():
-    from learner.grid import run_name
+    from driver.grid import run_name
 
     a, b = "bandit-window=" + "1" * 300, "bandit-window=" + "1" * 299 + "2"
     assert len(run_name("CliffWalk", "beta_dqn", 0, a)) < 255

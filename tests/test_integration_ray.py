@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from learner.config import Config, resolve
-from learner.run import Run
+from driver.config import Config, resolve
+from driver.run import Run
 
 pytestmark = pytest.mark.integration
 

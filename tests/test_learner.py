@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from learner.config import Config, resolve
+from driver.config import Config, resolve
 from learner.learner import Learner
 
 

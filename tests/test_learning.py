@@ -14,8 +14,8 @@ import csv
 
 import pytest
 
-from learner.config import Config, resolve
-from learner.run import train
+from driver.config import Config, resolve
+from driver.run import train
 
 pytestmark = pytest.mark.learning
 

@@ -89,7 +89,7 @@ def test_invalid_records_are_counted_and_the_batch_keeps_its_size(redis_url):
 
 def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
     from actors.actor import Actor
-    from learner.config import Config, resolve
+    from driver.config import Config, resolve
     from learner.networks import make_network, to_numpy
     from meta_controller.bandit import SlidingWindowBandit
 
@@ -113,8 +113,8 @@ def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
 def test_serial_runs_on_redis_are_deterministic_and_keep_the_password_out(redis_url, tmp_path):
     import json
 
-    from learner.config import Config, resolve
-    from learner.run import train
+    from driver.config import Config, resolve
+    from driver.run import train
 
     password = redis_url.split(":")[2].split("@")[0]
     for name in ("a", "b"):  # two runs share the server: their own namespaces

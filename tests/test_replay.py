@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from learner.run import RateLimiter, achieved_ratio
+from driver.run import RateLimiter, achieved_ratio
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import split_batch
 

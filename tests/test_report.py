@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from learner.config import Config, resolve
-from learner.report import ReportError, bootstrap_ci, write_report
+from driver.config import Config, resolve
+from driver.report import ReportError, bootstrap_ci, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")

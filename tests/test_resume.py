@@ -12,9 +12,9 @@ import time
 import pytest
 import torch
 
-from learner.config import resolve
-from learner.main import resume_config
-from learner.run import Run
+from driver.cli import resume_config
+from driver.config import resolve
+from driver.run import Run
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from learner.config import Config, resolve
-from learner.run import Run, train
+from driver.config import Config, resolve
+from driver.run import Run, train
 
 
 def short(tmp_path, name, **kw):
@@ -106,8 +106,8 @@ def test_weights_are_shared_once_per_version_and_only_when_asked(tmp_path):
 
 
 def test_a_nan_loss_stops_the_run_with_one_line_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
+    from driver.main import main
     from learner.learner import Learner
-    from learner.main import main
 
     real_update = Learner.update
 
@@ -143,7 +143,7 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
     each continues from a mid-run checkpoint (a copy of the run directory taken when it was written)."""
     import shutil
 
-    from learner.main import main
+    from driver.main import main
 
     save = Run._save_checkpoint
 
@@ -182,7 +182,7 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
 def test_a_person_reads_a_few_lines_and_a_script_reads_json(tmp_path, capsys):
     """The end of a run on stdout: what ran, its speed, the evaluations, the final score, where the outputs are
     (at most 15 lines); `--json true` prints summary.json's document instead."""
-    from learner.main import main
+    from driver.main import main
 
     argv = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "1",
             "--total-steps", "3000", "--learning-starts", "500", "--eval-every", "1000", "--eval-episodes", "2",

@@ -5,8 +5,8 @@ and calls the run makes (no W&B server here)."""
 import sys
 import types
 
-from learner.config import Config, resolve
-from learner.run import train
+from driver.config import Config, resolve
+from driver.run import train
 
 
 class FakeRun:

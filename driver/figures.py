@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from learner.results import RunData, bootstrap_ci, column_label, columns_of, metric, steps_text
+from driver.results import RunData, bootstrap_ci, column_label, columns_of, metric, steps_text
 
 MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
 

@@ -3,7 +3,7 @@ which runs may be compared, and the numbers taken from them (final score, first 
 meta-controller's window at the end, bootstrap intervals).
 
 Runs are compared only when their configurations agree in everything but the seed, the method, the grid's
-axes and bookkeeping such as directories and addresses (`learner.config`'s field roles; a field a method
+axes and bookkeeping such as directories and addresses (`driver.config`'s field roles; a field a method
 does not read is not compared with that method's runs).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from learner.config import BOOKKEEPING, FIELDS, reads
+from driver.config import BOOKKEEPING, FIELDS, reads
 
 ALGO_LABELS = {"dqn": "DQN", "bootstrapped_dqn": "Bootstrapped DQN", "ez_greedy": "εz-greedy", "rnd": "RND",
                "lesson": "LESSON", "beta_dqn": "β-DQN"}

@@ -1,6 +1,6 @@
 """Where the plain classes run: in this process (`SerialBackend`) or as Ray actors (`RayBackend`).
 
-The training loop (`learner.run`) is written once against this small interface:
+The training loop (`driver.run`) is written once against this small interface:
 `make(cls, *args)` builds a component, `call(handle, method, *args)` returns a future,
 `ready(futures, block)` says which are done, `get(future)` reads one, `put(value)` shares a value.
 This module is the only place that touches Ray's API for the run.
@@ -88,7 +88,7 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail fast with one line when a `host:port` address does not answer (ray.init retries for minutes)."""
     import socket
 
-    from learner.config import ConfigError
+    from driver.config import ConfigError
 
     target = address.split("://", 1)[-1]
     if target == "auto" or ":" not in target:
@@ -117,7 +117,7 @@ class RayBackend:
                 try:
                     ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
                 except (ConnectionError, ValueError, RuntimeError) as e:
-                    from learner.config import ConfigError
+                    from driver.config import ConfigError
 
                     reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                     raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}") from None

@@ -1,6 +1,6 @@
 """The run: actors collect, the replay ratio is held, the learner updates and publishes, evals happen.
 
-Written once against `learner.runtime`'s backend, so the serial and the Ray runner are the same loop.
+Written once against `driver.runtime`'s backend, so the serial and the Ray runner are the same loop.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from actors.policies import policy_set
-from learner.config import CHECKPOINT_FORMAT, public
+from driver.config import CHECKPOINT_FORMAT, public
+from driver.outputs import RunLogger
+from driver.runtime import build, make_backend
 from learner.learner import Learner, pick_device
-from learner.metrics import RunLogger
-from learner.runtime import build, make_backend
 from replay_service.client import concat, shard_of, split_batch
 from replay_service.redis_replay import RedisReplay
 from replay_service.redis_shard import ReplayUnavailable
@@ -101,7 +101,7 @@ def _process_tree_rss() -> float:
 
 class Run:
     def __init__(self, cfg, spec, resume: dict | None = None):
-        """`resume`: a checkpoint (`learner.main.resume_config` reads it) to continue from."""
+        """`resume`: a checkpoint (`driver.main.resume_config` reads it) to continue from."""
         self.cfg, self.spec = cfg, spec
         self.resumed = resume
         self.generation = 0 if resume is None else int(resume["counters"].get("generation", 0)) + 1

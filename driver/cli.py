@@ -10,7 +10,7 @@ import typing
 from pathlib import Path
 from urllib.parse import quote
 
-from learner.config import ALGOS, AXES, CHECKPOINT_FORMAT, Config, ConfigError, flag, flag_text
+from driver.config import ALGOS, AXES, CHECKPOINT_FORMAT, Config, ConfigError, flag, flag_text
 
 
 class _Parser(argparse.ArgumentParser):

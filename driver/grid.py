@@ -4,7 +4,7 @@ Each run declares what it needs — its learner (`--learner-cpus`, `--learner-gp
 `learner` resource when the cluster defines one: the nodes that host learners) and one bundle of
 `--actor-cpus` per actor — as a Ray placement group. Ray's scheduler packs the groups onto the cluster
 and holds back the ones that do not fit until others finish: the queue is Ray's, not ours. A run is one
-Ray task whose process drives an ordinary run (`learner.run`) inside its group.
+Ray task whose process drives an ordinary run (`driver.run`) inside its group.
 
 This module keeps the grid's book: `GRID_DIR/grid.json` (what was asked), one run directory per
 combination, `grid_summary.json` (each run's status, attempts, score, speed and where it ran), one
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from learner.config import ConfigError, parse_seeds, shorten
+from driver.config import ConfigError, parse_seeds, shorten
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
@@ -48,7 +48,7 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
     """One run's arguments per combination of the axes (the flags given as lists) and the seeds; a flag that a
     combination's method does not read keeps its default there (so DQN does not run once per value of a
     β-DQN flag). Every combination is validated first: a mistake in any is one line before anything starts."""
-    from learner.config import FIELDS, Config, flag, flag_text, reads
+    from driver.config import FIELDS, Config, flag, flag_text, reads
 
     axes = [(name, value) for name, value in args.items() if isinstance(value, list)]
     for name, values in axes:
@@ -88,12 +88,12 @@ def _run_one(args: dict) -> dict:
     on: a restart after a crash, or a resumed grid). Returns its summary, with where it ran."""
     import ray
 
-    from learner.config import Config, resolve
-    from learner.run import train
+    from driver.config import Config, resolve
+    from driver.run import train
 
     started = time.time()
     if (Path(args["out"]) / "checkpoint.pt").is_file():
-        from learner.cli import resume_config
+        from driver.cli import resume_config
 
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false"])
     else:
@@ -109,7 +109,7 @@ class Grid:
     def __init__(self, args: dict, grid_dir: Path):
         self.args, self.dir = args, grid_dir
         self.runs = expand(args, grid_dir)
-        from learner.config import Config, resolve
+        from driver.config import Config, resolve
 
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
             resolve(Config(**run))
@@ -171,7 +171,7 @@ class Grid:
         from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from learner.runtime import RayBackend
+        from driver.runtime import RayBackend
 
         t0 = time.perf_counter()
         backend = RayBackend(self.args["address"])
@@ -316,7 +316,7 @@ def _reason(e: BaseException) -> str:
 def _retryable(e: BaseException) -> bool:
     """A process that died, a lost node, a Redis outage: worth another start. A NaN loss or a configuration
     mistake would only happen again."""
-    from learner.run import NonFiniteLoss
+    from driver.run import NonFiniteLoss
 
     cause = getattr(e, "cause", None) or e
     return not isinstance(cause, (NonFiniteLoss, ConfigError))
@@ -332,7 +332,7 @@ def grid_from_args(args: dict) -> Grid:
     import os
     from urllib.parse import quote
 
-    from learner.cli import build_parser
+    from driver.cli import build_parser
 
     parser = build_parser()
     given = {k: v for k, v in args.items() if v != parser.get_default(k) and k not in ("resume", "out")}

@@ -1,0 +1,134 @@
+"""`python -m learner.main`: parse, validate, start or join Ray, run, report.
+
+With no flag but `--actors`, it runs the paper's configuration: β-DQN on MinAtar/Breakout, 5M steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+from driver.cli import build_parser, parse_config, resume_config
+from driver.config import ConfigError, resolve
+from replay_service.local_redis import RedisSetupError
+
+
+class _Quiet(io.TextIOBase):
+    """Stdout while a run goes on: what Ray prints there goes to stderr, beside the progress bar, except the
+    raylet's warnings that it started many worker processes at once (a dozen with --actors 32: expected, and
+    harmless here), which go to `log` (RAY_WORKER_WARNINGS=1 shows them)."""
+
+    NOISE = "worker processes have been started"
+
+    def __init__(self, log: Path):
+        self.log = log
+        self.show = os.environ.get("RAY_WORKER_WARNINGS", "") == "1"
+        # Ray prints from threads of its own, a line in two writes (text, then newline): a partial line per
+        # thread, and one writer at a time
+        self.partial: dict[int, str] = {}
+        self.lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            me = threading.get_ident()
+            *lines, self.partial[me] = (self.partial.get(me, "") + text).split("\n")
+            for line in lines:
+                if self.NOISE in line and not self.show:
+                    self.log.parent.mkdir(parents=True, exist_ok=True)
+                    with open(self.log, "a") as f:
+                        f.write(line + "\n")
+                else:
+                    sys.stderr.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    # what code that asks stdout about itself during a run gets: stderr's answers
+    @property
+    def encoding(self) -> str:
+        return sys.stderr.encoding
+
+    def fileno(self) -> int:
+        return sys.stderr.fileno()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def _quiet_stdout(log: Path):
+    quiet = _Quiet(log)
+    try:
+        with contextlib.redirect_stdout(quiet):
+            yield
+    finally:
+        for partial in quiet.partial.values():  # last lines without their newline
+            if partial:
+                sys.stderr.write(partial + "\n")
+
+
+def _grid(argv: list[str] | None) -> int | None:
+    """Run a grid if the command line asks for one (lists, --seeds, or --resume of a grid directory)."""
+    from driver.grid import grid_from_args, is_grid
+    from driver.outputs import describe_grid
+
+    args = vars(build_parser().parse_args(argv))
+    if not is_grid(args):
+        return None
+    grid = grid_from_args(args)
+    try:
+        with _quiet_stdout(grid.dir / "ray_warnings.log"):
+            summary = grid.run()
+    except KeyboardInterrupt:
+        print(f"python -m learner.main: grid interrupted; continue it with --resume {grid.dir}", file=sys.stderr)
+        return 130
+    print(json.dumps(summary, indent=2) if grid.args["json"] else describe_grid(summary, grid.dir))
+    return 0 if summary["failed"] == 0 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        status = _grid(argv)
+        if status is not None:
+            return status
+        config, resume = parse_config(argv), None
+        if config.resume:
+            config, resume = resume_config(argv)
+        cfg, spec = resolve(config)
+        from driver.run import train  # torch and Ray load only for a valid config
+
+        # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the
+        # progress bar (its warnings about starting many workers at once to a file)
+        with _quiet_stdout(Path(cfg.out) / "ray_warnings.log"):
+            summary = train(cfg, spec, resume)
+    except ConfigError as e:
+        print(f"python -m learner.main: error: {e}", file=sys.stderr)
+        return 2
+    except RedisSetupError as e:  # e.g. a redis-local server that did not start
+        print(f"python -m learner.main: error: --replay: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:
+        from driver.run import NonFiniteLoss, ReplayUnavailable
+
+        if type(e).__name__ in ("ActorDiedError", "RayActorError"):  # restarted MAX_RESTARTS times already
+            print(f"python -m learner.main: an actor process kept dying; the run stopped "
+                  f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
+            return 1
+        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable)):
+            raise
+        print(f"python -m learner.main: {e}", file=sys.stderr)
+        return 1
+    from driver.outputs import describe_run
+
+    print(json.dumps(summary, indent=2) if cfg.json else describe_run(cfg, summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

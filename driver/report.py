@@ -1,0 +1,277 @@
+"""`python -m learner.report RUNS_DIR`: the paper's table and figures from finished runs.
+
+Reads every run under RUNS_DIR (a directory with `summary.json`, `config.json`, `evals.csv` and
+`metrics.jsonl`; grids nest them one level down) and writes `report.md` and PNG figures (default: into
+RUNS_DIR/report):
+
+- Table 1's layout: per environment and algorithm the final score — success rate on MiniGrid and
+  CliffWalk, return elsewhere — as the mean over seeds with a 95% bootstrap confidence interval and the
+  number of seeds; domain averages; computational cost relative to DQN (seconds per env step, the runs'
+  own) and performance/cost ((score / DQN's score) / cost, spec §8);
+- learning curves (mean over seeds, shaded 95% bootstrap interval) per environment;
+- β-DQN's policy-selection proportions over training (π_cov, π_cor(α>0), π_cor(0));
+- β-DQN's three basic policies (pure exploitation, argmin β, argmax Q), when the runs evaluated them;
+- CliffWalk state-visitation heatmaps of β-DQN and DQN.
+
+A column is a method and, for a grid with axes besides --env, --algo and --seeds, its variant (the values
+of those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). Runs are compared only when their
+configurations agree in everything but the seed, the method, the grid's axes and bookkeeping such as
+directories and addresses (`driver.config`'s field roles; a field a method does not read is not compared
+with that method's runs); otherwise it stops with one line naming the field and two runs that differ.
+Beside the report, `study.json` lists every run with the command line that computes it again.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from driver.figures import basic_policies, learning_curves, selection_proportions, visitation
+from driver.results import (
+    ALGO_LABELS,
+    SOLVED,
+    ReportError,
+    RunData,
+    bandit_arms,
+    bootstrap_ci,
+    check_comparable,
+    column_label,
+    columns_of,
+    domain,
+    final_score,
+    first_solved,
+    load_runs,
+    metric,
+    value_order,
+    window_shares,
+)
+
+
+def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
+    """Table 1's rows (domain, environment, one cell per column), domain averages, cost and
+    performance/cost against DQN (its first column when DQN has variants); and the numbers behind them."""
+    columns = columns_of(runs)
+    envs = sorted({r.env for r in runs}, key=lambda e: (domain(e), e))
+    cells: dict[tuple[str, tuple], tuple[float, float, float, int]] = {}
+    rates: dict[tuple[str, tuple], float] = {}
+    for env in envs:
+        for column in columns:
+            group = [r for r in runs if r.env == env and r.column == column]
+            if group:
+                cells[env, column] = (*bootstrap_ci([final_score(r) for r in group]), len(group))
+                rates[env, column] = float(np.mean([r.summary["env_steps_per_s"] for r in group]))
+    header = ["Domain", "Environment", *[column_label(c) for c in columns]]
+    rows = []
+    for dom in sorted({domain(e) for e in envs}):
+        dom_envs = [e for e in envs if domain(e) == dom]
+        for env in dom_envs:
+            row = [dom, env]
+            for column in columns:
+                if (env, column) in cells:
+                    mean, lo, hi, n = cells[env, column]
+                    row.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={n})")
+                else:
+                    row.append("—")
+            rows.append(row)
+        if len(dom_envs) > 1:
+            row = [dom, "average"]
+            for column in columns:
+                means = [cells[e, column][0] for e in dom_envs if (e, column) in cells]
+                row.append(f"{np.mean(means):.2f}" if len(means) == len(dom_envs) else "—")
+            rows.append(row)
+    numbers = {"cells": {f"{e}|{column_label(c)}": v for (e, c), v in cells.items()}, "cost": {},
+               "performance_per_cost": {}}
+    dqn = next((c for c in columns if c[0] == "dqn"), None)
+    if dqn is not None:
+        cost_row, perf_row = ["Computational cost", ""], ["Performance/cost", ""]
+        for column in columns:
+            shared = [e for e in envs if (e, column) in rates and (e, dqn) in rates]
+            if not shared:
+                cost_row.append("—")
+                perf_row.append("—")
+                continue
+            # seconds per env step relative to DQN's, averaged over the environments both ran
+            cost = float(np.mean([rates[e, dqn] / rates[e, column] for e in shared]))
+            numbers["cost"][column_label(column)] = cost
+            cost_row.append(f"{100 * cost:.0f}%")
+            # (score / DQN's score) / cost, over the environments where DQN's score is not 0 (cost over the
+            # same ones)
+            scored = [e for e in shared if cells[e, dqn][0] != 0]
+            if scored:
+                relative = np.mean([cells[e, column][0] / cells[e, dqn][0] for e in scored])
+                cost_scored = np.mean([rates[e, dqn] / rates[e, column] for e in scored])
+                numbers["performance_per_cost"][column_label(column)] = float(relative / cost_scored)
+                perf_row.append(f"{numbers['performance_per_cost'][column_label(column)]:.2f}")
+            else:
+                perf_row.append("—")
+        rows += [cost_row, perf_row]
+    return header, rows, numbers
+
+
+def variant_rows(runs: list[RunData], env: str) -> list[str]:
+    """One row per column: the final score, seeds solved, the first evaluation at ≥ 0.9 and β-DQN's
+    window shares at the end."""
+    success = metric(env) == "success_rate"
+    head = ["column", "final score", *(["seeds ≥ 0.9", "first eval ≥ 0.9: median (range)"] if success else []),
+            "window at end: π_cov / π_cor(α>0) / π_cor(0)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for column in columns_of([r for r in runs if r.env == env]):
+        group = [r for r in runs if r.env == env and r.column == column]
+        mean, lo, hi = bootstrap_ci([final_score(r) for r in group])
+        cells = [column_label(column), f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(group)})"]
+        if success:
+            firsts = [f for f in (first_solved(r) for r in group) if f is not None]
+            cells.append(f"{sum(final_score(r) >= SOLVED for r in group)} of {len(group)}")
+            cells.append(f"{np.median(firsts) / 1e3:.0f}k ({min(firsts) / 1e3:.0f}k–{max(firsts) / 1e3:.0f}k), "
+                         f"{len(firsts)} of {len(group)} seeds" if firsts else "never")
+        shares = [s for s in (window_shares(r) for r in group) if s]
+        cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
+                     if shares else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def axis_rows(runs: list[RunData], env: str) -> list[str]:
+    """Per method and axis of its variants, each value's final score over every run with that value (all the
+    other axes mixed): which detail moves the result, at a glance."""
+    lines = []
+    success = metric(env) == "success_rate"
+    for algo in dict.fromkeys(c[0] for c in columns_of(runs)):
+        group = [r for r in runs if r.env == env and r.algo == algo]
+        values: dict[str, dict[str, list[RunData]]] = defaultdict(lambda: defaultdict(list))
+        for r in group:
+            for part in filter(None, r.variant.split(",")):
+                name, _, value = part.partition("=")
+                values[name][value].append(r)
+        for name, by_value in values.items():
+            if len(by_value) < 2:
+                continue
+            for value, members in sorted(by_value.items(), key=lambda kv: value_order(kv[0])):
+                mean, lo, hi = bootstrap_ci([final_score(r) for r in members])
+                solved = f" | {sum(final_score(r) >= SOLVED for r in members)} of {len(members)}" if success else ""
+                lines.append(f"| {ALGO_LABELS.get(algo, algo)} | {name}={value} | {mean:.2f} [{lo:.2f}, {hi:.2f}] "
+                             f"(n={len(members)}){solved} |")
+    if not lines:
+        return []
+    head = ["method", "axis value", "final score over its runs", *(["runs ≥ 0.9"] if success else [])]
+    return ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head), *lines]
+
+
+def bandit_rows(runs: list[RunData], env: str) -> list[str]:
+    """β-DQN per run: its final score, first evaluation at ≥ 0.9, and the meta-controller's window at the end
+    (the arm holding most of it, and the best other arm by μ + b)."""
+    group = [r for r in runs if r.env == env and r.summary.get("bandit")]
+    if not group:
+        return []
+    lines = ["| column | seed | final | first ≥ 0.9 | top arm: share, μ, b | best other by μ + b: share, μ, b |",
+             "|" + " --- |" * 6]
+    for r in sorted(group, key=lambda r: (columns_of(group).index(r.column), r.config["seed"])):
+        top, other = bandit_arms(r)
+        first = first_solved(r)
+        lines.append(f"| {r.label} | {r.config['seed']} | {final_score(r):.2f} | "
+                     f"{'—' if first is None else f'{first / 1e3:.0f}k'} | "
+                     f"{top[0]}: {top[1]:.2f}, {top[2]:.2f}, {top[3]:.2f} | "
+                     + ("— |" if other is None else f"{other[0]}: {other[1]:.2f}, {other[2]:.2f}, {other[3]:.2f} |"))
+    return lines
+
+
+def study(runs: list[RunData], root: Path) -> dict:
+    """Every run with the command line that computes it again, its final score and its first evaluation at
+    ≥ 0.9; and the grid's command when `root` is a grid."""
+    from driver.config import command_line, run_command
+
+    command = None
+    if (root / "grid.json").is_file():
+        args = json.loads((root / "grid.json").read_text())["args"]
+        command = command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")})
+    rows = []
+    for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
+        success = metric(r.env) == "success_rate"
+        rows.append({"env": r.env, "variant": r.variant, "algo": r.algo, "seed": r.config["seed"],
+                     "cmd": run_command(r.config, r.summary.get("device", "cpu")), "final_score": final_score(r),
+                     "final_success": final_score(r) if success else None,
+                     "first_success_step": first_solved(r) if success else None})
+    return {"command": command, "runs": rows}
+
+
+def write_report(root: Path, out: Path | None = None) -> Path:
+    runs, unfinished = load_runs(root)
+    if not runs:
+        raise ReportError(f"no finished run (a directory with summary.json) under {root}")
+    check_comparable(runs)
+    out = out or root / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    header, rows, numbers = table(runs)
+    described = study(runs, root)
+    lines = [f"# Report: {root.name}", ""]
+    if described["command"]:
+        lines += ["```bash", described["command"], f"python -m learner.report {root}", "```", ""]
+    lines += [
+        f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished left out)" if unfinished else "") + ". "
+        "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
+        "MiniGrid and CliffWalk, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
+        "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
+        "A column is a method and, in a grid with axes besides --env, --algo and --seeds, its variant. "
+        "Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
+        "wall clock (runs that shared a machine slow each other), averaged over environments. "
+        "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
+        "not 0. `study.json` lists every run with the command that computes it again.", "",
+        "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines.append("")
+    for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
+        slug = env.replace("/", "-")
+        learning_curves(runs, env, out / f"curves_{slug}.png")
+        lines += [f"## {env}", ""]
+        if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs):
+            lines += variant_rows(runs, env) + [""]
+        effects = axis_rows(runs, env)
+        if effects:
+            lines += [f"### {env}: each axis value over all its runs", "",
+                      "Every run of a method with that value, whatever its other axes (a main effect, averaged "
+                      "over the others' values).", "", *effects, ""]
+        lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
+        if selection_proportions(runs, env, out / f"selection_{slug}.png"):
+            lines += [f"![β-DQN's policy selection](selection_{slug}.png)", ""]
+        if basic_policies(runs, env, out / f"basic_{slug}.png"):
+            lines += [f"![β-DQN's basic policies](basic_{slug}.png)", ""]
+        per_run = bandit_rows(runs, env)
+        if per_run:
+            lines += [f"### {env}: β-DQN's meta-controller at the end of each run", "",
+                      "The window's episodes per arm at the last step: the arm that holds most of them (its share, "
+                      "μ and b), and of the others the one with the largest μ + b [eq:policy select].", "",
+                      *per_run, ""]
+    if visitation(runs, out / "cliffwalk_visits.png"):
+        lines += ["## CliffWalk state visitation (training)", "", "![visits](cliffwalk_visits.png)", ""]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers},
+                                                indent=2) + "\n")
+    (out / "study.json").write_text(json.dumps(described, indent=2) + "\n")
+    return out / "report.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m learner.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs_dir", help="a directory of runs (a grid's, or any tree of run directories)")
+    parser.add_argument("--out", default="", help="where report.md and the figures go (default RUNS_DIR/report)")
+    args = parser.parse_args(argv)
+    root = Path(args.runs_dir)
+    if not root.is_dir():
+        print(f"python -m learner.report: error: {args.runs_dir!r} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        path = write_report(root, Path(args.out) if args.out else None)
+    except ReportError as e:
+        print(f"python -m learner.report: error: {e}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
