@@ -12,62 +12,15 @@ from __future__ import annotations
 import os
 import secrets
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from actors.envs import make_env
-from actors.numpy_net import NumpyNet, unflatten
-from actors.policies import (
-    act_beta_dqn,
-    argmax_random_tie,
-    epsilon_greedy,
-    ez_greedy,
-    lesson_act,
-    linear_epsilon,
-    policy_set,
-    supported,
-)
+from actors.numpy_net import NumpyNet, acting_values, unflatten
+from learner.algorithms import acting
 from replay_service.buffer import make_packer
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
-
-
-def ray_node() -> str:
-    import sys
-
-    ray = sys.modules.get("ray")
-    return ray.get_runtime_context().get_node_id() if ray is not None and ray.is_initialized() else "local"
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
-
-
-def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray, heads: list[int] | None = None) -> dict[str, np.ndarray]:
-    """Every acting network's output for a batch of observations: "q" (N, A), or with K heads (N, K, A), or
-    with `heads` (one per row) that head's (N, A); "beta" as probabilities; "q_full" (two-Q ablation);
-    "q_int", "option_q" and "termination" (LESSON)."""
-    q_net = nets["q"]
-    patches = q_net.patches(obs) if q_net.conv else None  # one gather for all the conv nets
-    out = {name: net(obs, patches) for name, net in nets.items() if name != "q"}
-    out["q"] = q_net(obs, patches, heads)
-    if "beta" in out:
-        out["beta"] = softmax(out["beta"])
-    if "option" in out:  # one torso, two heads: Q_Ω(s,·) and the termination logits
-        option = out.pop("option")
-        half = option.shape[1] // 2
-        out["option_q"], out["termination"] = option[:, :half], sigmoid(option[:, half:])
-    return out
-
-
-def is_exploitation(action: int, q: np.ndarray, beta: np.ndarray, eps: float) -> bool:
-    """Whether `action` is a pure-exploitation action (one of the maximisers of [eq:q mask greedy])."""
-    mask = supported(beta, eps)
-    return bool(mask[action] and q[action] == q[mask].max())
 
 
 @dataclass
@@ -78,10 +31,7 @@ class Episode:
     ret: float = 0.0
     length: int = 0
     arm_steps: int = 0  # steps acted under the arm
-    explored: int = 0  # of those, steps off pure exploitation (the bandit's bonus B = explored/arm_steps)
-    counts: dict[bytes, np.ndarray] = field(default_factory=dict)
-    hold: tuple[int, int] = (0, 0)  # εz-greedy: the repeated action and the steps it still lasts
-    option: tuple[int, int] | None = None  # LESSON: the running option and its repeated action
+    memory: Any = None  # the method's own state of the episode (`Acting.act` keeps it)
     arm_request: Future | None = None  # the arm on its way from the arm source (the env waits for it)
     id: int = -1  # this actor's count of episodes begun (with the actor id, names the episode)
 
@@ -97,7 +47,7 @@ class Actor:
         self.rng = np.random.default_rng(streams[0])
         self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0])) for ss in streams[1:]]
         self.obs = [env.reset()[0] for env in self.envs]
-        self.arms = policy_set(cfg.policy_set) if cfg.algo == "beta_dqn" else None
+        self.acting = acting(cfg)
         self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
@@ -114,49 +64,16 @@ class Actor:
     def process_id(self) -> int:
         return os.getpid()
 
-    def node(self) -> str:
-        """The Ray node this actor runs on ("local" outside Ray; actors never import Ray themselves)."""
-        return ray_node()
-
     def set_weights(self, weights: dict, version: int) -> None:
         self.nets = {name: NumpyNet(params) for name, params in unflatten(weights).items()}
         self.version = version
 
     def _act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int) -> int:
         """One action of env's episode `ep` at `obs`, given the acting networks' outputs at `obs`."""
-        cfg, algo = self.cfg, self.cfg.algo
         if ep.arm is None:  # before learning_starts: uniformly random (LESSON's option 0)
             return int(self.rng.integers(self.spec.n_actions))
         ep.arm_steps += 1
-        q = values["q"]
-        if algo in ("dqn", "rnd"):
-            return epsilon_greedy(q, self._epsilon(step), self.rng)
-        if algo == "ez_greedy":
-            action, ep.hold = ez_greedy(q, self._epsilon(step), cfg.ez_mu, self.rng, ep.hold)
-            return action
-        if algo == "bootstrapped_dqn":  # Q of the episode's head (`heads`), ε-greedy like every DQN-family
-            if cfg.boot_epsilon:     # baseline (spec §4)
-                return epsilon_greedy(q, self._epsilon(step), self.rng)
-            return argmax_random_tie(q, self.rng)
-        if algo == "lesson":
-            action, ep.option = lesson_act(q, values["q_int"], values["option_q"], values["termination"],
-                                           self.rng, cfg.lesson_tau, ep.option)
-            return action
-        beta = values["beta"]
-        arm = self.arms[ep.arm]
-        counts = None
-        if arm.kind == "cov" and cfg.count_mode != "off":
-            counts = ep.counts.setdefault(obs.tobytes(), np.zeros(self.spec.n_actions))
-        action = act_beta_dqn(arm, q, beta, cfg.beta_eps, self.rng, counts, cfg.count_mode, values.get("q_full"))
-        if counts is not None:
-            counts[action] += 1
-        if not is_exploitation(action, q, beta, cfg.beta_eps):
-            ep.explored += 1
-        return action
-
-    def _epsilon(self, step: int) -> float:
-        """DQN's ε schedule (DQN, εz-greedy, RND)."""
-        return linear_epsilon(step, self.cfg.eps_start, self.cfg.eps_end, self.cfg.eps_decay_steps)
+        return self.acting.act(ep, obs, values, step, self.rng)
 
     def _new_episode(self, **kw) -> Episode:
         self.episodes_begun += 1
@@ -213,7 +130,7 @@ class Actor:
                     self.episodes[i].arm = self.arm_source.select()
             obs = np.stack([self.obs[i] for i in active])
             needs_values = any(self.episodes[i].arm is not None for i in active)
-            heads = [self.episodes[i].arm or 0 for i in active] if self.cfg.algo == "bootstrapped_dqn" else None
+            heads = self.acting.heads([self.episodes[i].arm for i in active])
             values = acting_values(self.nets, obs, heads) if needs_values else {}
             for j, i in enumerate(active):
                 ep, step = self.episodes[i], global_step + produced + j
@@ -228,7 +145,7 @@ class Actor:
                 term_l.append(terminated)
                 trunc_l.append(truncated)
                 ep_l.append(ep.id)
-                opt_l.append(0 if ep.option is None or ep.arm is None else ep.option[0])
+                opt_l.append(self.acting.option(ep))
                 ep.ret += float(reward)
                 ep.length += 1
                 if terminated or truncated:
@@ -238,7 +155,7 @@ class Actor:
                     if ep.arm is not None:
                         # one round trip per episode: the report, and the arm of this env's next episode
                         self.episodes[i] = self._new_episode(arm_request=self._report_and_select(
-                            ep.arm, ep.ret, ep.explored / max(ep.arm_steps, 1)))
+                            ep.arm, ep.ret, self.acting.bonus(ep)))
                     else:
                         self.episodes[i] = None
                     next_obs, _ = self.envs[i].reset()

@@ -86,6 +86,12 @@ def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> flo
     return start + frac * (end - start)
 
 
+def is_exploitation(action: int, q: np.ndarray, beta: np.ndarray, eps: float) -> bool:
+    """Whether `action` is a pure-exploitation action (one of the maximisers of [eq:q mask greedy])."""
+    mask = supported(beta, eps)
+    return bool(mask[action] and q[action] == q[mask].max())
+
+
 # ---- the policy set Π   [eq:policy set] ----
 
 @dataclass(frozen=True)

@@ -12,8 +12,10 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from learner.algorithms import METHODS
+
 CHECKPOINT_FORMAT = 2  # 2: the learner's target copies and fixed modules as one "frozen" dict; options in replay
-ALGOS = ("beta_dqn", "dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson")
+ALGOS = tuple(METHODS)
 LOSSES = ("huber", "mse")
 COUNT_MODES = ("augment", "simple", "off")
 BANDIT_RETURNS = ("minmax", "raw")

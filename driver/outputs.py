@@ -12,17 +12,16 @@ from pathlib import Path
 import numpy as np
 
 from driver.config import public, shorten
+from learner.algorithms import acting
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
 
 def eval_fields(cfg) -> tuple[str, ...]:
-    """evals.csv's columns: the evaluation policy's scores, then β-DQN's basic policies' (`--eval-basic`)."""
-    if cfg.algo != "beta_dqn" or not cfg.eval_basic:
-        return EVAL_FIELDS
-    from actors.evaluator import BASIC
-
-    return EVAL_FIELDS + tuple(f"{p}_{k}" for p in BASIC for k in EVAL_FIELDS[1:])
+    """evals.csv's columns: the evaluation policy's scores, then those of the method's other evaluation
+    policies (β-DQN's basic policies with `--eval-basic`)."""
+    others = acting(cfg).eval_policies[1:]
+    return EVAL_FIELDS + tuple(f"{p}_{k}" for p in others for k in EVAL_FIELDS[1:])
 
 
 def wandb_mode(cfg) -> str:

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from actors.policies import policy_set
 from driver.config import CHECKPOINT_FORMAT, public
 from driver.outputs import RunLogger
 from driver.runtime import build, make_backend
+from learner.algorithms import acting
 from learner.learner import Learner, pick_device
 from replay_service.client import concat, shard_of, split_batch
 from replay_service.redis_replay import RedisReplay
@@ -123,7 +123,7 @@ class Run:
         self.split_rng = np.random.default_rng(cfg.seed + 17)
         self.shard_inserted = np.zeros(cfg.replay_shards, dtype=np.int64)
         self.shard_capacity = cfg.replay_capacity // cfg.replay_shards
-        self.arm_groups = ([a.group for a in policy_set(cfg.policy_set)] if cfg.algo == "beta_dqn" else None)
+        self.acting = acting(cfg)
         self.env_steps = 0
         self.committed = 0
         self.dispatched = 0  # chunks handed out (round-robin position)
@@ -218,10 +218,7 @@ class Run:
             backend.get([backend.call(a, "ready") for a in actors])
             self.clock.actors_ready()
             if backend.concurrent:  # where the parts run (a grid on a cluster reports it)
-                from actors.actor import ray_node
-
-                self.placement = {"learner": ray_node(),
-                                  "actors": backend.get([backend.call(a, "node") for a in actors])}
+                self.placement = {"learner": backend.node(), "actors": [backend.node(a) for a in actors]}
             t0 = time.perf_counter()
             while True:
                 # 1. hand chunks to idle actors, as far as the replay ratio allows. Serial: one chunk
@@ -496,13 +493,19 @@ class Run:
                **window.summary()}
         if self.redis is not None:  # records the learner rejected so far (by kind), as in the summary
             row["replay_rejected"] = dict(sum((Counter(s.codec.rejected) for s in self.redis.shards), Counter()))
-        if self.arm_groups is not None or cfg.algo == "bootstrapped_dqn":  # policies / heads per episode
-            props = self._arm("proportions")
+        bandit = self._bandit() if self.acting.central else None  # one call: N(π), μ(π), b(π)
+        if self.acting.logs_arms:  # policies / heads per episode
+            if bandit is not None:
+                plays = np.asarray(bandit["plays"], dtype=float)
+                props = plays / max(plays.sum(), 1.0)
+            else:
+                props = self._arm("proportions")
             row["arm_proportions"] = [round(float(p), 4) for p in props]
-        if self.arm_groups is not None:
+        if self.acting.arm_groups is not None:
             for g in ("cov", "cor", "cor0"):
-                row[f"arms_{g}"] = float(sum(p for p, gg in zip(props, self.arm_groups, strict=True) if gg == g))
-            bandit = self._bandit()
+                row[f"arms_{g}"] = float(sum(p for p, gg in zip(props, self.acting.arm_groups, strict=True)
+                                             if gg == g))
+        if bandit is not None:
             row["arm_mu"], row["arm_bonus"] = bandit["mu"], bandit["bonus"]
         return row
 
@@ -534,7 +537,7 @@ class Run:
             # CliffWalk: training env steps taken in each of the 4×12 cells (row-major), for the report
             "state_visits": None if self.visits is None else self.visits.tolist(),
             # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
-            "bandit": self._bandit() if self.arm_groups is not None else None,
+            "bandit": self._bandit() if self.acting.central else None,
             "commit": _commit(),
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},

@@ -9,15 +9,46 @@ This module is the only place that touches Ray's API for the run.
 from __future__ import annotations
 
 import os
+from typing import Any, Protocol
 
 from actors.actor import Actor
 from actors.evaluator import Evaluator
-from meta_controller.bandit import FixedArm, SlidingWindowBandit, UniformArm
+from learner.algorithms import acting
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import shard_of
 
 MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class Backend(Protocol):
+    """Where the run's parts live and how the loop talks to them: the same calls in one process or on Ray."""
+
+    concurrent: bool  # parts run at the same time (Ray); False: a call runs to its end when made (serial)
+
+    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False) -> Any:
+        """Build a part (an instance of `cls`) and return its handle."""
+
+    def port(self, handle) -> Any:
+        """What another part holds to call this one (an actor's bandit or replay shard)."""
+
+    def call(self, handle, method: str, *args) -> Any:
+        """Start `handle.method(*args)`; a future."""
+
+    def ready(self, futures: list, block: bool) -> list:
+        """The futures among these that are done (at least one when `block`)."""
+
+    def get(self, future) -> Any:
+        """A future's value (a list's values)."""
+
+    def put(self, value) -> Any:
+        """Share a value with every part once (weights)."""
+
+    def node(self, handle=None) -> str:
+        """The node a part (None: this process) runs on."""
+
+    def shutdown(self) -> None:
+        """No part left running."""
 
 
 class _Done:
@@ -49,6 +80,9 @@ class SerialBackend:
 
     def put(self, value):
         return value
+
+    def node(self, handle=None) -> str:
+        return "local"
 
     def shutdown(self) -> None:
         pass
@@ -156,12 +190,23 @@ class RayBackend:
     def put(self, value):
         return self.ray.put(value)
 
+    def node(self, handle=None) -> str:
+        if handle is None:
+            return self.ray.get_runtime_context().get_node_id()
+        return self.ray.get(handle.__ray_call__.remote(_node_id))  # runs in the part's process
+
     def shutdown(self) -> None:
         for handle in self.handles:
             self.ray.kill(handle)
         self.handles.clear()
         if self.owned:
             self.ray.shutdown()
+
+
+def _node_id(_part) -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
 
 
 def make_backend(cfg):
@@ -173,23 +218,17 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
 
     `external_shards` (Redis) are plain objects that every actor holds a copy of (each copy opens its
     own connection); otherwise the shards are in-memory buffers hosted by the backend."""
-    if cfg.algo == "beta_dqn":
-        from actors.policies import policy_set
-
-        arm_source = backend.make(SlidingWindowBandit, len(policy_set(cfg.policy_set)),
-                                  cfg.bandit_window, cfg.seed, cfg.bandit_returns)
+    method = acting(cfg)
+    arms, args = method.arm_source(cfg.seed)
+    if method.central:  # one source for the run (β-DQN's bandit): actors reach it through a port
+        arm_source = backend.make(arms, *args)
         actor_arms = [backend.port(arm_source)] * cfg.actors
-    elif cfg.algo == "bootstrapped_dqn":
-        # a head drawn uniformly per episode needs no central state: each actor draws its own (seeded by
-        # the run, the actor and the resume generation); the run's own copy, in the run's process, counts
-        # the finished episodes per head as their chunks arrive
-        arm_source = UniformArm(cfg.boot_heads, cfg.seed)
-        actor_arms = [UniformArm(cfg.boot_heads, [cfg.seed, i, generation, 1]) for i in range(cfg.actors)]
     else:
-        # one policy for every episode: nothing to choose centrally, so each actor holds its own
-        # (no round trip per episode); the run's copy counts the finished episodes
-        arm_source = FixedArm()
-        actor_arms = [FixedArm() for _ in range(cfg.actors)]
+        # no central state (one policy, or a head drawn uniformly): each actor holds its own source (seeded by
+        # the run, the actor and the resume generation: no round trip per episode); the run's own copy, in
+        # the run's process, counts the finished episodes per arm as their chunks arrive
+        arm_source = arms(*args)
+        actor_arms = [arms(*method.arm_source([cfg.seed, i, generation, 1])[1]) for i in range(cfg.actors)]
     packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
     if external_shards is not None:
@@ -203,5 +242,5 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
     actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], ports[shard_of(i, cfg.replay_shards)], generation,
                            cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
-    return {"arm_source": arm_source, "arm_local": cfg.algo != "beta_dqn", "shards": shards, "actors": actors,
+    return {"arm_source": arm_source, "arm_local": not method.central, "shards": shards, "actors": actors,
             "evaluator": evaluator}

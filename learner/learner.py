@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from learner.algorithms import ALGORITHMS
+from learner.algorithms import algorithm
 from learner.networks import flat_weights
 from replay_service.buffer import make_packer
 
@@ -30,7 +30,7 @@ def pick_device(name: str) -> torch.device:
 class Learner:
     def __init__(self, cfg, spec, device: torch.device | None = None):
         self.cfg, self.spec = cfg, spec
-        self.algo = ALGORITHMS[cfg.algo]
+        self.algo = algorithm(cfg.algo)
         self.device = device or torch.device("cpu")
         torch.manual_seed(cfg.seed)
         self.nets = nn.ModuleDict(self.algo.networks(spec, cfg)).to(self.device)
@@ -54,7 +54,7 @@ class Learner:
         # β-DQN on CPU: β's forward, backward and Adam step on a second thread while Q does its own
         # (torch releases the GIL inside its kernels; the math is the same as the one-thread update)
         self.beta_thread = None
-        if cfg.algo == "beta_dqn" and cfg.beta_thread and not self.graphed:
+        if hasattr(self.algo, "behaviour_part") and cfg.beta_thread and not self.graphed:
             self.beta_thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
         self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         self.updates = 0
@@ -167,7 +167,7 @@ class Learner:
     def weights(self) -> dict:
         """The acting networks' parameters in one numpy buffer (`flat_weights`), stamped with a version by
         the caller."""
-        return flat_weights({name: self.nets[name] for name in self.algo.acting(self.cfg)})
+        return flat_weights({name: self.nets[name] for name in self.algo.acting_networks(self.cfg)})
 
     def load_state_dict(self, state: dict) -> None:
         self.nets.load_state_dict(state["nets"])

@@ -8,7 +8,31 @@ for every method.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
+
+
+class ArmSource(Protocol):
+    """Where each episode's arm comes from: asked at an episode's start, told its return at its end."""
+
+    def select(self) -> int:
+        """The arm of a new episode."""
+
+    def report(self, arm: int, episode_return: float, bonus: float) -> None:
+        """A finished episode: its arm, return and exploration bonus."""
+
+    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
+        """`report`, then `select` for the next episode (one round trip for a remote source)."""
+
+    def proportions(self) -> np.ndarray:
+        """Each arm's share of the episodes it counts."""
+
+    def state_dict(self) -> dict:
+        """Its state as plain data (checkpoints)."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state_dict()`'s data."""
 
 
 class SlidingWindowBandit:

@@ -71,7 +71,7 @@ def test_policy_set_size_is_the_bandits_and_the_actors_arm_count(name, size):
     cfg, spec = resolve(Config(env="CliffWalk", policy_set=name, actors=1, wandb="disabled"))
     parts = build(cfg, spec, SerialBackend())
     assert parts["arm_source"].n_arms == size
-    assert len(parts["actors"][0].arms) == size
+    assert len(parts["actors"][0].acting.arms) == size
     assert parts["arm_source"].select() in range(size)
 
 
@@ -82,11 +82,12 @@ def _values(q, beta):
 def test_basic_policies_are_argmin_beta_pure_exploitation_and_argmax_q():
     cfg, spec = resolve(Config(env="CliffWalk", wandb="disabled"))
     ev = Evaluator(cfg, spec, seed=0)
-    v = _values([1.0, 2.0, 5.0, 0.0], [0.5, 0.45, 0.03, 0.02])
-    assert ev._policy("argmin_beta", v) == 3
-    assert ev._policy("main", v) == 1  # pure exploitation: the best supported action
-    assert ev._policy("argmax_q", v) == 2
-    assert ev._policy("argmax_q", {**v, "q_full": np.array([0.0, 0, 0, 9])}) == 3  # two Q: the optimistic one
+    v, rng = _values([1.0, 2.0, 5.0, 0.0], [0.5, 0.45, 0.03, 0.02]), np.random.default_rng(0)
+    assert ev.acting.evaluate("argmin_beta", v, rng) == 3
+    assert ev.acting.evaluate("main", v, rng) == 1  # pure exploitation: the best supported action
+    assert ev.acting.evaluate("argmax_q", v, rng) == 2
+    two_q = {**v, "q_full": np.array([0.0, 0, 0, 9])}
+    assert ev.acting.evaluate("argmax_q", two_q, rng) == 3  # two Q: the optimistic one
 
 
 @pytest.mark.parametrize("eval_basic", [True, False])

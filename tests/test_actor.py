@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from actors.actor import Actor, is_exploitation
+from actors.actor import Actor
+from actors.policies import is_exploitation
 from driver.config import Config, resolve
 from learner.networks import make_network, to_numpy
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from actors.actor import Actor, acting_values
-from actors.numpy_net import NumpyNet, unflatten
+from actors.actor import Actor
+from actors.numpy_net import NumpyNet, acting_values, unflatten
 from actors.policies import (
     OPTION_PROB_CLIP,
     ez_greedy,

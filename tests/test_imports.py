@@ -2,6 +2,8 @@
 because its closing import waits inside a function is still a cycle for a reader)."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,3 +80,23 @@ def test_no_module_of_the_project_is_part_of_an_import_cycle():
     found = cycles(graph)
     detail = "; ".join(" -> ".join(c) for c in found)
     assert not found, f"import cycles: {detail}"
+
+
+def test_layers_point_down_only_the_entry_points_reach_the_driver():
+    """learner/, actors/, replay_service/ and meta_controller/ never import the driver (the CLI, config, run
+    loop): only the entry points `learner.main` and `learner.report` do."""
+    graph = import_graph()
+    entry_points = {"learner.main", "learner.report"}
+    upward = {(m, t) for m, targets in graph.items() if m.split(".")[0] in ("actors", "learner", "replay_service",
+                                                                           "meta_controller") and m not in entry_points
+              for t in targets if t.split(".")[0] == "driver"}
+    assert not upward, f"imports of the driver from below it: {sorted(upward)}"
+
+
+def test_acting_loads_no_torch():
+    """Actors and the evaluator act with numpy: importing them (and every method's acting) loads no torch."""
+    code = ("import sys, actors.actor, actors.evaluator, learner.algorithms as m; "
+            "assert 'torch' not in sys.modules, 'torch was imported'; print(len(m.METHODS))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "6"

@@ -26,7 +26,7 @@ def targets(cfg) -> tuple[str, ...]:
     return ("q", "q_full") if cfg.two_q else ("q",)
 
 
-def acting(cfg) -> tuple[str, ...]:
+def acting_networks(cfg) -> tuple[str, ...]:
     return ("q", "beta", "q_full") if cfg.two_q else ("q", "beta")
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 
 from learner.algorithms.common import bootstrap, td_loss
-from learner.algorithms.dqn import acting, targets
+from learner.algorithms.dqn import acting_networks, targets
 from learner.networks import make_network
 
-__all__ = ["acting", "loss", "networks", "targets"]
+__all__ = ["acting_networks", "loss", "networks", "targets"]
 
 
 def networks(spec, cfg) -> dict:

@@ -24,7 +24,7 @@ def targets(cfg) -> tuple[str, ...]:
     return ("q",)
 
 
-def acting(cfg) -> tuple[str, ...]:
+def acting_networks(cfg) -> tuple[str, ...]:
     return ("q",)
 
 

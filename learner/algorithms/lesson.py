@@ -40,7 +40,7 @@ def targets(cfg) -> tuple[str, ...]:
     return ("q", "q_int", "option")
 
 
-def acting(cfg) -> tuple[str, ...]:
+def acting_networks(cfg) -> tuple[str, ...]:
     return ("q", "q_int", "option")
 
 

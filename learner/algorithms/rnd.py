@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from learner.algorithms.dqn import acting, q_loss, targets
+from learner.algorithms.dqn import acting_networks, q_loss, targets
 from learner.networks import RunningMeanStd, make_network
 
-__all__ = ["acting", "fixed", "intrinsic_reward", "loss", "networks", "targets"]
+__all__ = ["acting_networks", "fixed", "intrinsic_reward", "loss", "networks", "targets"]
 
 FEATURES = 128
 OBS_CLIP = 5.0

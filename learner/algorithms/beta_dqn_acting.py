@@ -1,0 +1,71 @@
+"""β-DQN's acting (spec §2–3): the meta-controller picks a policy of the set Π for each episode
+[eq:policy select]; the episode acts by π_cov(δ) [eq:policy cov] (with the episode's visit counts) or
+π_cor(α) [eq:policy cor]; its bonus B(π) is the share of steps off pure exploitation. Evaluated by pure
+exploitation [eq:q mask greedy]; with `--eval-basic` also by the two other basic policies, argmin β and
+argmax Q (the optimistic Q under `--two-q`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from actors.policies import (
+    act_beta_dqn,
+    argmax_random_tie,
+    argmin_beta,
+    is_exploitation,
+    policy_set,
+    pure_exploitation,
+)
+from learner.algorithms.contracts import BaseActing, Episode
+from meta_controller.bandit import ArmSource, SlidingWindowBandit
+
+BASIC = ("argmin_beta", "argmax_q")  # the paper's basic policies besides pure exploitation (the main one)
+
+
+@dataclass
+class BetaEpisode:
+    """What β-DQN keeps per episode."""
+
+    counts: dict[bytes, np.ndarray] = field(default_factory=dict)  # c(s,·): the episode's actions per state
+    explored: int = 0  # steps off pure exploitation (the bonus B = explored / steps under the arm)
+
+
+class BetaDQN(BaseActing):
+    central = True  # one meta-controller for the run: it sees every actor's episodes
+    logs_arms = True
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.arms = policy_set(cfg.policy_set)
+        self.arm_groups = tuple(arm.group for arm in self.arms)
+        self.eval_policies = ("main", *BASIC) if cfg.eval_basic else ("main",)
+
+    def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
+        return SlidingWindowBandit, (len(self.arms), self.cfg.bandit_window, seed, self.cfg.bandit_returns)
+
+    def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
+            rng: np.random.Generator) -> int:
+        cfg, arm = self.cfg, self.arms[ep.arm]
+        if ep.memory is None:
+            ep.memory = BetaEpisode()
+        q, beta, counts = values["q"], values["beta"], None
+        if arm.kind == "cov" and cfg.count_mode != "off":
+            counts = ep.memory.counts.setdefault(obs.tobytes(), np.zeros(len(q)))
+        action = act_beta_dqn(arm, q, beta, cfg.beta_eps, rng, counts, cfg.count_mode, values.get("q_full"))
+        if counts is not None:
+            counts[action] += 1
+        if not is_exploitation(action, q, beta, cfg.beta_eps):
+            ep.memory.explored += 1
+        return action
+
+    def bonus(self, ep: Episode) -> float:
+        return (0 if ep.memory is None else ep.memory.explored) / max(ep.arm_steps, 1)
+
+    def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:
+        if policy == "argmin_beta":
+            return argmin_beta(values["beta"], rng)
+        if policy == "argmax_q":
+            return argmax_random_tie(values.get("q_full", values["q"]), rng)
+        return pure_exploitation(values["q"], values["beta"], self.cfg.beta_eps, rng)

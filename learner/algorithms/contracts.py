@@ -1,0 +1,101 @@
+"""What a method is, as two small contracts: how it learns (`Algorithm`, torch, in the learner) and how it
+acts (`Acting`, numpy only, in the actors and the evaluator). A method is a module of each and one line in
+`learner.algorithms.METHODS`. `BaseActing` holds the defaults of a method that plays one policy in every
+episode and is evaluated greedily; DQN's acting (`dqn_acting`) is the smallest complete example.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from actors.policies import argmax_random_tie
+from meta_controller.bandit import ArmSource, FixedArm
+
+
+class Algorithm(Protocol):
+    """How a method learns (a module: `dqn`, `beta_dqn`, ...); `learner.learner.Learner` drives it.
+
+    Optionally `fixed(spec, cfg)`: modules that are state but not trained by a gradient (RND's target
+    network and running statistics); β-DQN also offers `behaviour_part`, `value_forward` and `value_loss`,
+    which the learner runs on two threads."""
+
+    def networks(self, spec, cfg) -> dict:
+        """The trained networks by name (one Adam each)."""
+
+    def targets(self, cfg) -> tuple[str, ...]:
+        """The networks that have a target copy (copied every `target_update` env steps)."""
+
+    def acting_networks(self, cfg) -> tuple[str, ...]:
+        """The networks the actors and the evaluator need (the weights broadcast to them)."""
+
+    def loss(self, nets, frozen, batch: dict, gamma: float, cfg) -> tuple[Any, dict]:
+        """(loss, metrics) on one minibatch; `frozen` holds the target copies (under their network's name)
+        and the fixed modules."""
+
+
+class Episode(Protocol):
+    """What an actor keeps of one running episode (`actors.actor.Episode`) that acting reads and writes."""
+
+    arm: int | None  # the episode's arm (a policy of the set, a head, or 0)
+    arm_steps: int  # steps acted under the arm so far, this one included
+    memory: Any  # the method's own per-episode state (None at the episode's start)
+
+
+class Acting(Protocol):
+    """How a method acts: where an episode's arm comes from, the action at each step, what it keeps per
+    episode, and how it is evaluated. Pure numpy (actors import no torch); randomness from the rng given."""
+
+    central: bool  # arms come from one source for the run (β-DQN's bandit); else every actor holds a copy
+    logs_arms: bool  # the logs show each arm's share of the episodes (β-DQN's policies, Bootstrapped DQN's heads)
+    arm_groups: tuple[str, ...] | None  # β-DQN: each arm's group (cov, cor, cor0), for the logs' shares
+    eval_policies: tuple[str, ...]  # the evaluation's policies: "main" (the method's score) first
+
+    def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
+        """The arm source's class and its constructor's arguments (the runtime builds it where it runs)."""
+
+    def heads(self, arms: list[int | None]) -> list[int] | None:
+        """The network head each row's acting reads (Bootstrapped DQN: the episode's), or None for all."""
+
+    def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
+            rng: np.random.Generator) -> int:
+        """The action of episode `ep` at `obs` under its arm, given the acting networks' outputs at `obs`
+        (`actors.actor.acting_values`) and the run's env step `step` (ε schedules)."""
+
+    def bonus(self, ep: Episode) -> float:
+        """What the arm source hears with a finished episode's return (β-DQN's B(π))."""
+
+    def option(self, ep: Episode) -> int:
+        """The option stored with each transition (LESSON's; 0 for the others)."""
+
+    def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:
+        """The action of evaluation policy `policy` (one of `eval_policies`) from the networks' outputs."""
+
+
+class BaseActing:
+    """The defaults: one policy for every episode (arm 0, nothing chosen centrally), no per-episode state,
+    evaluated greedily on Q. A method overrides what differs."""
+
+    central = False
+    logs_arms = False
+    arm_groups: tuple[str, ...] | None = None
+    eval_policies: tuple[str, ...] = ("main",)
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
+        return FixedArm, ()
+
+    def heads(self, arms: list[int | None]) -> list[int] | None:
+        return None
+
+    def bonus(self, ep: Episode) -> float:
+        return 0.0
+
+    def option(self, ep: Episode) -> int:
+        return 0
+
+    def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:
+        return argmax_random_tie(values["q"], rng)

@@ -1,0 +1,49 @@
+"""A method is a learning module, an acting class and one registry line (`learner.algorithms.METHODS`)."""
+
+import numpy as np
+import pytest
+
+from driver.config import ALGOS, Config
+from learner.algorithms import METHODS, acting, algorithm
+from learner.algorithms.contracts import Acting, Algorithm
+
+
+def _members(protocol) -> set[str]:
+    names = {n for n in vars(protocol) if not n.startswith("_")}
+    return names | set(getattr(protocol, "__annotations__", {}))
+
+
+def test_the_registry_is_the_list_of_methods_the_command_line_offers():
+    assert ALGOS == tuple(METHODS)
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_every_method_fills_both_contracts(name):
+    module = algorithm(name)
+    assert all(callable(getattr(module, member)) for member in _members(Algorithm)), name
+    method = acting(Config(algo=name))
+    missing = [m for m in _members(Acting) if not hasattr(method, m)]
+    assert not missing, f"{name}'s acting lacks {missing}"
+    assert method.eval_policies[0] == "main"
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_acting_is_seeded_and_keeps_its_state_in_the_episode(name):
+    """The same rng and outputs give the same actions, episode state included, for every method."""
+    from actors.actor import Episode
+
+    method = acting(Config(algo=name, eps_start=0.5, eps_end=0.5))
+    cls, args = method.arm_source(0)
+    source = cls(*args)
+    rng = np.random.default_rng(0)
+    values = {"q": rng.normal(size=4), "beta": np.array([0.7, 0.2, 0.06, 0.04]), "q_int": rng.normal(size=4),
+              "option_q": rng.normal(size=4), "termination": np.full(4, 0.5)}
+    arm, runs = source.select(), []
+    for _ in range(2):
+        ep, act_rng, actions = Episode(arm=arm), np.random.default_rng(1), []
+        for step in range(20):
+            ep.arm_steps += 1
+            actions.append(method.act(ep, np.array([step % 3]), values, step, act_rng))
+        runs.append((actions, method.bonus(ep), method.option(ep)))
+    assert runs[0] == runs[1]
+    assert all(0 <= a < 4 for a in runs[0][0])
