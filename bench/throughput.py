@@ -89,14 +89,14 @@ def end_to_end(args, algo: str, actors: int) -> dict:
 
 def actors_only(args, algo: str, actors: int, seconds: float) -> dict:
     """The actors with the learner paused: every actor collects chunks back to back for `seconds`."""
-    from driver.runtime import RayBackend, build
+    from driver.runtime import RayBackend, build, make_replay
     from learner.learner import Learner
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = config(args, algo, actors, tmp)
         backend = RayBackend(cfg.address)
         try:
-            parts = build(cfg, spec, backend)
+            parts = build(cfg, spec, backend, make_replay(cfg, spec, backend, Path(tmp)).ports)
             learner = Learner(cfg, spec)
             weights = backend.put(learner.weights())
             handles = parts["actors"]

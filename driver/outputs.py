@@ -7,6 +7,8 @@ import json
 import math
 import os
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -169,3 +171,129 @@ def describe_grid(summary: dict, grid_dir: Path) -> str:
     lines += ["", f"outputs: {grid_dir}/ (grid_summary.json; a directory per run)",
               f"report:  python -m learner.report {grid_dir}"]
     return "\n".join(lines)
+
+
+def git_commit() -> str | None:
+    """The source's git commit (with "+dirty" for uncommitted changes), or None outside a git checkout."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
+def process_tree_rss() -> float:
+    """Resident memory of this process and all its descendants (Ray's too), in GB."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 1e9
+
+
+class Clock:
+    """Where the time goes: startup (to every actor constructed, to the first transition), the steady
+    state (from the first update on), and the learner's share of it.
+
+    `wait` is the learner blocked on a replay sample it needs now; `update` its gradient steps; `idle`
+    the loop blocked on actors while no update is owed (the rate limiter holding the learner back).
+    """
+
+    def __init__(self):
+        self.t_created = time.perf_counter()
+        self.t_first_chunk = self.t_all_actors = self.t_steady = None
+        self.steady_from = (0, 0)  # (env steps, updates) when the steady state began
+        self.wait = self.update = self.idle = 0.0
+        self.end: tuple[float, int, int] | None = None  # (time, env steps, updates) when the loop ended
+
+    def stop(self, env_steps: int, updates: int) -> None:
+        self.end = (time.perf_counter(), env_steps, updates)
+
+    def actors_ready(self) -> None:
+        self.t_all_actors = time.perf_counter()
+
+    def chunk(self) -> None:
+        if self.t_first_chunk is None:
+            self.t_first_chunk = time.perf_counter()
+
+    def start_steady(self, env_steps: int, updates: int) -> None:
+        self.t_steady = time.perf_counter()
+        self.steady_from = (env_steps, updates)
+        self.wait = self.update = self.idle = 0.0
+
+    def learner(self, wait: float, update: float) -> None:
+        self.wait += wait
+        self.update += update
+
+    def summary(self, env_steps: int, updates: int, staleness: Counter) -> dict:
+        now, env_steps, updates = self.end or (time.perf_counter(), env_steps, updates)
+
+        def since(t):
+            return None if t is None else round(t - self.t_created, 3)
+
+        steady = now - self.t_steady if self.t_steady is not None else 0.0
+        out = {"first_transition_s": since(self.t_first_chunk), "all_actors_ready_s": since(self.t_all_actors),
+               "steady_seconds": round(steady, 3)}
+        if steady > 0:
+            out.update({
+                "steady_env_steps_per_s": (env_steps - self.steady_from[0]) / steady,
+                "steady_updates_per_s": (updates - self.steady_from[1]) / steady,
+                "learner_update_fraction": self.update / steady,
+                "learner_wait_fraction": self.wait / steady,
+                "learner_idle_fraction": self.idle / steady,
+                "update_ms": 1e3 * self.update / max(updates - self.steady_from[1], 1),
+            })
+        if staleness:
+            values = np.repeat(list(staleness), list(staleness.values()))
+            out["staleness_median"] = float(np.median(values))
+            out["staleness_p95"] = float(np.percentile(values, 95))
+            out["staleness_max"] = int(values.max())
+        return out
+
+
+class Window:
+    """Metrics gathered between two log lines."""
+
+    def __init__(self):
+        self.steps = 0
+        self.updates = 0
+        self.sums: dict = {}  # metric -> sum of its tensors
+        self.staleness: list[int] = []
+        self.returns: list[float] = []
+        self.successes: list[bool] = []
+
+    def add_update(self, metrics: dict) -> None:
+        self.updates += 1
+        for k, v in metrics.items():
+            self.sums[k] = self.sums[k] + v if k in self.sums else v.clone()
+
+    def add_chunk(self, stats: dict, staleness: int) -> None:
+        self.steps += stats["steps"]
+        self.staleness.append(staleness)
+        for ep in stats["episodes"]:
+            self.returns.append(ep["return"])
+            if ep["success"] is not None:
+                self.successes.append(ep["success"])
+
+    def summary(self) -> dict:
+        row = {k: float(v) / self.updates for k, v in self.sums.items()} if self.updates else {}
+        if self.staleness:
+            row["staleness_mean"] = float(np.mean(self.staleness))
+            row["staleness_p95"] = float(np.percentile(self.staleness, 95))
+        if self.returns:
+            row["train_return_mean"] = float(np.mean(self.returns))
+            row["train_episodes"] = len(self.returns)
+        if self.successes:
+            row["train_success_rate"] = float(np.mean(self.successes))
+        return row

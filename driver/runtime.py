@@ -9,13 +9,15 @@ This module is the only place that touches Ray's API for the run.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Protocol
 
 from actors.actor import Actor
 from actors.evaluator import Evaluator
 from learner.algorithms import acting
 from replay_service.buffer import ReplayBuffer, make_packer
-from replay_service.client import shard_of
+from replay_service.client import ReplaySampler, ShardedReplay, shard_of
+from replay_service.redis_replay import RedisReplay
 
 MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -213,11 +215,20 @@ def make_backend(cfg):
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 
 
-def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict:
-    """Wire the run: arm source, replay shards, actors, evaluator. Returns their handles.
+def make_replay(cfg, spec, backend, out: Path) -> ReplaySampler:
+    """The run's replay: Redis servers (`--replay redis-local` or URLs), or in-memory shards hosted by the
+    backend (`ReplayBuffer`s: Ray actors, or objects in this process)."""
+    if cfg.replay != "memory":
+        return RedisReplay(cfg, spec, out, backend.concurrent)
+    packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+    shard_capacity = cfg.replay_capacity // cfg.replay_shards
+    handles = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
+                            cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
+    return ShardedReplay(backend, handles, cfg.replay_capacity, cfg.batch_size, cfg.seed)
 
-    `external_shards` (Redis) are plain objects that every actor holds a copy of (each copy opens its
-    own connection); otherwise the shards are in-memory buffers hosted by the backend."""
+
+def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
+    """Wire the run: arm source, actors (each inserting into its shard's port), evaluator. Their handles."""
     method = acting(cfg)
     arms, args = method.arm_source(cfg.seed)
     if method.central:  # one source for the run (β-DQN's bandit): actors reach it through a port
@@ -229,18 +240,8 @@ def build(cfg, spec, backend, external_shards=None, generation: int = 0) -> dict
         # the run's process, counts the finished episodes per arm as their chunks arrive
         arm_source = arms(*args)
         actor_arms = [arms(*method.arm_source([cfg.seed, i, generation, 1])[1]) for i in range(cfg.actors)]
-    packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
-    shard_capacity = cfg.replay_capacity // cfg.replay_shards
-    if external_shards is not None:
-        shards = list(external_shards)
-        ports = shards
-    else:
-        shards = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
-                               cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
-        ports = [backend.port(s) for s in shards]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
-    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], ports[shard_of(i, cfg.replay_shards)], generation,
-                           cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
+    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], replay_ports[shard_of(i, cfg.replay_shards)],
+                           generation, cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
-    return {"arm_source": arm_source, "arm_local": not method.central, "shards": shards, "actors": actors,
-            "evaluator": evaluator}
+    return {"arm_source": arm_source, "arm_local": not method.central, "actors": actors, "evaluator": evaluator}

@@ -1,18 +1,19 @@
 """The run's replay on Redis: its servers (`--replay redis-local`), one `RedisShard` per server, and the
-learner's sampler, which keeps decoded batches ready on a background thread so that the learner does not
-wait on the network (the serial runner samples on demand, for determinism)."""
+learner's sampler (`client.ReplaySampler`), which keeps decoded batches ready on a background thread so
+that the learner does not wait on the network (the serial runner samples on demand, for determinism)."""
 
 from __future__ import annotations
 
 import queue
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from replay_service.buffer import make_packer
-from replay_service.client import concat, split_batch
+from replay_service.client import ShardIndex, concat
 from replay_service.codec import Codec
 from replay_service.local_redis import parse_urls, redact, start_local, with_password
 from replay_service.redis_shard import RedisShard
@@ -20,8 +21,9 @@ from replay_service.redis_shard import RedisShard
 PREFETCH_BATCHES = 16
 
 
-class RedisReplay:
-    def __init__(self, cfg, spec, out: Path):
+class RedisReplay(ShardIndex):
+    def __init__(self, cfg, spec, out: Path, concurrent: bool):
+        self.concurrent = concurrent  # Ray: batches decoded ahead on a thread; serial: drawn when asked
         self.servers = []
         if cfg.replay == "redis-local":
             self.servers = start_local(cfg.replay_shards, out / "redis", cfg.replay_persist)
@@ -41,24 +43,25 @@ class RedisReplay:
         capacity = cfg.replay_capacity // len(urls)
         self.shards = [RedisShard(url, cfg.run_id, i, capacity, Codec(packer, spec.n_actions), cfg.seed * 1000 + i,
                                   timeout=cfg.replay_timeout) for i, url in enumerate(urls)]
-        self.batch_size = cfg.batch_size
+        self.ports = self.shards  # every actor holds a copy of its shard (each copy opens its own connection)
+        super().__init__(len(self.shards), cfg.replay_capacity, cfg.batch_size, cfg.seed)
         self.queue: queue.Queue = queue.Queue(maxsize=PREFETCH_BATCHES)
         self.thread: threading.Thread | None = None
         self.stopping = threading.Event()
         self.error: BaseException | None = None
 
-    def sample(self, sizes: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def sample(self) -> dict[str, np.ndarray]:
         """One batch, uniform over every stored transition: shards in proportion to their sizes."""
-        counts = split_batch(sizes, self.batch_size, rng)
+        counts = self.split()
         return concat([self.shards[s].sample(int(n)) for s, n in enumerate(counts) if n > 0])
 
-    def start_prefetch(self, sizes, rng: np.random.Generator) -> None:
-        """Keep up to PREFETCH_BATCHES batches ready; `sizes()` gives the shards' current sizes."""
+    def start_prefetch(self) -> None:
+        """Keep up to PREFETCH_BATCHES batches ready."""
 
         def loop():
             try:
                 while not self.stopping.is_set():
-                    batch = self.sample(sizes(), rng)
+                    batch = self.sample()
                     while not self.stopping.is_set():
                         try:
                             self.queue.put(batch, timeout=0.1)
@@ -72,6 +75,10 @@ class RedisReplay:
         self.thread.start()
 
     def next_batch(self) -> dict[str, np.ndarray]:
+        if not self.concurrent:
+            return self.sample()
+        if self.thread is None:
+            self.start_prefetch()
         while True:
             try:
                 return self.queue.get(timeout=0.1)
@@ -83,6 +90,27 @@ class RedisReplay:
 
     def stats(self) -> list[dict]:
         return [s.stats() for s in self.shards]
+
+    def rejected(self) -> dict | None:
+        return dict(sum((Counter(s.codec.rejected) for s in self.shards), Counter()))
+
+    def state_dict(self, out: Path, env_steps: int) -> dict:
+        return {**self.index_state(), "replay_files": None}  # Redis keeps its own data
+
+    def checkpoint_written(self, out: Path, state: dict) -> None:
+        pass
+
+    def load_state_dict(self, state: dict, out: Path) -> None:
+        """Rewind each shard to what the checkpoint had harvested (chunks inserted after it are dropped)."""
+        self.load_index_state(state)
+        for shard, inserted, stats in zip(self.shards, self.inserted, self.stats(), strict=True):
+            if stats["inserted"] > inserted:
+                shard.rewind(int(inserted))
+        have = np.array([st["inserted"] for st in self.stats()], dtype=np.int64)
+        if (have < self.inserted).any():
+            print(f"warning: the Redis replay holds {int(have.sum())} of the {int(self.inserted.sum())} "
+                  "transitions inserted before the checkpoint; continuing with what it has", file=sys.stderr)
+            self.inserted = np.minimum(have, self.inserted)
 
     def close(self) -> None:
         self.stopping.set()

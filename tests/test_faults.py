@@ -24,7 +24,7 @@ def redis_run(tmp_path, **kw):
 def when(run, steps, action):
     def go():
         deadline = time.monotonic() + 120
-        while run.env_steps < steps and time.monotonic() < deadline:
+        while run.state.env_steps < steps and time.monotonic() < deadline:
             time.sleep(0.005)
         action()
     thread = threading.Thread(target=go)
@@ -34,14 +34,14 @@ def when(run, steps, action):
 
 def test_a_restarted_redis_server_loses_no_acknowledged_insert(tmp_path):
     run = redis_run(tmp_path)
-    server, events = run.redis.servers[0], []
+    server, events = run.replay.servers[0], []
 
     def restart():
         server.stop()  # the run pauses, retrying
-        events.append(("down", run.env_steps))
+        events.append(("down", run.state.env_steps))
         time.sleep(1.0)
         server.start()  # same port, password and directory: the append-only file is read back
-        events.append(("up", run.env_steps))
+        events.append(("up", run.state.env_steps))
 
     thread = when(run, 3000, restart)
     summary = run.run()
@@ -55,12 +55,12 @@ def test_a_server_down_past_the_timeout_stops_the_run_with_a_checkpoint(tmp_path
     from replay_service.redis_shard import ReplayUnavailable
 
     run = redis_run(tmp_path, replay_timeout=1.5)
-    thread = when(run, 3000, run.redis.servers[0].stop)
+    thread = when(run, 3000, run.replay.servers[0].stop)
     with pytest.raises(ReplayUnavailable) as err:
         run.run()
     thread.join()
     message = str(err.value)
     assert "did not answer for 1.5 s" in message and "checkpoint written at env step" in message
-    assert "\n" not in message and run.redis.servers[0].password not in message
+    assert "\n" not in message and run.replay.servers[0].password not in message
     saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     assert 3000 <= saved["counters"]["env_steps"] < 12_000

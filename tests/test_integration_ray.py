@@ -43,7 +43,7 @@ def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards):
     assert [int(row.split(",")[0]) for row in evals[1:]] == [4000, 8000, 12_000]
     # the run's actors (and Redis servers) are gone; the shared cluster is still up for other tests
     assert ray_cluster.is_initialized()
-    assert run.redis is None or all(s.process is None for s in run.redis.servers)
+    assert not hasattr(run.replay, "servers") or all(s.process is None for s in run.replay.servers)
 
 
 def test_a_killed_actor_process_is_restarted_and_the_run_completes(ray_cluster, tmp_path):
@@ -61,7 +61,7 @@ def test_a_killed_actor_process_is_restarted_and_the_run_completes(ray_cluster, 
 
     def kill_when_running():
         deadline = time.monotonic() + 120
-        while run.env_steps < 4000 and time.monotonic() < deadline:
+        while run.state.env_steps < 4000 and time.monotonic() < deadline:
             time.sleep(0.01)
         killed_at["version"] = run.learner.version
         os.kill(victim, signal.SIGKILL)

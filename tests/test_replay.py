@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from driver.run import RateLimiter, achieved_ratio
 from replay_service.buffer import ReplayBuffer, make_packer
-from replay_service.client import split_batch
+from replay_service.client import RateLimiter, achieved_ratio, split_batch
 
 
 def chunk(start, n, packer):

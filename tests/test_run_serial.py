@@ -57,7 +57,7 @@ def test_target_copies_and_evaluations_follow_the_learners_clock(tmp_path):
     run = Run(cfg, spec)
     summary = run.run()
     owed = run.limiter.owed
-    assert run.target_syncs == [(t, owed(t)) for t in range(1000, 6001, 1000)]
+    assert run.state.target_syncs == [(t, owed(t)) for t in range(1000, 6001, 1000)]
     assert summary["target_updates"] == 6
     with open(tmp_path / "many" / "evals.csv") as f:
         assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [1000, 2000, 3000, 4000, 5000, 6000]
@@ -149,7 +149,7 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
 
     def save_and_copy(self):
         save(self)
-        if self.env_steps == 600:
+        if self.state.env_steps == 600:
             shutil.copytree(self.out, Path(f"{self.out}-at600"))
 
     monkeypatch.setattr(Run, "_save_checkpoint", save_and_copy)
