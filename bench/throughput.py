@@ -2,6 +2,7 @@
 
     python bench/throughput.py                       # MinAtar/Breakout, 1, 2, 4 and 32 actors, both algorithms
     python bench/throughput.py --actors 4 --steps 10000 --out /tmp/t.json
+    python bench/throughput.py --actors 4 --baseline /tmp/before   # this checkout against another one
 
 For every actor count it runs β-DQN and DQN back to back (ABBA order across actor counts, so drift in a
 noisy machine falls on both), each a real `driver.run.Run` on a fresh local Ray cluster at the paper's
@@ -10,6 +11,10 @@ the last); startup is the time from the run's construction (Ray's start included
 transition and until every actor has delivered its first chunk. Then it measures the actors alone
 (the learner paused: every actor collecting back to back for a fixed time). It prints a table and writes
 JSON with the machine, the versions, every measurement, and the headline keys of the best configuration.
+
+With `--baseline DIR` (a checkout of other code, e.g. `git worktree add DIR <commit>`), the same bench runs
+`--repeats` times on each, alternating (ABBA), each as a process of its own; it prints every configuration's
+env steps/s on both and their ratio, and writes the JSON of both sides.
 """
 
 from __future__ import annotations
@@ -129,7 +134,13 @@ def parse(argv=None):
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="", help="JSON path (default bench/results/throughput-<cpus>cpu-<device>.json)")
+    p.add_argument("--baseline", default="", help="another checkout: run the bench on it too, alternating")
+    p.add_argument("--repeats", type=int, default=2, help="with --baseline: runs on each side")
     args = p.parse_args(argv)
+    if args.baseline and not (Path(args.baseline) / "bench" / "throughput.py").is_file():
+        p.error(f"--baseline: no bench/throughput.py in {args.baseline!r}")
+    if args.repeats < 1:
+        p.error(f"--repeats: must be >= 1, got {args.repeats}")
     try:
         args.actor_counts = [int(a) for a in args.actors.split(",")]
         if not args.actor_counts or min(args.actor_counts) < 1:
@@ -139,8 +150,49 @@ def parse(argv=None):
     return args
 
 
+def compare(args, argv: list[str]) -> int:
+    """This checkout against `--baseline`: the bench on each, `--repeats` times, ABBA; a table of ratios."""
+    forward, skip = [], False
+    for a in argv:  # the same measurement on both sides
+        if skip:
+            skip = False
+        elif a in ("--baseline", "--repeats", "--out"):
+            skip = True
+        elif not a.startswith(("--baseline=", "--repeats=", "--out=")):
+            forward.append(a)
+    sides = {"this": ROOT, "baseline": Path(args.baseline).resolve()}
+    results: dict[str, list[dict]] = {"this": [], "baseline": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.repeats):
+            for side in (("this", "baseline") if rep % 2 == 0 else ("baseline", "this")):
+                out = Path(tmp) / f"{side}-{rep}.json"
+                subprocess.run([sys.executable, str(sides[side] / "bench" / "throughput.py"), *forward, "--out",
+                                str(out)], cwd=sides[side], check=True, stdout=subprocess.DEVNULL)
+                results[side].append(json.loads(out.read_text()))
+    rows = []
+    print(f"\n{'algo':9s} {'actors':>6s} {'this':>9s} {'baseline':>9s} {'ratio':>6s}   (env steps/s, mean of "
+          f"{args.repeats})")
+    for run in results["this"][0]["runs"]:
+        key = (run["algo"], run["actors"])
+        mean = {side: sum(r["env_steps_per_s"] for res in results[side] for r in res["runs"]
+                          if (r["algo"], r["actors"]) == key) / args.repeats for side in results}
+        rows.append({"algo": key[0], "actors": key[1], **{f"{s}_env_steps_per_s": round(v, 1) for s, v in mean.items()},
+                     "ratio": round(mean["this"] / mean["baseline"], 3)})
+        print(f"{key[0]:9s} {key[1]:6d} {mean['this']:9.0f} {mean['baseline']:9.0f} {rows[-1]['ratio']:6.3f}")
+    info = results["this"][0]["machine"]
+    out = Path(args.out or ROOT / "bench" / "results" / f"throughput-compare-{info['cpu_count']}cpu.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"command": "python bench/throughput.py " + " ".join(argv), "machine": info,
+                               "baseline_commit": results["baseline"][0]["machine"]["commit"], "rows": rows,
+                               "this": results["this"], "baseline": results["baseline"]}, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.baseline:
+        return compare(args, list(argv if argv is not None else sys.argv[1:]))
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     info = machine()
     t_start = time.perf_counter()

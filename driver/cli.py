@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import typing
 from pathlib import Path
-from urllib.parse import quote
 
-from driver.config import ALGOS, AXES, CHECKPOINT_FORMAT, Config, ConfigError, flag, flag_text
+from driver.config import (
+    ALGOS,
+    AXES,
+    CHECKPOINT_FORMAT,
+    RESUME_MAY_CHANGE,
+    Config,
+    ConfigError,
+    flag,
+    flag_text,
+    restore_password,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,10 +81,6 @@ def parse_config(argv: list[str] | None = None) -> Config:
     return Config(**vars(args))
 
 
-# what a resumed run may change: where and how it runs and reports, not what it computes
-RESUME_MAY_CHANGE = ("resume", "address", "device", "progress", "log_every", "wandb", "replay", "json")
-
-
 def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     """`--resume DIR`: the saved configuration (flags given again must agree with it) and the checkpoint."""
     parser = build_parser()
@@ -98,7 +102,7 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
                                     f"of this program; this one continues format {CHECKPOINT_FORMAT} only")
     given = {k: v for k, v in args.items() if v != parser.get_default(k)}
     for key, value in given.items():
-        if key not in RESUME_MAY_CHANGE and key != "out" and saved.get(key) != value:
+        if key not in RESUME_MAY_CHANGE and key not in ("out", "resume") and saved.get(key) != value:
             raise ConfigError(key, f"{value!r} differs from the run being resumed ({saved.get(key)!r}); "
                                    "a resumed run keeps its configuration")
     if "replay" in given:  # a new address for the same Redis data, nothing else
@@ -111,11 +115,6 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         raise ConfigError("resume", "this run's redis-local replay was not persisted (--replay-persist): its "
                                     "data is gone, so the run cannot continue exactly")
     merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir)}
-    if "***" in merged["replay"]:  # config.json and checkpoints keep no passwords
-        password = os.environ.get("REDIS_PASSWORD")
-        if not password:
-            raise ConfigError("replay", "the run's Redis URL has a password that was not saved: pass --replay "
-                                        "with it, or set REDIS_PASSWORD")
-        merged["replay"] = merged["replay"].replace("***", quote(password, safe=""))
+    merged["replay"] = restore_password(merged["replay"], "run")  # config.json and checkpoints keep no passwords
     known = {f.name for f in dataclasses.fields(Config)}
     return Config(**{k: v for k, v in merged.items() if k in known}), ckpt

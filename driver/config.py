@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from learner.algorithms import METHODS
 
@@ -34,23 +36,28 @@ class ConfigError(ValueError):
 
 # Every field declares its role, and the rest of the program reads it from here:
 #   "computes" (the default): changes what a run computes; a grid axis when given as a comma list;
-#   "run": where and how a run executes or reports (directories, cluster, device, logging), not its results;
-#   "grid": how a grid schedules its runs.
+#   "bookkeeping": names and directories of a run or a grid (never compared between runs);
+#   "run": where and how a run or a grid executes and reports (cluster, device, resources, logging);
+#   "secret": may hold a password (Redis URLs): masked wherever the configuration is written.
 # `algos` names the methods that read a field (all of them when absent): a grid gives the others the
 # default, and the report compares such a field only between runs of a method that reads it.
+# `resume` names what may be given a new value when continued with --resume: a "run", a "grid", or both.
 EPSILON_ALGOS = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd")  # DQN's ε-greedy schedule (spec §4)
 
 
-def _opt(default, help: str, role: str = "computes", algos: tuple[str, ...] = ALGOS):
-    return field(default=default, metadata={"help": help, "role": role, "algos": algos})
+def _opt(default, help: str, role: str = "computes", algos: tuple[str, ...] = ALGOS, resume: tuple[str, ...] = ()):
+    return field(default=default, metadata={"help": help, "role": role, "algos": algos, "resume": resume})
 
 
-def _run(default, help: str):
-    return _opt(default, help, role="run")
+def _run(default, help: str, resume: tuple[str, ...] = ()):
+    return _opt(default, help, role="run", resume=resume)
 
 
-def _grid(default, help: str):
-    return _opt(default, help, role="grid")
+def _book(default, help: str):
+    return _opt(default, help, role="bookkeeping")
+
+
+BOTH = ("run", "grid")  # may change when a run or a grid is resumed
 
 
 def _beta(default, help: str):
@@ -64,17 +71,18 @@ class Config:
     algo: str = _opt("beta_dqn", f"algorithm: {', '.join(ALGOS)}")
     seed: int = _opt(0, "seed of everything in the run (a grid: --seeds)")
     total_steps: int = _opt(5_000_000, "training env steps (all actors)")
-    out: str = _run("", "run directory (default runs/<env>_<algo>_s<seed>); a grid's directory "
+    out: str = _book("", "run directory (default runs/<env>_<algo>_s<seed>); a grid's directory "
                         "(default runs/grid-<time>)")
-    seeds: str = _grid("", "a grid over seeds: 0-9, 0,3,7 or 0-2,5 (with comma lists of other flags: every "
+    seeds: str = _book("", "a grid over seeds: 0-9, 0,3,7 or 0-2,5 (with comma lists of other flags: every "
                            "combination)")
-    grid: str = _grid("", "the grid a run belongs to (set by the grid; a W&B tag)")
-    variant: str = _grid("", "the run's values of the grid's axes besides --env, --algo and the seed, e.g. "
+    grid: str = _book("", "the grid a run belongs to (set by the grid; a W&B tag)")
+    variant: str = _book("", "the run's values of the grid's axes besides --env, --algo and the seed, e.g. "
                              "bandit-returns=raw (set by the grid; names the run's column in the report)")
-    learner_cpus: float = _grid(1.0, "grid: CPUs declared for each run's learner (a serial run: for the whole run)")
-    learner_gpus: float = _grid(-1.0, "grid: GPUs declared for each run's learner (-1: a quarter where the "
+    learner_cpus: float = _run(1.0, "grid: CPUs declared for each run's learner (a serial run: for the whole run)")
+    learner_gpus: float = _run(-1.0, "grid: GPUs declared for each run's learner (-1: a quarter where the "
                                       "cluster has GPUs, else 0)")
-    retries: int = _grid(2, "grid: times a run that crashed is started again (from its checkpoint)")
+    retries: int = _run(2, "grid: times a run that crashed is started again (from its checkpoint)",
+                        resume=("grid",))
     # --- runtime ---
     runtime: str = _opt("ray", "ray: actors as processes; serial: one process, deterministic for a seed "
                                "(--actors 1 --envs-per-actor 1: episodes in sequence, as the paper's Algorithm 1)")
@@ -83,17 +91,17 @@ class Config:
     actor_cpus: float = _run(0.0, "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors")
     chunk_steps: int = _opt(64, "env steps an actor collects per call; transitions travel as one chunk")
     replay_shards: int = _opt(1, "replay shards")
-    replay: str = _run("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
+    replay: str = _opt("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
                                  "--replay-shards redis-servers on 127.0.0.1 with a generated password), or "
                                  "redis://[:password@]host:port[/db] (several comma-separated: one shard each; "
-                                 "password also from REDIS_PASSWORD)")
+                                 "password also from REDIS_PASSWORD)", role="secret", resume=BOTH)
     replay_timeout: float = _run(60.0, "seconds a Redis shard may stay unreachable (the run pauses, retrying) "
                                        "before the run stops")
     replay_persist: bool = _run(False, "redis-local: keep an append-only file in the run directory")
-    run_id: str = _run("", "namespace of the run's keys in a shared Redis (default: the run directory's name + "
+    run_id: str = _book("", "namespace of the run's keys in a shared Redis (default: the run directory's name + "
                            "a random tag)")
-    address: str = _run("", "Ray cluster to join (default: RAY_ADDRESS, else local)")
-    device: str = _run("auto", f"learner device: {', '.join(DEVICES)}")
+    address: str = _run("", "Ray cluster to join (default: RAY_ADDRESS, else local)", resume=BOTH)
+    device: str = _run("auto", f"learner device: {', '.join(DEVICES)}", resume=("run",))
     learner_threads: int = _run(1, "torch CPU threads of the learner")
     beta_thread: bool = _run(True, "β-DQN: update β on a second learner thread beside Q (same math, faster with "
                                    "2+ cores)")
@@ -141,16 +149,17 @@ class Config:
     # --- evaluation (spec §4) ---
     checkpoint_every: int = _run(100_000, "env steps between checkpoints (and one at the end); the run pauses "
                                           "its actors to write one")
-    resume: str = _run("", "continue the run in this directory from its checkpoint (other flags must match it)")
+    resume: str = _book("", "continue the run in this directory from its checkpoint (other flags must match it)")
     eval_every: int = _opt(100_000, "env steps between evaluations")
     eval_episodes: int = _opt(30, "episodes per evaluation")
     eval_epsilon: float = _opt(0.01, "ε of the evaluation policy")
     # --- outputs ---
-    wandb: str = _run("", f"W&B mode: {', '.join(WANDB_MODES)} (default: WANDB_MODE, else offline)")
+    wandb: str = _run("", f"W&B mode: {', '.join(WANDB_MODES)} (default: WANDB_MODE, else offline)", resume=BOTH)
     wandb_project: str = _run("beta-dqn", "W&B project")
-    log_every: float = _run(10.0, "seconds between metric lines")
-    progress: bool = _run(True, "show a progress bar")
-    json: bool = _run(False, "print the summary as JSON on stdout (for scripts); default: a few lines for people")
+    log_every: float = _run(10.0, "seconds between metric lines", resume=("run",))
+    progress: bool = _run(True, "show a progress bar", resume=BOTH)
+    json: bool = _run(False, "print the summary as JSON on stdout (for scripts); default: a few lines for people",
+                      resume=BOTH)
 
     def __post_init__(self):
         validate(self)
@@ -176,14 +185,34 @@ def _choice(cfg: Config, name: str, allowed: tuple[str, ...]) -> None:
         raise ConfigError(name, f"{v!r} is not one of: {', '.join(allowed)}")
 
 
-def public(cfg: Config) -> dict:
-    """The configuration as written to config.json, checkpoints and W&B: Redis passwords left out."""
-    from replay_service.local_redis import redact
+def public(values: Config | dict) -> dict:
+    """A configuration as written to config.json, checkpoints, grid.json and W&B: every field whose role is
+    "secret" masked (Redis URLs: their passwords)."""
+    from replay_service.local_redis import redact_urls
 
-    out = dataclasses.asdict(cfg)
-    if cfg.replay not in ("memory", "redis-local"):
-        out["replay"] = ",".join(redact(u.strip()) for u in cfg.replay.split(","))
-    return out
+    out = dataclasses.asdict(values) if isinstance(values, Config) else dict(values)
+    return {k: redact_urls(v) if k in SECRETS and isinstance(v, str) else v for k, v in out.items()}
+
+
+def restore_password(replay: str, what: str) -> str:
+    """A saved --replay (passwords masked as ***) with REDIS_PASSWORD put back, for resuming `what` (a run or
+    a grid); one line saying what to provide when it is not set."""
+    if "***" not in replay:
+        return replay
+    password = os.environ.get("REDIS_PASSWORD")
+    if not password:
+        raise ConfigError("replay", f"the {what}'s Redis URL has a password that was not saved: pass --replay "
+                                    "with it, or set REDIS_PASSWORD")
+    return replay.replace("***", quote(password, safe=""))
+
+
+def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
+    """A run directory's name: `<env>_<algo>[_<variant>]_s<seed>`, e.g. CliffWalk_beta_dqn_bandit-returns=raw_s3."""
+    from actors.envs import canonical_name
+
+    # a directory name has 255 bytes at most
+    middle = shorten(f"_{variant.replace(',', '_').replace('/', '-')}", 160) if variant else ""
+    return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
 
 
 def validate(cfg: Config) -> None:
@@ -273,7 +302,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def resolve(cfg: Config) -> tuple[Config, object]:
     """Fill environment defaults (γ, lr, out) and return (config, EnvSpec); unknown env -> ConfigError."""
-    from actors.envs import UnknownEnvError, canonical_name, env_spec
+    from actors.envs import UnknownEnvError, env_spec
 
     if cfg.device == "cuda":
         import torch
@@ -284,7 +313,7 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         spec = env_spec(cfg.env)
     except UnknownEnvError as e:
         raise ConfigError("env", str(e)) from None
-    out = cfg.out or f"runs/{canonical_name(cfg.env).replace('/', '-')}_{cfg.algo}_s{cfg.seed}"
+    out = cfg.out or f"runs/{run_name(cfg.env, cfg.algo, cfg.seed)}"
     shards = cfg.replay_shards
     if cfg.replay != "memory":
         from replay_service.local_redis import RedisSetupError, parse_urls, ping, redis_server_binary, with_password
@@ -310,6 +339,10 @@ def resolve(cfg: Config) -> tuple[Config, object]:
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 # fields that say where and how a run or a grid executes and reports, not what a run computes
 BOOKKEEPING = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] != "computes")
+SECRETS = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "secret")
+# what a resumed run / grid may be given again with a new value (the rest must agree with what was saved)
+RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "run" in f.metadata["resume"])
+GRID_RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "grid" in f.metadata["resume"])
 # the flags a grid takes as axes when given as comma lists (--seeds is the seed's axis)
 AXES = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "computes" and name != "seed")
 

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from driver.config import ConfigError, parse_seeds, shorten
+from driver.config import GRID_RESUME_MAY_CHANGE, ConfigError, parse_seeds, public, restore_password, run_name
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
@@ -33,15 +33,6 @@ def is_grid(args: dict) -> bool:
     resume = args.get("resume") or ""
     return (any(isinstance(v, list) for v in args.values()) or bool(args.get("seeds"))
             or bool(resume and (Path(resume) / GRID_FILE).is_file()))
-
-
-def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
-    """`<env>_<algo>[_<variant>]_s<seed>`, e.g. CliffWalk_beta_dqn_bandit-returns=raw_s3."""
-    from actors.envs import canonical_name
-
-    # a directory name has 255 bytes at most
-    middle = shorten(f"_{variant.replace(',', '_').replace('/', '-')}", 160) if variant else ""
-    return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
 
 
 def expand(args: dict, grid_dir: Path) -> list[dict]:
@@ -120,12 +111,8 @@ class Grid:
 
     # ---- the grid's book ----
     def write_spec(self) -> None:
-        from replay_service.local_redis import redact
-
         self.dir.mkdir(parents=True, exist_ok=True)
-        args = {k: v for k, v in self.args.items() if k != "resume"}
-        if args["replay"] not in ("memory", "redis-local"):  # no password on disk
-            args["replay"] = ",".join(redact(u.strip()) for u in args["replay"].split(","))
+        args = public({k: v for k, v in self.args.items() if k != "resume"})  # no password on disk
         spec = {"format": GRID_FORMAT, "args": args,
                 "runs": [{k: r[k] for k in ("env", "algo", "variant", "seed", "out")} for r in self.runs]}
         (self.dir / GRID_FILE).write_text(json.dumps(spec, indent=2) + "\n")
@@ -322,16 +309,9 @@ def _retryable(e: BaseException) -> bool:
     return not isinstance(cause, (NonFiniteLoss, ConfigError))
 
 
-# flags a resumed grid may be given again with a new value: how it runs, not what it computes
-RESUME_MAY_CHANGE = ("address", "retries", "progress", "wandb", "replay", "json")
-
-
 def grid_from_args(args: dict) -> Grid:
     """A new grid (`--out` is its directory, default runs/grid-<time>) or, with `--resume GRID_DIR`, the
-    one written there (a flag given again may change only how it runs: RESUME_MAY_CHANGE)."""
-    import os
-    from urllib.parse import quote
-
+    one written there (a flag given again may change only how it runs: GRID_RESUME_MAY_CHANGE)."""
     from driver.cli import build_parser
 
     parser = build_parser()
@@ -356,16 +336,11 @@ def grid_from_args(args: dict) -> Grid:
         defaults = vars(parser.parse_args([]))  # fields added since the grid was written keep their default
         saved["args"] = {**defaults, **{k: v for k, v in saved["args"].items() if k in defaults}}
         for key, value in given.items():
-            if key not in RESUME_MAY_CHANGE and saved["args"].get(key) != value:
+            if key not in GRID_RESUME_MAY_CHANGE and saved["args"].get(key) != value:
                 raise ConfigError(key, f"{value!r} differs from the grid being resumed "
                                        f"({saved['args'].get(key)!r}); a resumed grid keeps its configuration")
-        merged = {**saved["args"], **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}}
-        if "***" in merged["replay"]:  # grid.json keeps no passwords
-            password = os.environ.get("REDIS_PASSWORD")
-            if not password:
-                raise ConfigError("replay", "the grid's Redis URL has a password that was not saved: pass "
-                                            "--replay with it, or set REDIS_PASSWORD")
-            merged["replay"] = merged["replay"].replace("***", quote(password, safe=""))
+        merged = {**saved["args"], **{k: v for k, v in given.items() if k in GRID_RESUME_MAY_CHANGE}}
+        merged["replay"] = restore_password(merged["replay"], "grid")  # grid.json keeps no passwords
         return Grid(merged, Path(resume).resolve())
     grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     if (grid_dir / GRID_FILE).exists():

@@ -52,6 +52,13 @@ def redact(url: str) -> str:
     return parts._replace(netloc=f"{user}***@{netloc}").geturl()
 
 
+def redact_urls(replay: str) -> str:
+    """--replay's value with every URL's password masked (memory and redis-local pass through)."""
+    if replay in ("memory", "redis-local"):
+        return replay
+    return ",".join(redact(u.strip()) for u in replay.split(","))
+
+
 def with_password(url: str) -> str:
     """The URL with REDIS_PASSWORD filled in when it names none."""
     password = os.environ.get("REDIS_PASSWORD")

@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from driver.cli import build_parser, parse_config
+from driver.config import ConfigError
 
 CASES = [
     (["--env", "Pong"], "--env: unknown env 'Pong'; known: CliffWalk"),
@@ -108,3 +109,24 @@ def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, 
     monkeypatch.setenv("RAY_WORKER_WARNINGS", "1")
     _Quiet(tmp_path / "other.log").write(noise + "\n")
     assert capsys.readouterr().err == noise + "\n" and not (tmp_path / "other.log").exists()
+
+
+def test_what_a_resume_may_change_and_what_is_masked_derive_from_the_fields_roles():
+    from driver.config import GRID_RESUME_MAY_CHANGE, RESUME_MAY_CHANGE, SECRETS, public
+
+    assert RESUME_MAY_CHANGE == {"address", "device", "progress", "log_every", "wandb", "replay", "json"}
+    assert GRID_RESUME_MAY_CHANGE == {"address", "retries", "progress", "wandb", "replay", "json"}
+    assert SECRETS == {"replay"}
+    saved = public({"replay": "redis://:hunter2@h1:6379,redis://:hunter2@h2:6379", "seed": 3})
+    assert saved == {"replay": "redis://:***@h1:6379,redis://:***@h2:6379", "seed": 3}
+
+
+def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line(monkeypatch):
+    from driver.config import restore_password
+
+    monkeypatch.delenv("REDIS_PASSWORD", raising=False)
+    assert restore_password("memory", "run") == "memory"
+    with pytest.raises(ConfigError, match="the grid's Redis URL has a password that was not saved"):
+        restore_password("redis://:***@h:6379", "grid")
+    monkeypatch.setenv("REDIS_PASSWORD", "p@ss")
+    assert restore_password("redis://:***@h:6379", "run") == "redis://:p%40ss@h:6379"

@@ -271,7 +271,7 @@ def test_a_grid_ends_with_a_table_for_people(tmp_path):
 
 
 def test_a_long_variant_gives_a_short_unique_name():
-    from driver.grid import run_name
+    from driver.config import run_name
 
     a, b = "bandit-window=" + "1" * 300, "bandit-window=" + "1" * 299 + "2"
     assert len(run_name("CliffWalk", "beta_dqn", 0, a)) < 255
