@@ -22,6 +22,8 @@ from actors.numpy_net import NumpyNet, acting_values, unflatten
 from learner.algorithms import acting
 from replay_service.buffer import make_packer
 
+_COLUMNS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "episode", "option")  # per step
+
 
 @dataclass
 class Episode:
@@ -109,76 +111,89 @@ class Actor:
             self.set_weights(weights, version)
         if not self.nets:
             raise RuntimeError("collect before any weights were set")
-        obs_l, act_l, rew_l, next_l, term_l, trunc_l, ep_l, opt_l = [], [], [], [], [], [], [], []
-        finished = []
-        produced = 0
+        rows: dict[str, list] = {name: [] for name in _COLUMNS}
+        finished: list[dict] = []
         visits = np.zeros(self.spec.obs_shape[0], dtype=np.int64) if self.track_visits else None
+        produced = 0
         while produced < n_steps:
-            # an env whose next arm is still on its way sits this round out: its round trip to the
-            # arm source overlaps the other envs' steps (with none left, wait for the first arm)
-            active = [i for i in range(len(self.envs)) if not self._waiting(i)]
+            active = self._active_envs(n_steps - produced)
             if not active:
-                self._waiting(next(i for i, ep in enumerate(self.episodes) if ep and ep.arm_request), block=True)
                 continue
-            active = active[:n_steps - produced]
-            for j, i in enumerate(active):
-                if self.episodes[i] is None:
-                    self.episodes[i] = self._new_episode()
-                # an arm for every episode from learning_starts on: at its start, or at the step the
-                # run passes learning_starts for an episode that began in the warm-up
-                if self.episodes[i].arm is None and global_step + produced + j >= self.cfg.learning_starts:
-                    self.episodes[i].arm = self.arm_source.select()
-            obs = np.stack([self.obs[i] for i in active])
-            needs_values = any(self.episodes[i].arm is not None for i in active)
-            heads = self.acting.heads([self.episodes[i].arm for i in active])
-            values = acting_values(self.nets, obs, heads) if needs_values else {}
-            for j, i in enumerate(active):
-                ep, step = self.episodes[i], global_step + produced + j
-                a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step)
-                next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
-                if visits is not None:
-                    visits[int(np.argmax(self.obs[i]))] += 1
-                obs_l.append(self.obs[i])
-                act_l.append(a)
-                rew_l.append(reward)
-                next_l.append(next_obs)
-                term_l.append(terminated)
-                trunc_l.append(truncated)
-                ep_l.append(ep.id)
-                opt_l.append(self.acting.option(ep))
-                ep.ret += float(reward)
-                ep.length += 1
-                if terminated or truncated:
-                    success = info.get("success") if self.spec.has_success else None
-                    finished.append({"return": ep.ret, "length": ep.length, "arm": ep.arm,
-                                     "success": success})
-                    if ep.arm is not None:
-                        # one round trip per episode: the report, and the arm of this env's next episode
-                        self.episodes[i] = self._new_episode(arm_request=self._report_and_select(
-                            ep.arm, ep.ret, self.acting.bonus(ep)))
-                    else:
-                        self.episodes[i] = None
-                    next_obs, _ = self.envs[i].reset()
-                self.obs[i] = next_obs
+            self._begin_episodes(active, global_step + produced)
+            self._step(active, global_step + produced, rows, finished, visits)
             produced += len(active)
+        self.replay.insert(self._chunk(rows))
+        stats = {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}
+        if visits is not None:
+            stats["visits"] = visits
+        return stats
+
+    def _active_envs(self, limit: int) -> list[int]:
+        """The envs that step this round (at most `limit`). An env whose next arm is still on its way sits it
+        out: its round trip to the arm source overlaps the other envs' steps (with none left, wait for the
+        first arm, and step none this round)."""
+        active = [i for i in range(len(self.envs)) if not self._waiting(i)]
+        if not active:
+            self._waiting(next(i for i, ep in enumerate(self.episodes) if ep and ep.arm_request), block=True)
+        return active[:limit]
+
+    def _begin_episodes(self, active: list[int], step: int) -> None:
+        """An episode for every active env, and an arm for every episode from learning_starts on: at its
+        start, or at the step the run passes learning_starts for an episode that began in the warm-up."""
+        for j, i in enumerate(active):
+            if self.episodes[i] is None:
+                self.episodes[i] = self._new_episode()
+            if self.episodes[i].arm is None and step + j >= self.cfg.learning_starts:
+                self.episodes[i].arm = self.arm_source.select()
+
+    def _step(self, active: list[int], step: int, rows: dict[str, list], finished: list[dict],
+              visits: np.ndarray | None) -> None:
+        """One step of every active env, after one batched forward of the acting networks."""
+        obs = np.stack([self.obs[i] for i in active])
+        needs_values = any(self.episodes[i].arm is not None for i in active)
+        heads = self.acting.heads([self.episodes[i].arm for i in active])
+        values = acting_values(self.nets, obs, heads) if needs_values else {}
+        for j, i in enumerate(active):
+            ep = self.episodes[i]
+            a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step + j)
+            next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
+            if visits is not None:
+                visits[int(np.argmax(self.obs[i]))] += 1
+            for name, value in zip(_COLUMNS, (self.obs[i], a, reward, next_obs, terminated, truncated, ep.id,
+                                              self.acting.option(ep)), strict=True):
+                rows[name].append(value)
+            ep.ret += float(reward)
+            ep.length += 1
+            if terminated or truncated:
+                finished.append(self._end_episode(i, ep, info))
+                next_obs, _ = self.envs[i].reset()
+            self.obs[i] = next_obs
+
+    def _end_episode(self, i: int, ep: Episode, info: dict) -> dict:
+        """Env i's episode ended: report it with one round trip, which also asks the arm of its next one."""
+        if ep.arm is not None:
+            self.episodes[i] = self._new_episode(arm_request=self._report_and_select(
+                ep.arm, ep.ret, self.acting.bonus(ep)))
+        else:
+            self.episodes[i] = None
+        success = info.get("success") if self.spec.has_success else None
+        return {"return": ep.ret, "length": ep.length, "arm": ep.arm, "success": success}
+
+    def _chunk(self, rows: dict[str, list]) -> dict:
         chunk = {
-            "obs": self.packer.pack(np.stack(obs_l)),
-            "action": np.asarray(act_l, dtype=np.int64),
-            "reward": np.asarray(rew_l, dtype=np.float32),
-            "next_obs": self.packer.pack(np.stack(next_l)),
-            "terminated": np.asarray(term_l, dtype=bool),
+            "obs": self.packer.pack(np.stack(rows["obs"])),
+            "action": np.asarray(rows["action"], dtype=np.int64),
+            "reward": np.asarray(rows["reward"], dtype=np.float32),
+            "next_obs": self.packer.pack(np.stack(rows["next_obs"])),
+            "terminated": np.asarray(rows["terminated"], dtype=bool),
             # for external replays' records (`replay_service.codec`); the learner's batch does not use them
-            "truncated": np.asarray(trunc_l, dtype=bool),
-            "episode": np.asarray(ep_l, dtype=np.int64),
-            "option": np.asarray(opt_l, dtype=np.int8),  # LESSON's option per step (0 otherwise)
+            "truncated": np.asarray(rows["truncated"], dtype=bool),
+            "episode": np.asarray(rows["episode"], dtype=np.int64),
+            "option": np.asarray(rows["option"], dtype=np.int8),  # LESSON's option per step (0 otherwise)
             "actor": self.actor_id,
             "version": self.version,
             # names this chunk for an external replay, which stores a chunk sent twice (a retry) once
             "chunk_id": f"{self.actor_id}-{self.instance}-{self.chunks_sent}",
         }
         self.chunks_sent += 1
-        self.replay.insert(chunk)
-        stats = {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}
-        if visits is not None:
-            stats["visits"] = visits
-        return stats
+        return chunk

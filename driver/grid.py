@@ -155,80 +155,38 @@ class Grid:
     # ---- running it ----
     def run(self) -> dict:
         import ray
-        from ray.util.placement_group import placement_group, remove_placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from driver.runtime import RayBackend
 
         t0 = time.perf_counter()
         backend = RayBackend(self.args["address"])
-        resources = ray.cluster_resources()
-        learner_gpus = self.args["learner_gpus"]
-        if learner_gpus < 0:  # auto: a quarter GPU per learner where the cluster has GPUs
-            learner_gpus = 0.25 if resources.get("GPU", 0) > 0 else 0.0
-        learner_bundle = {"CPU": self.args["learner_cpus"]}
-        if learner_gpus > 0:
-            learner_bundle["GPU"] = learner_gpus
-        if resources.get("learner", 0) > 0:  # the cluster names its learner nodes (deploy/*.yaml)
-            learner_bundle["learner"] = 1
+        self.learner_bundle, self.learner_gpus = self._learner_bundle(ray.cluster_resources())
         try:
-            self._check_fits(learner_bundle, ray.nodes())
+            self._check_fits(self.learner_bundle, ray.nodes())
         except ConfigError:
             backend.shutdown()
             raise
         self.write_spec()  # once the grid can start: a refused one leaves nothing behind
-        remote = ray.remote(_run_one)
-        inflight: dict = {}  # future -> (name, placement group)
-
-        def launch(run: dict) -> None:
-            name = Path(run["out"]).name
-            actor_cpus = run["actor_cpus"]
-            # a serial run is one process: its learner's bundle holds the whole run
-            bundles = [dict(learner_bundle)] + [{"CPU": actor_cpus} for _ in range(_actor_bundles(run))]
-            pg = placement_group(bundles, strategy="PACK", name=f"{self.dir.name}/{name}")
-            options = {"num_cpus": learner_bundle["CPU"], "num_gpus": learner_gpus,
-                       "resources": {k: v for k, v in learner_bundle.items() if k not in ("CPU", "GPU")},
-                       "max_retries": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
-                           pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)}
-            inflight[remote.options(**options).remote(run)] = (name, pg)
-            self.groups[name] = pg
-            self.attempts[name] += 1
-            self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
-
-        by_name = {Path(r["out"]).name: r for r in self.runs}
-        for name, run in by_name.items():
+        self.remote = ray.remote(_run_one)
+        self.inflight: dict = {}  # future -> (name, placement group)
+        self.by_name = {Path(r["out"]).name: r for r in self.runs}
+        for name, run in self.by_name.items():
             if (Path(run["out"]) / "summary.json").is_file():
                 self.status[name] = "done before"  # --resume: finished in an earlier invocation
                 self.results[name] = {"summary": json.loads((Path(run["out"]) / "summary.json").read_text())}
             else:
-                launch(run)
+                self._launch(run)
         bar = self._bar()
         try:
-            while inflight:
-                done, _ = ray.wait(list(inflight), num_returns=1, timeout=1.0)
+            while self.inflight:
+                done, _ = ray.wait(list(self.inflight), num_returns=1, timeout=1.0)
                 for future in done:
-                    name, pg = inflight.pop(future)
-                    try:
-                        self.results[name] = {"summary": ray.get(future)}
-                        self.status[name] = "done"
-                    except Exception as e:  # noqa: BLE001 - every failure is recorded; some are retried
-                        reason = _reason(e)
-                        self.results[name] = {"error": reason}
-                        if _retryable(e) and self.attempts[name] <= self.args["retries"]:
-                            print(f"grid: {name} failed ({reason}); starting it again from its checkpoint",
-                                  file=sys.stderr)
-                            run = by_name[name]
-                            remove_placement_group(pg)
-                            launch(run)
-                            continue
-                        self.status[name] = "failed"
-                        print(f"grid: {name} failed: {reason}", file=sys.stderr)
-                    remove_placement_group(pg)
+                    self._land(future)
                 self._update_bar(bar)
         except KeyboardInterrupt:
-            for future, (name, pg) in inflight.items():
+            for future, (name, pg) in self.inflight.items():
                 ray.cancel(future, force=True)
-                remove_placement_group(pg)
+                self._remove(pg)
                 self.status[name] = "interrupted"
             self._close(bar, t0)
             backend.shutdown()
@@ -236,6 +194,62 @@ class Grid:
         summary = self._close(bar, t0)
         backend.shutdown()
         return summary
+
+    def _learner_bundle(self, resources: dict) -> tuple[dict, float]:
+        """What each run's learner declares (`--learner-cpus`, `--learner-gpus`; a `learner` resource where
+        the cluster names its learner nodes), and its GPUs."""
+        gpus = self.args["learner_gpus"]
+        if gpus < 0:  # auto: a quarter GPU per learner where the cluster has GPUs
+            gpus = 0.25 if resources.get("GPU", 0) > 0 else 0.0
+        bundle = {"CPU": self.args["learner_cpus"]}
+        if gpus > 0:
+            bundle["GPU"] = gpus
+        if resources.get("learner", 0) > 0:  # the cluster names its learner nodes (deploy/*.yaml)
+            bundle["learner"] = 1
+        return bundle, gpus
+
+    def _launch(self, run: dict) -> None:
+        """The run as one Ray task inside a placement group of its own (Ray queues it until it fits)."""
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        name, bundle = Path(run["out"]).name, self.learner_bundle
+        # a serial run is one process: its learner's bundle holds the whole run
+        bundles = [dict(bundle)] + [{"CPU": run["actor_cpus"]} for _ in range(_actor_bundles(run))]
+        pg = placement_group(bundles, strategy="PACK", name=f"{self.dir.name}/{name}")
+        options = {"num_cpus": bundle["CPU"], "num_gpus": self.learner_gpus,
+                   "resources": {k: v for k, v in bundle.items() if k not in ("CPU", "GPU")},
+                   "max_retries": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
+                       pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)}
+        self.inflight[self.remote.options(**options).remote(run)] = (name, pg)
+        self.groups[name] = pg
+        self.attempts[name] += 1
+        self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
+
+    def _land(self, future) -> None:
+        """A run's task ended: its summary, or its failure (started again from its checkpoint when worth it)."""
+        import ray
+
+        name, pg = self.inflight.pop(future)
+        self._remove(pg)
+        try:
+            self.results[name] = {"summary": ray.get(future)}
+            self.status[name] = "done"
+        except Exception as e:  # noqa: BLE001 - every failure is recorded; some are retried
+            reason = _reason(e)
+            self.results[name] = {"error": reason}
+            if _retryable(e) and self.attempts[name] <= self.args["retries"]:
+                print(f"grid: {name} failed ({reason}); starting it again from its checkpoint", file=sys.stderr)
+                self._launch(self.by_name[name])
+                return
+            self.status[name] = "failed"
+            print(f"grid: {name} failed: {reason}", file=sys.stderr)
+
+    @staticmethod
+    def _remove(pg) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        remove_placement_group(pg)
 
     def _check_fits(self, learner_bundle: dict, nodes: list[dict]) -> None:
         """A run whose placement group no node set of this cluster can hold would wait forever: refuse it
