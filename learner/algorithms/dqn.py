@@ -1,11 +1,8 @@
-"""DQN (spec §7): y = r + γ (1 − terminated) max_a′ Q_θ⁻(s′,a′)   [eq:bellman]; ε-greedy acting.
+"""DQN's learning (spec §7): y = r + γ (1 − terminated) max_a′ Q_θ⁻(s′,a′)   [eq:bellman].
 
-Every algorithm module offers the same contract to `learner.learner.Learner`:
-`networks(spec, cfg)` the trained networks (one Adam each), `targets(cfg)` those with a target copy,
-`acting(cfg)` those the actors need, optionally `fixed(spec, cfg)` modules that are state but not
-trained by a gradient (RND's target network, running statistics), and
-`loss(nets, frozen, batch, gamma, cfg) -> (loss, metrics)` where `frozen` holds the target copies
-(under their network's name) and the fixed modules.
+The smallest learning module: the contract `learner.learner.Learner` drives is `contracts.Algorithm`
+(`networks`, `targets`, `acting_networks`, `loss`; optionally `fixed`). DQN's ε-greedy acting is
+`dqn_acting.py`.
 """
 
 from __future__ import annotations
