@@ -87,18 +87,19 @@ def micro(args, kind: str, shards: int) -> dict:
         else:
             cfg, _ = resolve(Config(env=args.env, replay="redis-local", replay_shards=shards,
                                     replay_capacity=capacity, out=tmp, wandb="disabled"))
-            replay = RedisReplay(cfg, spec, Path(tmp))
+            replay = RedisReplay(cfg, spec, Path(tmp), concurrent=False)
             try:
                 used0 = sum(int(s.client.info("memory")["used_memory"]) for s in replay.shards)
                 t = time.perf_counter()
                 for i, c in enumerate(chunks):
                     replay.shards[i % shards].insert(c)
                 insert_s = time.perf_counter() - t
+                for i, c in enumerate(chunks):  # what the run would have harvested
+                    replay.added(i % shards, len(c["action"]))
                 used1 = sum(int(s.client.info("memory")["used_memory"]) for s in replay.shards)
-                sizes = np.array([st["size"] for st in replay.stats()])
                 t = time.perf_counter()
                 for _ in range(args.batches):
-                    replay.sample(sizes, rng)
+                    replay.sample()
                 sample_s = time.perf_counter() - t
                 bytes_per = (used1 - used0) / n
             finally:

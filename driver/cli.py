@@ -114,7 +114,8 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     if saved["replay"] == "redis-local" and not saved.get("replay_persist"):
         raise ConfigError("resume", "this run's redis-local replay was not persisted (--replay-persist): its "
                                     "data is gone, so the run cannot continue exactly")
-    merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir)}
+    merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir),
+              "resume": args["resume"]}
     merged["replay"] = restore_password(merged["replay"], "run")  # config.json and checkpoints keep no passwords
     known = {f.name for f in dataclasses.fields(Config)}
     return Config(**{k: v for k, v in merged.items() if k in known}), ckpt

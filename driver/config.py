@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from learner.algorithms import METHODS
+from learner.algorithms.dqn_acting import EpsilonGreedy
 
 CHECKPOINT_FORMAT = 2  # 2: the learner's target copies and fixed modules as one "frozen" dict; options in replay
 ALGOS = tuple(METHODS)
@@ -42,7 +43,8 @@ class ConfigError(ValueError):
 # `algos` names the methods that read a field (all of them when absent): a grid gives the others the
 # default, and the report compares such a field only between runs of a method that reads it.
 # `resume` names what may be given a new value when continued with --resume: a "run", a "grid", or both.
-EPSILON_ALGOS = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd")  # DQN's ε-greedy schedule (spec §4)
+# the methods that act on DQN's ε-greedy schedule (spec §4)
+EPSILON_ALGOS = tuple(name for name, method in METHODS.items() if issubclass(method.acting, EpsilonGreedy))
 
 
 def _opt(default, help: str, role: str = "computes", algos: tuple[str, ...] = ALGOS, resume: tuple[str, ...] = ()):

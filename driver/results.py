@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from driver.config import BOOKKEEPING, FIELDS, reads
+from learner.algorithms import METHODS
 
-ALGO_LABELS = {"dqn": "DQN", "bootstrapped_dqn": "Bootstrapped DQN", "ez_greedy": "εz-greedy", "rnd": "RND",
-               "lesson": "LESSON", "beta_dqn": "β-DQN"}
+ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
+PAPER_ORDER = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")  # Table 1's columns; then others
 BOOTSTRAP_SAMPLES = 10_000
 SOLVED = 0.9  # a success rate at or above this counts as solved (seeds ≥ 0.9, first evaluation ≥ 0.9)
 
@@ -167,7 +168,7 @@ def final_score(run: RunData) -> float:
 
 def columns_of(runs: list[RunData]) -> list[tuple[str, str]]:
     """The table's columns in the paper's order of methods, each method's variants in sorted order."""
-    order = {a: i for i, a in enumerate(ALGO_LABELS)}
+    order = {a: i for i, a in enumerate(PAPER_ORDER)}
 
     def typed(variant: str) -> tuple:
         return tuple((name, value_order(v)) for name, _, v in (p.partition("=") for p in variant.split(",") if p))

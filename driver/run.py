@@ -24,7 +24,7 @@ import torch
 
 from driver.config import CHECKPOINT_FORMAT, public
 from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss
-from driver.runtime import build, make_backend, make_replay
+from driver.runtime import Backend, build, make_backend, make_replay
 from driver.state import RunState, write_checkpoint
 from learner.algorithms import acting
 from learner.learner import Learner, pick_device
@@ -50,7 +50,7 @@ class Run:
         self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)
         self.acting = acting(cfg)
         self.clock = Clock()  # startup, steady-state rates and where the learner's time goes
-        self.backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
+        self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.replay = None
         try:
             self.out = Path(cfg.out)
@@ -154,7 +154,7 @@ class Run:
         backend.get([backend.call(a, "ready") for a in actors])
         self.clock.actors_ready()
         if backend.concurrent:  # where the parts run (a grid on a cluster reports it)
-            self.placement = {"learner": backend.node(), "actors": [backend.node(a) for a in actors]}
+            self.placement = {"learner": backend.node(), "actors": backend.nodes(actors)}
         self.t0 = time.perf_counter()
 
     def _collect(self) -> None:
@@ -362,12 +362,12 @@ class Run:
         if rejected is not None:
             row["replay_rejected"] = rejected
         bandit = self._bandit() if self.acting.central else None  # one call: N(π), μ(π), b(π)
+        if bandit is not None:
+            plays = np.asarray(bandit["plays"], dtype=float)
+            props = plays / max(plays.sum(), 1.0)
+        elif self.acting.logs_arms or self.acting.arm_groups is not None:
+            props = self._arm("proportions")
         if self.acting.logs_arms:  # policies / heads per episode
-            if bandit is not None:
-                plays = np.asarray(bandit["plays"], dtype=float)
-                props = plays / max(plays.sum(), 1.0)
-            else:
-                props = self._arm("proportions")
             row["arm_proportions"] = [round(float(p), 4) for p in props]
         if self.acting.arm_groups is not None:
             for g in ("cov", "cor", "cor0"):

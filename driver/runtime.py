@@ -46,8 +46,11 @@ class Backend(Protocol):
     def put(self, value) -> Any:
         """Share a value with every part once (weights)."""
 
-    def node(self, handle=None) -> str:
-        """The node a part (None: this process) runs on."""
+    def node(self) -> str:
+        """The node this process runs on."""
+
+    def nodes(self, handles: list) -> list[str]:
+        """The node each part runs on."""
 
     def shutdown(self) -> None:
         """No part left running."""
@@ -83,8 +86,11 @@ class SerialBackend:
     def put(self, value):
         return value
 
-    def node(self, handle=None) -> str:
+    def node(self) -> str:
         return "local"
+
+    def nodes(self, handles: list) -> list[str]:
+        return ["local"] * len(handles)
 
     def shutdown(self) -> None:
         pass
@@ -192,10 +198,13 @@ class RayBackend:
     def put(self, value):
         return self.ray.put(value)
 
-    def node(self, handle=None) -> str:
-        if handle is None:
-            return self.ray.get_runtime_context().get_node_id()
-        return self.ray.get(handle.__ray_call__.remote(_node_id))  # runs in the part's process
+    def node(self) -> str:
+        return self.ray.get_runtime_context().get_node_id()
+
+    def nodes(self, handles: list) -> list[str]:
+        # runs in each part's process; a lambda travels by value, so the part imports nothing of the driver
+        here = lambda _part: __import__("ray").get_runtime_context().get_node_id()  # noqa: E731
+        return self.ray.get([h.__ray_call__.remote(here) for h in handles])
 
     def shutdown(self) -> None:
         for handle in self.handles:
@@ -205,13 +214,7 @@ class RayBackend:
             self.ray.shutdown()
 
 
-def _node_id(_part) -> str:
-    import ray
-
-    return ray.get_runtime_context().get_node_id()
-
-
-def make_backend(cfg):
+def make_backend(cfg) -> Backend:
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 
 

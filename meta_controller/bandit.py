@@ -14,7 +14,10 @@ import numpy as np
 
 
 class ArmSource(Protocol):
-    """Where each episode's arm comes from: asked at an episode's start, told its return at its end."""
+    """Where each episode's arm comes from: asked at an episode's start, told its return at its end. A
+    central source (β-DQN's bandit) also answers `statistics()`: per arm N(π), μ(π), b(π)."""
+
+    n_arms: int
 
     def select(self) -> int:
         """The arm of a new episode."""

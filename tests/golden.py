@@ -8,9 +8,12 @@
 For every algorithm, a short serial run (`--runtime serial`: one process, deterministic for a seed) on
 CliffWalk and on MinAtar/Breakout, plus a few runs through other paths (β-DQN's two-Q ablation and policy
 set 8, Redis replay, two shards, εz-greedy without basic policies). Each writes `<name>/evals.csv` (every
-evaluation, as the run wrote it) and `<name>/params.sha256` (a checksum of every final parameter, target
-and optimizer tensor in the checkpoint, in name order). `--compare` says, run by run, whether both are
-identical byte for byte.
+evaluation, as the run wrote it), `<name>/params.sha256` (a checksum of every final parameter, target
+and optimizer tensor in the checkpoint, in name order), `<name>/checkpoint.sha256` (the same over the whole
+final checkpoint but its configuration, which holds the run's directory and a random Redis namespace:
+counters, schedules, the arm source's and the replay's state) and `<name>/summary.json` (the summary
+without its timings, memory and commit). `--compare` says, run by run, whether all are identical byte
+for byte.
 
 Bit-identity holds on one machine: float kernels can differ between CPU kinds (AMD and Intel), so compare
 directories written on the same host, never against outputs recorded elsewhere. It goes through the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -49,11 +53,14 @@ def runs() -> dict[str, list[str]]:
     return {**out, **EXTRA}
 
 
-def checksum(checkpoint: Path) -> str:
-    """sha256 over the learner's tensors (networks, targets, optimizers), in key order."""
+TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "placement")
+FILES = ("evals.csv", "params.sha256", "checkpoint.sha256", "summary.json")
+
+
+def checksum(state) -> str:
+    """sha256 over a checkpoint's contents (tensors, numbers, strings), in key order."""
     import torch
 
-    state = torch.load(checkpoint, weights_only=True, map_location="cpu")["learner"]
     digest = hashlib.sha256()
 
     def walk(prefix: str, value) -> None:
@@ -84,7 +91,15 @@ def record(out: Path, repo: Path) -> None:
                 sys.exit(f"{name} failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
             (out / name).mkdir()
             shutil.copy(run_dir / "evals.csv", out / name / "evals.csv")
-            (out / name / "params.sha256").write_text(checksum(run_dir / "checkpoint.pt") + "\n")
+            import torch
+
+            ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True, map_location="cpu")
+            (out / name / "params.sha256").write_text(checksum(ckpt["learner"]) + "\n")
+            rest = {k: v for k, v in ckpt.items() if k != "config"}
+            (out / name / "checkpoint.sha256").write_text(checksum(rest) + "\n")
+            summary = json.loads((run_dir / "summary.json").read_text())
+            (out / name / "summary.json").write_text(
+                json.dumps({k: v for k, v in summary.items() if k not in TIMING}, indent=1, sort_keys=True) + "\n")
             print(f"{name:45s} {(out / name / 'params.sha256').read_text().strip()[:16]}", flush=True)
 
 
@@ -94,7 +109,7 @@ def compare(a: Path, b: Path) -> int:
     for name in names:
         same = all((a / name / f).is_file() and (b / name / f).is_file()
                    and (a / name / f).read_bytes() == (b / name / f).read_bytes()
-                   for f in ("evals.csv", "params.sha256"))
+                   for f in FILES)
         differ += not same
         print(f"{name:45s} {'identical' if same else 'DIFFERENT'}")
     print(f"{len(names) - differ} of {len(names)} runs identical")

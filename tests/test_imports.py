@@ -93,6 +93,17 @@ def test_layers_point_down_only_the_entry_points_reach_the_driver():
     assert not upward, f"imports of the driver from below it: {sorted(upward)}"
 
 
+def test_actors_reach_into_learner_only_for_the_methods_acting():
+    graph = import_graph()
+    torch_free = {"learner.algorithms", "learner.algorithms.contracts"} | {
+        m for m in graph if m.startswith("learner.algorithms.") and m.endswith("_acting")}
+    reached = {(m, t) for m, targets in graph.items() if m.startswith("actors.") for t in targets
+               if t.startswith("learner.") and t not in torch_free}
+    assert not reached, f"actors import learner modules beyond acting: {sorted(reached)}"
+    inside = {(m, t) for m in torch_free for t in graph[m] if t.startswith("learner.") and t not in torch_free}
+    assert not inside, f"acting modules import learning modules: {sorted(inside)}"
+
+
 def test_acting_loads_no_torch():
     """Actors and the evaluator act with numpy: importing them (and every method's acting) loads no torch."""
     code = ("import sys, actors.actor, actors.evaluator, learner.algorithms as m; "

@@ -82,25 +82,3 @@ def test_a_lost_redis_local_replay_is_refused_and_no_server_outlives_its_run(tmp
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "was not persisted (--replay-persist)" in proc.stderr
 
-
-def test_run_state_round_trips_through_a_checkpoint_as_the_next_generation():
-    import numpy as np
-
-    from driver.config import Config, resolve
-    from driver.state import RunState
-
-    cfg, spec = resolve(Config(env="CliffWalk", wandb="disabled", total_steps=5000, eval_every=2000))
-    state = RunState.new(cfg, spec)
-    assert (state.next_target, state.next_eval, state.visits.shape) == (1000, 2000, (48,))
-    state.env_steps, state.episodes, state.arm_episodes, state.dispatched = 4096, 30, 20, 64
-    state.visits[3] = 7
-    state.evals = {2000: {"env_steps": 2000, "return_mean": -5.0}, 4000: None}  # the second still running
-    state.target_syncs = [(1000, 0), (2000, 250)]
-    state.next_target, state.next_eval, state.wandb_id = 5000, 5000, "abc"
-    saved = state.to_checkpoint(updates=774)
-    assert saved["next"]["eval"] == 4000  # an evaluation still running is started again
-    back = RunState.from_checkpoint(saved)
-    assert back.generation == 1 and back.env_steps == 4096 and back.dispatched == 64
-    assert back.evals == {2000: {"env_steps": 2000, "return_mean": -5.0}} and back.next_eval == 4000
-    assert back.target_syncs == [(1000, 0), (2000, 250)] and np.array_equal(back.visits, state.visits)
-    assert back.wandb_id == "abc" and saved["counters"]["updates"] == 774

@@ -9,6 +9,7 @@ learner asks for it.
 from __future__ import annotations
 
 from importlib import import_module
+from typing import NamedTuple
 
 from learner.algorithms.beta_dqn_acting import BetaDQN
 from learner.algorithms.bootstrapped_dqn_acting import HeadPerEpisode
@@ -17,22 +18,28 @@ from learner.algorithms.dqn_acting import EpsilonGreedy
 from learner.algorithms.ez_greedy_acting import EzGreedy
 from learner.algorithms.lesson_acting import Lesson
 
-# name: (learning module in this package, acting class)
-METHODS: dict[str, tuple[str, type]] = {
-    "beta_dqn": ("beta_dqn", BetaDQN),
-    "dqn": ("dqn", EpsilonGreedy),
-    "bootstrapped_dqn": ("bootstrapped_dqn", HeadPerEpisode),
-    "ez_greedy": ("ez_greedy", EzGreedy),
-    "rnd": ("rnd", EpsilonGreedy),  # RND acts as DQN does; its bonus is in its learning
-    "lesson": ("lesson", Lesson),
+
+class Method(NamedTuple):
+    learning: str  # its learning module in this package
+    acting: type  # its acting class
+    label: str  # its name in tables and summaries
+
+
+METHODS: dict[str, Method] = {  # --algo NAME
+    "beta_dqn": Method("beta_dqn", BetaDQN, "β-DQN"),
+    "dqn": Method("dqn", EpsilonGreedy, "DQN"),
+    "bootstrapped_dqn": Method("bootstrapped_dqn", HeadPerEpisode, "Bootstrapped DQN"),
+    "ez_greedy": Method("ez_greedy", EzGreedy, "εz-greedy"),
+    "rnd": Method("rnd", EpsilonGreedy, "RND"),  # RND acts as DQN does; its bonus is in its learning
+    "lesson": Method("lesson", Lesson, "LESSON"),
 }
 
 
 def algorithm(name: str) -> Algorithm:
     """Method `name`'s learning module."""
-    return import_module(f"{__name__}.{METHODS[name][0]}")
+    return import_module(f"{__name__}.{METHODS[name].learning}")
 
 
 def acting(cfg) -> Acting:
     """The acting object of the method `cfg.algo`."""
-    return METHODS[cfg.algo][1](cfg)
+    return METHODS[cfg.algo].acting(cfg)

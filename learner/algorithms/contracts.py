@@ -1,7 +1,7 @@
 """What a method is, as two small contracts: how it learns (`Algorithm`, torch, in the learner) and how it
 acts (`Acting`, numpy only, in the actors and the evaluator). A method is a module of each and one line in
 `learner.algorithms.METHODS`. `BaseActing` holds the defaults of a method that plays one policy in every
-episode and is evaluated greedily; DQN's acting (`dqn_acting`) is the smallest complete example.
+episode and is evaluated greedily; εz-greedy (`ez_greedy.py`, `ez_greedy_acting.py`) is the smallest method.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ class Acting(Protocol):
     """How a method acts: where an episode's arm comes from, the action at each step, what it keeps per
     episode, and how it is evaluated. Pure numpy (actors import no torch); randomness from the rng given."""
 
-    central: bool  # arms come from one source for the run (β-DQN's bandit); else every actor holds a copy
+    central: bool  # arms come from one source for the run (β-DQN's bandit, with `statistics()`); else every
+    #                actor holds a copy
     logs_arms: bool  # the logs show each arm's share of the episodes (β-DQN's policies, Bootstrapped DQN's heads)
     arm_groups: tuple[str, ...] | None  # β-DQN: each arm's group (cov, cor, cor0), for the logs' shares
     eval_policies: tuple[str, ...]  # the evaluation's policies: "main" (the method's score) first
@@ -61,7 +62,7 @@ class Acting(Protocol):
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
         """The action of episode `ep` at `obs` under its arm, given the acting networks' outputs at `obs`
-        (`actors.actor.acting_values`) and the run's env step `step` (ε schedules)."""
+        (`actors.numpy_net.acting_values`) and the run's env step `step` (ε schedules)."""
 
     def bonus(self, ep: Episode) -> float:
         """What the arm source hears with a finished episode's return (β-DQN's B(π))."""
