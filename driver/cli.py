@@ -81,6 +81,34 @@ def parse_config(argv: list[str] | None = None) -> Config:
     return Config(**vars(args))
 
 
+def _check_directory(run_dir: Path, saved: dict) -> None:
+    """The checkpoint belongs to the run of this directory, and config.json was not edited since: a resumed
+    run keeps the checkpoint's configuration, so an edit would be ignored (and config.json rewritten)."""
+    import json
+
+    path = run_dir / "config.json"
+    if not path.exists():
+        return  # the checkpoint alone tells the run's configuration
+    try:
+        written = json.loads(path.read_text())
+        if not isinstance(written, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as e:
+        raise ConfigError("resume", f"{path} is damaged ({e}); the checkpoint holds the run's configuration: "
+                                    "restore config.json or remove it") from None
+    if written.get("run_id") != saved.get("run_id"):
+        raise ConfigError("resume", f"{run_dir / 'checkpoint.pt'} belongs to run {saved.get('run_id')!r}, but "
+                                    f"config.json here is run {written.get('run_id')!r}: a checkpoint copied from "
+                                    "another run directory does not continue this one")
+    edited = [k for k in saved if k in written and written[k] != saved[k]
+              and k not in RESUME_MAY_CHANGE and k not in ("out", "resume")]
+    if edited:
+        k = edited[0]
+        raise ConfigError("resume", f"config.json was edited after the checkpoint ({flag(k)} {written[k]!r}, the "
+                                    f"checkpoint has {saved[k]!r}): a resumed run keeps its configuration; restore "
+                                    "config.json, or start a new run with the new value")
+
+
 def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     """`--resume DIR`: the saved configuration (flags given again must agree with it) and the checkpoint."""
     parser = build_parser()
@@ -101,6 +129,13 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         raise ConfigError("resume", f"{path} has checkpoint format {ckpt.get('format', 1)}, written by another version "
                                     f"of this program; this one continues format {CHECKPOINT_FORMAT} only")
     given = {k: v for k, v in args.items() if v != parser.get_default(k)}
+    if given.get("overwrite"):
+        raise ConfigError("overwrite", f"--resume continues the run in {args['resume']!r}; --overwrite true starts "
+                                       "a new one there: give one of them")
+    _check_directory(run_dir, saved)
+    from driver.outputs import metrics_until
+
+    metrics_until(run_dir / "metrics.jsonl", int(ckpt["counters"]["env_steps"]), warn=False)  # damaged: one line
     for key, value in given.items():
         if key not in RESUME_MAY_CHANGE and key not in ("out", "resume") and saved.get(key) != value:
             raise ConfigError(key, f"{value!r} differs from the run being resumed ({saved.get(key)!r}); "

@@ -151,6 +151,8 @@ class Config:
     # --- evaluation (spec §4) ---
     checkpoint_every: int = _run(100_000, "env steps between checkpoints (and one at the end); the run pauses "
                                           "its actors to write one")
+    overwrite: bool = _run(False, "start a new run in an --out that holds one, removing that run's outputs "
+                                  "(default: refuse, naming --resume)")
     resume: str = _book("", "continue the run in this directory from its checkpoint (other flags must match it)")
     eval_every: int = _opt(100_000, "env steps between evaluations")
     eval_episodes: int = _opt(30, "episodes per evaluation")

@@ -83,17 +83,26 @@ def _run_one(args: dict) -> dict:
     from driver.run import train
 
     started = time.time()
-    if (Path(args["out"]) / "checkpoint.pt").is_file():
+    out = Path(args["out"])
+    if (out / "checkpoint.pt").is_file():
         from driver.cli import resume_config
 
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false"])
-    else:
-        config, ckpt = Config(**args), None
+    else:  # an earlier attempt of this grid's run that died before its first checkpoint is started over
+        config, ckpt = Config(**{**args, "overwrite": args["overwrite"] or _earlier_attempt(out, args["grid"])}), None
     cfg, spec = resolve(config)
     summary = train(cfg, spec, ckpt)
     summary["grid_task"] = {"node": ray.get_runtime_context().get_node_id(), "started": started,
                             "ended": time.time()}
     return summary
+
+
+def _earlier_attempt(out: Path, grid: str) -> bool:
+    """Whether `out` holds a run of this grid (its config.json names the grid), not someone else's."""
+    try:
+        return json.loads((out / "config.json").read_text()).get("grid") == grid
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 class Grid:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import public, shorten
+from driver.config import ConfigError, public, shorten
 from learner.algorithms import acting
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -35,15 +35,36 @@ def wandb_group(cfg) -> str:
     return shorten(f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), 128)
 
 
+def metrics_until(path: Path, env_steps: int, warn: bool = True) -> list[str]:
+    """metrics.jsonl's lines up to `env_steps` (a resume continues from there). A last line cut short (the run
+    was killed while writing it) is dropped; a damaged line before it is an error naming the line."""
+    if not path.exists():
+        return []
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    kept = []
+    for i, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+            steps = int(row["env_steps"])
+        except (ValueError, KeyError, TypeError) as e:
+            if i == len(lines) - 1:
+                if warn:
+                    print(f"warning: {path}'s last line was cut short (the run stopped while writing it); "
+                          "it is dropped", file=sys.stderr)
+                break
+            raise ConfigError("resume", f"{path} line {i + 1} is damaged ({type(e).__name__}); a resume keeps "
+                                        "the metrics up to its checkpoint: repair or remove that line") from None
+        if steps <= env_steps:
+            kept.append(line)
+    return kept
+
+
 class RunLogger:
     def __init__(self, cfg, out: Path, total_steps: int, resume: dict | None = None):
         """`resume` ({"env_steps", "evals", "wandb_id"} of a checkpoint): the files are cut back to what
         the checkpoint had seen, then continued; the W&B run with that id is resumed."""
         self.out = out
-        kept: list[str] = []
-        if resume is not None and (out / "metrics.jsonl").exists():
-            kept = [line for line in (out / "metrics.jsonl").read_text().splitlines()
-                    if line.strip() and json.loads(line)["env_steps"] <= resume["env_steps"]]
+        kept = metrics_until(out / "metrics.jsonl", resume["env_steps"]) if resume is not None else []
         self.metrics_file = open(out / "metrics.jsonl", "w")
         self.metrics_file.writelines(line + "\n" for line in kept)
         self.evals_file = open(out / "evals.csv", "w", newline="")

@@ -25,7 +25,7 @@ import torch
 from driver.config import CHECKPOINT_FORMAT, public
 from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss
 from driver.runtime import Backend, build, make_backend, make_replay
-from driver.state import RunState, write_checkpoint
+from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
 from learner.algorithms import acting
 from learner.learner import Learner, pick_device
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
@@ -50,15 +50,16 @@ class Run:
         self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)
         self.acting = acting(cfg)
         self.clock = Clock()  # startup, steady-state rates and where the learner's time goes
+        self.out = Path(cfg.out)
+        check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
-        self.replay = None
+        self.replay = self.directory = None
         try:
-            self.out = Path(cfg.out)
-            self.out.mkdir(parents=True, exist_ok=True)
+            self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
             (self.out / "config.json").write_text(json.dumps(public(cfg), indent=2) + "\n")
             torch.set_num_threads(cfg.learner_threads)
             self.learner = Learner(cfg, spec, pick_device(cfg.device))
-            self.replay = make_replay(cfg, spec, self.backend, self.out)
+            self.replay = make_replay(cfg, spec, self.backend, self.out, resuming=resume is not None)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             if resume is not None:
                 self._restore(resume)
@@ -81,10 +82,12 @@ class Run:
         self.peak_rss = 0.0
 
     def _shutdown(self) -> None:
-        """No Ray actors or cluster, and no Redis servers, left behind."""
+        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process."""
         self.backend.shutdown()
         if self.replay is not None:
             self.replay.close()
+        if self.directory is not None:
+            self.directory.release()
 
     def _restore(self, ckpt: dict) -> None:
         """The learner, the arm source and the replay as the checkpoint left them (the counters are `state`).

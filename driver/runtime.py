@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from actors.actor import Actor
 from actors.evaluator import Evaluator
+from driver.config import ConfigError
 from learner.algorithms import acting
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import ReplaySampler, ShardedReplay, shard_of
@@ -130,8 +131,6 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail fast with one line when a `host:port` address does not answer (ray.init retries for minutes)."""
     import socket
 
-    from driver.config import ConfigError
-
     target = address.split("://", 1)[-1]
     if target == "auto" or ":" not in target:
         return
@@ -159,8 +158,6 @@ class RayBackend:
                 try:
                     ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
                 except (ConnectionError, ValueError, RuntimeError) as e:
-                    from driver.config import ConfigError
-
                     reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                     raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}") from None
             else:
@@ -218,11 +215,21 @@ def make_backend(cfg) -> Backend:
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 
 
-def make_replay(cfg, spec, backend, out: Path) -> ReplaySampler:
+def make_replay(cfg, spec, backend, out: Path, resuming: bool = False) -> ReplaySampler:
     """The run's replay: Redis servers (`--replay redis-local` or URLs), or in-memory shards hosted by the
-    backend (`ReplayBuffer`s: Ray actors, or objects in this process)."""
+    backend (`ReplayBuffer`s: Ray actors, or objects in this process). A new run on a shared Redis refuses
+    a run id that already has transitions there (another run's), unless told to replace them."""
     if cfg.replay != "memory":
-        return RedisReplay(cfg, spec, out, backend.concurrent)
+        replay = RedisReplay(cfg, spec, out, backend.concurrent)
+        held = 0 if resuming else sum(st["inserted"] for st in replay.stats())
+        if held and not cfg.overwrite:
+            replay.close()
+            raise ConfigError("run_id", f"{cfg.run_id!r} already names a run's replay ({held:,} transitions) on "
+                                        "this Redis: choose another --run-id, continue that run with --resume, "
+                                        "or replace it with --overwrite true")
+        for shard in replay.shards if held else []:
+            shard.rewind(0)
+        return replay
     packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
     handles = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,

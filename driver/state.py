@@ -1,14 +1,82 @@
-"""The run's own state: its counters and schedules (`RunState`), and the checkpoint file that keeps them with
-the learner's, the arm source's and the replay's state, so that `--resume` continues where a run stopped."""
+"""The run's own state: its directory (one writer, never a run overwritten by accident), its counters and
+schedules (`RunState`), and the checkpoint file that keeps them with the learner's, the arm source's and the
+replay's state, so that `--resume` continues where a run stopped."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from driver.config import ConfigError
+
+RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here
+# what `--overwrite true` removes before a new run starts in a directory that held one
+RUN_OUTPUTS = RUN_FILES + ("checkpoint-nonfinite.pt", "replay", "redis", "wandb", "ray_warnings.log")
+
+
+class RunDirectory:
+    """The run directory, held by one process: an exclusive lock on `OUT/.lock` for the run's life (the
+    system releases it when the process ends, however it ends)."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            self.lock = open(out / ".lock", "a+")
+        except OSError as e:
+            raise ConfigError("out", f"cannot write the run directory {out} ({e.strerror or e})") from None
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.lock.seek(0)
+            holder = self.lock.read().strip() or "another process"
+            self.lock.close()
+            raise ConfigError("out", f"{out} is in use by {holder}: one process writes a run directory") from None
+        self.lock.seek(0)
+        self.lock.truncate()
+        self.lock.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        self.lock.flush()
+
+    def release(self) -> None:
+        if not self.lock.closed:
+            self.lock.close()  # closing the file releases the lock
+
+
+def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> None:
+    """Whether a run may start in `out` (nothing is written): a new run refuses a directory that already holds
+    one unless `overwrite`; a resumed run continues the one there."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError("out", f"{out} exists and is not a directory")
+    held = [name for name in RUN_FILES if (out / name).exists()]
+    if held and not resuming and not overwrite:
+        raise ConfigError("out", f"{out} already holds a run ({held[0]}): continue it with --resume {out}, "
+                                 "or replace it with --overwrite true")
+
+
+def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
+    """Hold `out` for a run (`check_run_dir`, then the lock); with `overwrite`, the run that was there is removed."""
+    check_run_dir(out, resuming, overwrite)
+    directory = RunDirectory(out)
+    try:
+        check_run_dir(out, resuming, overwrite)  # again, under the lock
+    except ConfigError:
+        directory.release()
+        raise
+    if not resuming and overwrite:
+        for name in RUN_OUTPUTS:
+            path = out / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    return directory
 
 
 @dataclass

@@ -1,0 +1,166 @@
+"""A run directory is never overwritten by accident, has one writer, and a resume continues only its own run.
+
+Each mistake ends in one line on stderr that names the bad value or path, exit status 2, and every file that
+existed before is byte for byte the same."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from driver.main import main
+
+SHORT = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "2", "--total-steps",
+         "1200", "--learning-starts", "400", "--eval-every", "600", "--eval-episodes", "2", "--checkpoint-every",
+         "600", "--wandb", "disabled", "--progress", "false", "--json", "true"]
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+            and p.name != ".lock"}
+
+
+def one_line(capsys, status: int, expected: int = 2) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == expected, err
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished short run (and its checkpoint at its end)."""
+    out = tmp_path_factory.mktemp("runs") / "done"
+    assert main([*SHORT, "--out", str(out)]) == 0
+    return out
+
+
+def copy_of(run: Path, to: Path) -> Path:
+    import shutil
+
+    shutil.copytree(run, to, ignore=shutil.ignore_patterns(".lock"))
+    return to
+
+
+def test_a_new_run_refuses_a_directory_that_holds_one(finished, tmp_path, capsys):
+    out = copy_of(finished, tmp_path / "run")
+    before = snapshot(out)
+    capsys.readouterr()
+    line = one_line(capsys, main([*SHORT, "--seed", "5", "--out", str(out)]))
+    assert str(out) in line and f"--resume {out}" in line and "--overwrite true" in line
+    assert snapshot(out) == before
+
+
+def test_overwrite_replaces_the_run_that_was_there(finished, tmp_path, capsys):
+    out = copy_of(finished, tmp_path / "run")
+    (out / "replay" / "shard0-999.npz").write_bytes(b"an old snapshot")
+    assert main([*SHORT, "--seed", "5", "--out", str(out), "--overwrite", "true"]) == 0
+    assert json.loads((out / "summary.json").read_text())["seed"] == 5
+    assert not (out / "replay" / "shard0-999.npz").exists()  # the old run's files went with it
+
+
+def test_resume_and_overwrite_together_are_refused(finished, tmp_path, capsys):
+    out = copy_of(finished, tmp_path / "run")
+    before = snapshot(out)
+    line = one_line(capsys, main(["--resume", str(out), "--overwrite", "true"]))
+    assert "--overwrite" in line and "--resume" in line
+    assert snapshot(out) == before
+
+
+def test_a_second_writer_is_refused_while_a_run_holds_the_directory(tmp_path, capsys):
+    from driver.state import RunDirectory
+
+    out = tmp_path / "busy"
+    holder = RunDirectory(out)  # another run holds it (a lock is per open file, even within one process)
+    try:
+        line = one_line(capsys, main([*SHORT, "--out", str(out)]))
+    finally:
+        holder.release()
+    assert f"{out} is in use by process" in line
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    assert main([*SHORT, "--out", str(out)]) == 0  # released: the run goes ahead
+
+
+@pytest.mark.parametrize("where", ["file", "under_a_file"])
+def test_an_out_that_is_no_directory_is_one_line(tmp_path, capsys, where):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep me\n")
+    out = blocker if where == "file" else blocker / "run"
+    line = one_line(capsys, main([*SHORT, "--out", str(out)]))
+    assert str(out) in line and "--out" in line
+    assert blocker.read_text() == "keep me\n"
+
+
+def test_a_torn_last_metrics_line_is_cut_on_resume(finished, tmp_path, capsys):
+    out = copy_of(finished, tmp_path / "run")
+    with open(out / "metrics.jsonl", "a") as f:
+        f.write('{"env_steps": 12')  # killed mid-write
+    capsys.readouterr()
+    assert main(["--resume", str(out), "--json", "true"]) == 0
+    err = capsys.readouterr().err
+    assert "last line was cut short" in err and "Traceback" not in err
+    assert all(json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines())
+
+
+def test_a_damaged_metrics_line_before_the_last_is_one_line(finished, tmp_path, capsys):
+    out = copy_of(finished, tmp_path / "run")
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert lines  # the damaged line goes before them
+    (out / "metrics.jsonl").write_text("\n".join(["not json", *lines]) + "\n")
+    before = snapshot(out)
+    line = one_line(capsys, main(["--resume", str(out)]))
+    assert "metrics.jsonl line 1 is damaged" in line
+    assert snapshot(out) == before
+
+
+def test_a_checkpoint_from_another_run_does_not_take_this_one_over(finished, tmp_path, capsys):
+    other = copy_of(finished, tmp_path / "other")
+    assert main([*SHORT, "--seed", "9", "--out", str(tmp_path / "mine")]) == 0
+    mine = tmp_path / "mine"
+    (mine / "checkpoint.pt").write_bytes((other / "checkpoint.pt").read_bytes())
+    before = snapshot(mine)
+    line = one_line(capsys, main(["--resume", str(mine)]))
+    run_id = torch.load(other / "checkpoint.pt", weights_only=True)["config"]["run_id"]
+    assert f"belongs to run {run_id!r}" in line and "copied from another run directory" in line
+    assert snapshot(mine) == before
+
+
+@pytest.mark.parametrize("edit", ["value", "damaged"])
+def test_an_edited_config_json_is_refused_on_resume(finished, tmp_path, capsys, edit):
+    out = copy_of(finished, tmp_path / "run")
+    config = json.loads((out / "config.json").read_text())
+    if edit == "value":
+        (out / "config.json").write_text(json.dumps({**config, "lr": 0.5}))
+    else:
+        (out / "config.json").write_text('{"env": "CliffW')
+    before = snapshot(out)
+    line = one_line(capsys, main(["--resume", str(out)]))
+    assert ("--lr 0.5" in line and "edited after the checkpoint" in line) if edit == "value" else "damaged" in line
+    assert snapshot(out) == before
+
+
+def test_a_grid_starts_over_only_its_own_earlier_attempt(tmp_path):
+    from driver.grid import _earlier_attempt
+
+    run = tmp_path / "CliffWalk_dqn_s0"
+    run.mkdir()
+    assert not _earlier_attempt(run, "grid-1")  # nothing there
+    (run / "config.json").write_text(json.dumps({"grid": "grid-1"}))
+    assert _earlier_attempt(run, "grid-1") and not _earlier_attempt(run, "grid-2")
+    (run / "config.json").write_text("[1, 2")
+    assert not _earlier_attempt(run, "grid-1")
+
+
+def test_a_run_id_already_used_on_a_shared_redis_is_refused(redis_url, tmp_path, capsys):
+    import redis
+
+    argv = [*SHORT, "--replay", redis_url, "--run-id", "shared-id"]
+    assert main([*argv, "--out", str(tmp_path / "first")]) == 0
+    client = redis.Redis.from_url(redis_url)
+    keys = sorted(client.keys("bdqn:shared-id:*"))
+    stored = {k: client.dump(k) for k in keys}
+    capsys.readouterr()
+    line = one_line(capsys, main([*argv, "--out", str(tmp_path / "second")]))
+    assert "--run-id: 'shared-id' already names a run's replay" in line and "--resume" in line
+    assert sorted(client.keys("bdqn:shared-id:*")) == keys and {k: client.dump(k) for k in keys} == stored
