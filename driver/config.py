@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,8 @@ from urllib.parse import quote
 from learner.algorithms import METHODS
 from learner.algorithms.dqn_acting import EpsilonGreedy
 
+MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
+MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
 CHECKPOINT_FORMAT = 2  # 2: the learner's target copies and fixed modules as one "frozen" dict; options in replay
 ALGOS = tuple(METHODS)
 LOSSES = ("huber", "mse")
@@ -33,6 +34,17 @@ class ConfigError(ValueError):
     def __init__(self, name: str, message: str):
         super().__init__(f"--{name.replace('_', '-')}: {message}")
         self.field = name
+
+
+class OutputError(RuntimeError):
+    """A run's output could not be written (a full disk, a directory made read-only): one line naming the file
+    and the cause; the last checkpoint written is intact."""
+
+    @classmethod
+    def of(cls, path: Path, e: BaseException) -> OutputError:
+        text = str(e).strip()
+        reason = getattr(e, "strerror", None) or (text.splitlines()[0] if text else type(e).__name__)
+        return cls(f"cannot write {path} ({reason})")
 
 
 # Every field declares its role, and the rest of the program reads it from here:
@@ -96,7 +108,10 @@ class Config:
     replay: str = _opt("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
                                  "--replay-shards redis-servers on 127.0.0.1 with a generated password), or "
                                  "redis://[:password@]host:port[/db] (several comma-separated: one shard each; "
-                                 "password also from REDIS_PASSWORD)", role="secret", resume=BOTH)
+                                 "password best from --replay-password-file or REDIS_PASSWORD: a command line is "
+                                 "visible to every user of the machine)", role="secret", resume=BOTH)
+    replay_password_file: str = _run("", "a file whose first line is the Redis password (for URLs that name "
+                                         "none; instead of REDIS_PASSWORD)", resume=BOTH)
     replay_timeout: float = _run(60.0, "seconds a Redis shard may stay unreachable (the run pauses, retrying) "
                                        "before the run stops")
     replay_persist: bool = _run(False, "redis-local: keep an append-only file in the run directory")
@@ -198,15 +213,21 @@ def public(values: Config | dict) -> dict:
     return {k: redact_urls(v) if k in SECRETS and isinstance(v, str) else v for k, v in out.items()}
 
 
-def restore_password(replay: str, what: str) -> str:
-    """A saved --replay (passwords masked as ***) with REDIS_PASSWORD put back, for resuming `what` (a run or
-    a grid); one line saying what to provide when it is not set."""
+def restore_password(replay: str, what: str, password_file: str = "") -> str:
+    """A saved --replay (passwords masked as ***) with the password given off the command line put back
+    (--replay-password-file, else REDIS_PASSWORD), for resuming `what` (a run or a grid); one line saying
+    what to provide when none is given."""
     if "***" not in replay:
         return replay
-    password = os.environ.get("REDIS_PASSWORD")
+    from replay_service.local_redis import RedisSetupError, given_password
+
+    try:
+        password = given_password(password_file)
+    except RedisSetupError as e:
+        raise ConfigError("replay_password_file", str(e)) from None
     if not password:
-        raise ConfigError("replay", f"the {what}'s Redis URL has a password that was not saved: pass --replay "
-                                    "with it, or set REDIS_PASSWORD")
+        raise ConfigError("replay", f"the {what}'s Redis URL has a password that was not saved: give --replay "
+                                    "with it again, --replay-password-file FILE, or set REDIS_PASSWORD")
     return replay.replace("***", quote(password, safe=""))
 
 
@@ -267,8 +288,8 @@ def validate(cfg: Config) -> None:
     for n in ("eps_start", "eps_end", "eval_epsilon"):
         if not 0.0 <= getattr(cfg, n) <= 1.0:
             raise ConfigError(n, f"must be in [0, 1], got {getattr(cfg, n)}")
-    if cfg.seed < 0:
-        raise ConfigError("seed", f"must be >= 0, got {cfg.seed}")
+    if not 0 <= cfg.seed <= MAX_SEED:
+        raise ConfigError("seed", f"must be in [0, {MAX_SEED}], got {cfg.seed}")
     if cfg.learning_starts < 0:
         raise ConfigError("learning_starts", f"must be >= 0, got {cfg.learning_starts}")
     if cfg.retries < 0:
@@ -289,19 +310,21 @@ def validate(cfg: Config) -> None:
 
 def parse_seeds(text: str) -> list[int]:
     """"0-9" (inclusive), "0,3,7", "4", or a mix ("0-2,5") -> the seeds, in order, without repeats."""
-    seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.strip().partition("-")
-            values = range(int(lo), int(hi) + 1) if hi else [int(lo)]
-            if hi and int(hi) < int(lo):
+    seeds: dict[int, None] = {}  # ordered, without repeats
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi) if hi else int(lo)
+            if last < first:
                 raise ValueError
-            seeds += [s for s in values if s not in seeds]
-    except ValueError:
-        raise ConfigError("seeds", f"{text!r}; expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)") from None
-    if any(s < 0 for s in seeds):
-        raise ConfigError("seeds", f"{text!r}; seeds must be >= 0")
-    return seeds
+        except ValueError:
+            raise ConfigError("seeds", f"{text!r}; expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)") from None
+        if last - first + 1 + len(seeds) > MAX_GRID_SEEDS:
+            raise ConfigError("seeds", f"{text!r} names more than {MAX_GRID_SEEDS:,} seeds")
+        seeds.update(dict.fromkeys(range(first, last + 1)))
+    if any(not 0 <= s <= MAX_SEED for s in seeds):
+        raise ConfigError("seeds", f"{text!r}; seeds must be in [0, {MAX_SEED}]")
+    return list(seeds)
 
 
 def resolve(cfg: Config) -> tuple[Config, object]:
@@ -326,7 +349,7 @@ def resolve(cfg: Config) -> tuple[Config, object]:
             if cfg.replay == "redis-local":
                 redis_server_binary()
             else:
-                urls = [with_password(u) for u in parse_urls(cfg.replay)]
+                urls = [with_password(u, cfg.replay_password_file) for u in parse_urls(cfg.replay)]
                 for url in urls:
                     ping(url)
                 shards = len(urls)

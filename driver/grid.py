@@ -87,7 +87,9 @@ def _run_one(args: dict) -> dict:
     if (out / "checkpoint.pt").is_file():
         from driver.cli import resume_config
 
-        config, ckpt = resume_config(["--resume", args["out"], "--progress", "false"])
+        # the grid's Redis URLs again: a password given inline was not saved with the run
+        again = ["--replay", args["replay"]] if args["replay"] not in ("memory", "redis-local") else []
+        config, ckpt = resume_config(["--resume", args["out"], "--progress", "false", *again])
     else:  # an earlier attempt of this grid's run that died before its first checkpoint is started over
         config, ckpt = Config(**{**args, "overwrite": args["overwrite"] or _earlier_attempt(out, args["grid"])}), None
     cfg, spec = resolve(config)
@@ -324,12 +326,13 @@ def _reason(e: BaseException) -> str:
 
 
 def _retryable(e: BaseException) -> bool:
-    """A process that died, a lost node, a Redis outage: worth another start. A NaN loss or a configuration
-    mistake would only happen again."""
+    """A process that died, a lost node, a Redis outage: worth another start. A NaN loss, a configuration
+    mistake or a damaged replay would only happen again."""
     from driver.run import NonFiniteLoss
+    from replay_service.redis_shard import ReplayDamaged
 
     cause = getattr(e, "cause", None) or e
-    return not isinstance(cause, (NonFiniteLoss, ConfigError))
+    return not isinstance(cause, (NonFiniteLoss, ConfigError, ReplayDamaged))
 
 
 def grid_from_args(args: dict) -> Grid:
@@ -363,7 +366,8 @@ def grid_from_args(args: dict) -> Grid:
                 raise ConfigError(key, f"{value!r} differs from the grid being resumed "
                                        f"({saved['args'].get(key)!r}); a resumed grid keeps its configuration")
         merged = {**saved["args"], **{k: v for k, v in given.items() if k in GRID_RESUME_MAY_CHANGE}}
-        merged["replay"] = restore_password(merged["replay"], "grid")  # grid.json keeps no passwords
+        # grid.json keeps no passwords
+        merged["replay"] = restore_password(merged["replay"], "grid", merged.get("replay_password_file", ""))
         return Grid(merged, Path(resume).resolve())
     grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     if (grid_dir / GRID_FILE).exists():

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from driver.cli import build_parser, parse_config, resume_config
-from driver.config import ConfigError, resolve
+from driver.config import ConfigError, OutputError, resolve
 from replay_service.local_redis import RedisSetupError
 
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
                   f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
             return 1
-        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable)):
+        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError)):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1

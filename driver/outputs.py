@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import ConfigError, public, shorten
+from driver.config import ConfigError, OutputError, public, shorten
 from learner.algorithms import acting
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -102,14 +102,16 @@ class RunLogger:
                             file=sys.stderr, desc=f"{cfg.env} {cfg.algo} s{cfg.seed}")
 
     def log(self, row: dict) -> None:
-        self.metrics_file.write(json.dumps(row) + "\n")
-        self.metrics_file.flush()
+        self._write(self.metrics_file, json.dumps(row) + "\n")
         if self.wandb is not None:
             self.wandb.log({"env_steps": row["env_steps"], **{f"train/{k}": v for k, v in row.items()}})
 
     def log_eval(self, result: dict) -> None:
-        self.evals_csv.writerow([result[k] for k in self.fields])
-        self.evals_file.flush()
+        try:
+            self.evals_csv.writerow([result[k] for k in self.fields])
+            self.evals_file.flush()
+        except OSError as e:
+            raise OutputError.of(Path(self.evals_file.name), e) from None
         if self.wandb is not None:
             self.wandb.log({"env_steps": result["env_steps"],
                             **{f"eval/{k}": v for k, v in result.items() if k != "env_steps"}})
@@ -118,6 +120,15 @@ class RunLogger:
             if not math.isnan(result["success_rate"]):
                 text += f" (success {result['success_rate']:.2f})"
             self.bar.set_postfix_str(f"eval@{result['env_steps']}: {text}", refresh=False)
+
+    @staticmethod
+    def _write(f, text: str) -> None:
+        """A line to a run's file, now (a full disk is one line naming the file, not a traceback)."""
+        try:
+            f.write(text)
+            f.flush()
+        except OSError as e:
+            raise OutputError.of(Path(f.name), e) from None
 
     def advance(self, steps: int) -> None:
         if self.bar is not None:
@@ -131,8 +142,11 @@ class RunLogger:
                 self.wandb.summary.update({k: v for k, v in summary.items() if not isinstance(v, dict)})
             self.wandb.finish(exit_code=1 if failed else 0)
             self.wandb = None
-        self.metrics_file.close()
-        self.evals_file.close()
+        for f in (self.metrics_file, self.evals_file):
+            try:
+                f.close()
+            except OSError:  # a full disk: already said by the write that failed
+                pass
 
 
 def describe_run(cfg, summary: dict) -> str:

@@ -22,20 +22,27 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from driver.config import CHECKPOINT_FORMAT, public
+from driver.config import CHECKPOINT_FORMAT, OutputError, public
 from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss
 from driver.runtime import Backend, build, make_backend, make_replay
 from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
 from learner.algorithms import acting
 from learner.learner import Learner, pick_device
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
-from replay_service.redis_shard import ReplayUnavailable
+from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
 
 HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)
 
 
 class NonFiniteLoss(RuntimeError):
     """The loss became NaN or infinite: the run stops (its message is one line for the user)."""
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise OutputError.of(path, e) from None
 
 
 def _json_number(value):
@@ -56,15 +63,16 @@ class Run:
         self.replay = self.directory = None
         try:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
-            (self.out / "config.json").write_text(json.dumps(public(cfg), indent=2) + "\n")
             torch.set_num_threads(cfg.learner_threads)
             self.learner = Learner(cfg, spec, pick_device(cfg.device))
             self.replay = make_replay(cfg, spec, self.backend, self.out, resuming=resume is not None)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             if resume is not None:
                 self._restore(resume)
+            # last: a run that could not start leaves no run behind (the same command, corrected, goes ahead)
+            _write(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
         except BaseException:
-            self._shutdown()
+            self._shutdown(started=False)
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -81,13 +89,14 @@ class Run:
         self.window = Window()  # metrics since the last log line
         self.peak_rss = 0.0
 
-    def _shutdown(self) -> None:
-        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process."""
+    def _shutdown(self, started: bool = True) -> None:
+        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process
+        (and gone, if this run created it and could not start)."""
         self.backend.shutdown()
         if self.replay is not None:
             self.replay.close()
         if self.directory is not None:
-            self.directory.release()
+            self.directory.release(remove_if_unused=not started)
 
     def _restore(self, ckpt: dict) -> None:
         """The learner, the arm source and the replay as the checkpoint left them (the counters are `state`).
@@ -134,7 +143,7 @@ class Run:
             summary = self._finish()
             self.logger.close(summary)
             return summary
-        except ReplayUnavailable as e:  # also as the cause of an actor's failed call (Ray re-raises it)
+        except ReplayUnavailable as e:  # ReplayDamaged too; also as an actor call's cause (Ray re-raises it)
             try:
                 self._record_evals(wait=True)  # evaluations do not use the replay: let them land first
                 self._save_checkpoint()  # what was harvested; a resume rewinds the replay to it
@@ -142,7 +151,8 @@ class Run:
             except Exception as save_error:
                 where = f"no checkpoint could be written ({type(save_error).__name__})"
             self.logger.close(None, failed=True)
-            raise ReplayUnavailable(f"{str(getattr(e, 'cause', e)).splitlines()[0]}; {where}") from None
+            kind = ReplayDamaged if isinstance(e, ReplayDamaged) else ReplayUnavailable
+            raise kind(f"{str(getattr(e, 'cause', e)).splitlines()[0]}; {where}") from None
         except BaseException:
             self.logger.close(None, failed=True)
             raise
@@ -306,7 +316,10 @@ class Run:
         learner = self.learner
         if not all(bool(torch.isfinite(p).all()) for p in learner.nets.parameters()):  # a GPU checks loss sparsely
             self._stop_nonfinite("the network parameters became non-finite")
-        replay = self.replay.state_dict(self.out, self.state.env_steps)
+        try:
+            replay = self.replay.state_dict(self.out, self.state.env_steps)
+        except OSError as e:  # the snapshot's own files; the last checkpoint names older ones, still there
+            raise OutputError.of(self.out / "replay", e) from None
         write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": public(self.cfg),
                                     "learner": learner.state_dict(), **self.state.to_checkpoint(learner.updates),
                                     "arm_source": self._arm("state_dict"), **replay})
@@ -410,7 +423,7 @@ class Run:
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        _write(self.out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
         return summary
 
 

@@ -8,7 +8,9 @@ This module is the only place that touches Ray's API for the run.
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -152,6 +154,7 @@ class RayBackend:
         self.handles: list = []
         self.owned = not ray.is_initialized()  # shut down only a cluster this backend started
         address = address or os.environ.get("RAY_ADDRESS", "")
+        self.local = self.owned and not address  # a cluster of this machine only, started here: it cannot grow
         if not ray.is_initialized():
             if address:
                 _check_reachable(address)
@@ -162,8 +165,9 @@ class RayBackend:
                     raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}") from None
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
+                # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
                 ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, dashboard_host="127.0.0.1",
-                         log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
+                         log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS}, logging_level=logging.WARNING)
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 
     def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
@@ -211,6 +215,19 @@ class RayBackend:
             self.ray.shutdown()
 
 
+def _check_room(backend, actors: int, actor_cpus: float) -> None:
+    """Actors that the cluster cannot place would wait forever: refuse them on a cluster this run started
+    (a joined cluster may grow: a warning)."""
+    total = getattr(backend, "total_cpus", None)
+    if total is None or actors * actor_cpus <= total + 1e-9:
+        return
+    problem = (f"{actors} actors × {actor_cpus:g} CPUs need {actors * actor_cpus:g} CPUs, but the cluster has "
+               f"{total:g} (--actors, --actor-cpus)")
+    if backend.local:
+        raise ConfigError("actors", problem)
+    print(f"warning: {problem}; actors wait until the cluster grows", file=sys.stderr)
+
+
 def make_backend(cfg) -> Backend:
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 
@@ -251,6 +268,7 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
         arm_source = arms(*args)
         actor_arms = [arms(*method.arm_source([cfg.seed, i, generation, 1])[1]) for i in range(cfg.actors)]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
+    _check_room(backend, cfg.actors, actor_cpus)
     actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], replay_ports[shard_of(i, cfg.replay_shards)],
                            generation, cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation, restartable=True)

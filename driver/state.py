@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from driver.config import ConfigError
+from driver.config import ConfigError, OutputError
 
 RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here
 # what `--overwrite true` removes before a new run starts in a directory that held one
@@ -27,6 +27,7 @@ class RunDirectory:
 
     def __init__(self, out: Path):
         self.out = out
+        self.created = not out.exists()
         try:
             out.mkdir(parents=True, exist_ok=True)
             self.lock = open(out / ".lock", "a+")
@@ -44,9 +45,15 @@ class RunDirectory:
         self.lock.write(f"process {os.getpid()} on {socket.gethostname()}\n")
         self.lock.flush()
 
-    def release(self) -> None:
-        if not self.lock.closed:
-            self.lock.close()  # closing the file releases the lock
+    def release(self, remove_if_unused: bool = False) -> None:
+        """Let go of the lock; with `remove_if_unused`, a directory this run created and wrote nothing to
+        goes too."""
+        if self.lock.closed:
+            return
+        if remove_if_unused and self.created and [p.name for p in self.out.iterdir()] == [".lock"]:
+            (self.out / ".lock").unlink()
+            self.out.rmdir()
+        self.lock.close()  # closing the file releases the lock
 
 
 def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> None:
@@ -132,5 +139,10 @@ class RunState:
 def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -> None:
     """`out/name`, written atomically (a temp file, then a rename): a crash leaves the last good one."""
     tmp = out / f"{name}.tmp"
-    torch.save(checkpoint, tmp)
-    os.replace(tmp, out / name)
+    try:
+        torch.save(checkpoint, tmp)  # a full disk: OSError, or torch's RuntimeError ("unexpected pos …")
+        os.replace(tmp, out / name)
+    except (OSError, RuntimeError) as e:
+        tmp.unlink(missing_ok=True)
+        error = OutputError.of(out / name, e)
+        raise OutputError(f"{error}; the last checkpoint written is intact") from None

@@ -173,9 +173,13 @@ class ShardedReplay(ShardIndex):
         files = []
         for s, state in enumerate(states):
             name = f"replay/shard{s}-{env_steps}.npz"
-            with open(out / (name + ".tmp"), "wb") as f:
-                np.savez(f, **state)
-            os.replace(out / (name + ".tmp"), out / name)
+            try:
+                with open(out / (name + ".tmp"), "wb") as f:
+                    np.savez(f, **state)
+                os.replace(out / (name + ".tmp"), out / name)
+            except OSError:  # a full disk: no half-written snapshot left
+                (out / (name + ".tmp")).unlink(missing_ok=True)
+                raise
             files.append(name)
         return {**self.index_state(), "replay_files": files}
 

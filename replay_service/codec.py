@@ -13,7 +13,8 @@ added it).
 (`replay_service.buffer.ObsPacker`). Decoding validates every field against what the run expects and
 raises `RecordError(kind)` for anything else: bytes that are not msgpack, a length field larger than any
 record can be, an unknown version, missing or extra keys, a foreign type, a wrong shape or dtype, a
-non-finite reward, an action outside the action space. msgpack never constructs objects from the bytes
+reward that is not finite or does not fit float32 (the batch's type), a float observation with NaN or inf, an
+action outside the action space. msgpack never constructs objects from the bytes
 (extension types are refused, nothing is unpickled), so a hostile record can only be rejected.
 """
 
@@ -33,6 +34,7 @@ MAX_OPTION = 127  # the replay stores options as int8
 KEYS = frozenset({"v", "obs", "next_obs", "dtype", "shape", "packed", "action", "option", "reward", "terminated",
                   "truncated", "actor", "episode", "version"})
 MAX_RECORD_BYTES = 1 << 20  # no observation of the supported environments comes near 1 MiB
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class RecordError(ValueError):
@@ -59,6 +61,7 @@ class Codec:
         self.dtype = self.packer.dtype.name
         self.obs_bytes = int(np.prod(self.packer.packed_shape)) * self.packer.packed_dtype.itemsize
         self.rejected: Counter = Counter()  # kind -> records rejected
+        self.float_obs = np.issubdtype(self.packer.packed_dtype, np.floating)  # checked for NaN and inf
 
     # ---- encoding (actors) ----
     def encode_chunk(self, chunk: dict[str, np.ndarray], actor: int, version: int) -> list[bytes]:
@@ -113,8 +116,11 @@ class Codec:
             raise RecordError("value", f"action {rec['action']} outside [0, {self.n_actions})")
         if not 0 <= rec["option"] <= MAX_OPTION:
             raise RecordError("value", f"option {rec['option']} outside [0, {MAX_OPTION}]")
-        if not math.isfinite(rec["reward"]):
-            raise RecordError("value", f"reward {rec['reward']}")
+        if not math.isfinite(rec["reward"]) or abs(rec["reward"]) > FLOAT32_MAX:
+            raise RecordError("value", f"reward {rec['reward']} (finite float32 expected)")
+        if self.float_obs and not all(np.isfinite(np.frombuffer(rec[k], dtype=self.packer.packed_dtype)).all()
+                                      for k in ("obs", "next_obs")):
+            raise RecordError("value", "an observation with NaN or inf")
         if min(rec["actor"], rec["episode"], rec["version"]) < 0:
             raise RecordError("value", "negative actor, episode or version")
         return rec

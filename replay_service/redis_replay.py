@@ -29,7 +29,7 @@ class RedisReplay(ShardIndex):
             self.servers = start_local(cfg.replay_shards, out / "redis", cfg.replay_persist)
             urls = [s.url for s in self.servers]
         else:
-            urls = [with_password(u) for u in parse_urls(cfg.replay)]
+            urls = [with_password(u, cfg.replay_password_file) for u in parse_urls(cfg.replay)]
         if cfg.replay_persist and not self.servers:  # the user's servers: ask them for an append-only file
             import redis
 

@@ -46,10 +46,15 @@ return redis.call('HINCRBY', KEYS[2], 'inserted', n)
 """
 
 _SAMPLE = """
-local size = tonumber(redis.call('HGET', KEYS[2], 'size') or '0')
+local meta = redis.call('HMGET', KEYS[2], 'size', 'capacity')
+local raw_size, raw_cap = meta[1], meta[2]
+local size, cap = tonumber(raw_size or '0'), tonumber(raw_cap or ARGV[1])
+if not size or not cap or size ~= math.floor(size) or size < 0 or size > cap or cap ~= tonumber(ARGV[1]) then
+  return redis.error_reply('DAMAGED size=' .. tostring(raw_size) .. ' capacity=' .. tostring(raw_cap))
+end
 if size == 0 then return {} end
 local slots = {}
-for i = 1, #ARGV do slots[i] = math.floor(tonumber(ARGV[i]) * size) end
+for i = 2, #ARGV do slots[i - 1] = math.floor(tonumber(ARGV[i]) * size) end
 return redis.call('HMGET', KEYS[1], unpack(slots))
 """
 
@@ -60,6 +65,14 @@ def namespace(run_id: str, shard: int) -> str:
 
 class ReplayUnavailable(RuntimeError):
     """A Redis shard stayed unreachable longer than the run's `--replay-timeout`."""
+
+
+class ReplayDamaged(ReplayUnavailable):
+    """A Redis shard's data cannot be used: its meta key does not hold a ring's counters, or every record
+    drawn again and again is invalid. The run stops as for an unreachable shard (a checkpoint, one line)."""
+
+
+REDRAWS = 100  # batches drawn again when every record of one was invalid, before the shard counts as damaged
 
 
 class RedisShard:
@@ -96,23 +109,40 @@ class RedisShard:
         """One script call; with a `chunk_id`, a call that arrives twice (a retry after a lost reply)
         stores the chunk once (ids are remembered for a day)."""
         keys = self.keys + ([f"{self.ns}:chunk:{chunk_id}"] if chunk_id else [])
-        return int(self._retrying(self._insert, keys=keys, args=[self.capacity, *records]))
+        try:
+            return int(self._retrying(self._insert, keys=keys, args=[self.capacity, *records]))
+        except redis.ResponseError as e:
+            raise ReplayDamaged(f"replay shard {self.ns} at {redact(self.url)}: its key {self.keys[1]} is damaged "
+                                f"({str(e).splitlines()[0]})") from None
 
     def sample(self, batch_size: int) -> dict[str, np.ndarray]:
-        """`batch_size` transitions drawn uniformly from the ring, in one round trip."""
-        uniforms = [repr(float(u)) for u in self.rng.random(batch_size)]
-        blobs = self._retrying(self._sample, keys=self.keys, args=uniforms)
-        if not blobs:
-            raise RuntimeError(f"sample from an empty replay shard ({self.ns})")
-        batch, errors = self.codec.decode_batch(blobs)
-        for e in errors:
-            if e.kind not in self.logged:
-                self.logged.add(e.kind)
-                log.warning("replay shard %s: rejected a record (%s); further ones of this kind are counted only",
-                            self.ns, e)
-        if errors:
-            batch = self._refill(batch, batch_size)
-        return batch
+        """`batch_size` transitions drawn uniformly from the ring, in one round trip (a batch whose every
+        record was invalid is drawn again)."""
+        for _ in range(REDRAWS):
+            uniforms = [repr(float(u)) for u in self.rng.random(batch_size)]
+            blobs = self._script(self._sample, args=[self.capacity, *uniforms])
+            if not blobs:
+                raise RuntimeError(f"sample from an empty replay shard ({self.ns})")
+            batch, errors = self.codec.decode_batch(blobs)
+            for e in errors:
+                if e.kind not in self.logged:
+                    self.logged.add(e.kind)
+                    log.warning("replay shard %s: rejected a record (%s); further ones of this kind are counted "
+                                "only", self.ns, e)
+            if not errors:
+                return batch
+            if len(batch["action"]):
+                return self._refill(batch, batch_size)
+        raise ReplayDamaged(f"replay shard {self.ns} at {redact(self.url)}: {REDRAWS} batches in a row held no valid "
+                            f"record (rejected so far: {dict(self.codec.rejected)})")
+
+    def _script(self, script, args: list) -> list:
+        """A script call on the ring; a meta key that does not hold a ring's counters is ReplayDamaged."""
+        try:
+            return self._retrying(script, keys=self.keys, args=args)
+        except redis.ResponseError as e:
+            raise ReplayDamaged(f"replay shard {self.ns} at {redact(self.url)}: its key {self.keys[1]} is damaged "
+                                f"({str(e).splitlines()[0]})") from None
 
     def _retrying(self, call, *args, **kwargs):
         """`call` until the server answers: backoff from 50 ms to 2 s, for at most `timeout` seconds (the
@@ -136,8 +166,6 @@ class RedisShard:
 
     def _refill(self, batch: dict[str, np.ndarray], batch_size: int) -> dict[str, np.ndarray]:
         n = len(batch["action"])
-        if n == 0:
-            raise RuntimeError(f"replay shard {self.ns}: every record of a batch was invalid")
         pick = self.rng.integers(0, n, size=batch_size - n)
         return {k: np.concatenate([v, v[pick]]) for k, v in batch.items()}
 
@@ -150,5 +178,13 @@ class RedisShard:
 
     def stats(self) -> dict:
         meta = self._retrying(self.client.hgetall, self.keys[1])
-        return {"size": int(meta.get(b"size", 0)), "inserted": int(meta.get(b"inserted", 0)),
-                "capacity": self.capacity, "rejected": dict(self.codec.rejected)}
+        try:
+            size, inserted = int(meta.get(b"size", 0)), int(meta.get(b"inserted", 0))
+            capacity = int(meta.get(b"capacity", self.capacity))
+            if not 0 <= size <= capacity == self.capacity or inserted < size:
+                raise ValueError
+        except ValueError:
+            raise ReplayDamaged(f"replay shard {self.ns} at {redact(self.url)}: its key {self.keys[1]} is damaged "
+                                f"(size={meta.get(b'size')!r}, capacity={meta.get(b'capacity')!r}, "
+                                f"inserted={meta.get(b'inserted')!r})") from None
+        return {"size": size, "inserted": inserted, "capacity": self.capacity, "rejected": dict(self.codec.rejected)}

@@ -53,6 +53,11 @@ CASES = [
     (["--learner-gpus", "-2"], "--learner-gpus: must be >= 0, or -1 for automatic, got -2.0"),
     (["--resume", "/nonexistent/grid", "--seeds", "0-1"], "--resume"),
     (["--resume", "/nonexistent/run"], "--resume: no checkpoint.pt in '/nonexistent/run'"),
+    (["--seed", "2147483648"], "--seed: must be in [0, 2147483647], got 2147483648"),
+    (["--seeds", "0-1000000000"], "--seeds: '0-1000000000' names more than 10,000 seeds"),
+    (["--seeds", "0,2147483648"], "--seeds: '0,2147483648'; seeds must be in [0, 2147483647]"),
+    (["--replay", "redis://127.0.0.1:1", "--replay-password-file", "/nonexistent/pass"],
+     "--replay: cannot read the password file /nonexistent/pass"),
 ]
 
 
@@ -66,6 +71,17 @@ def test_bad_input_exits_2_with_one_line(argv, message):
     assert message in lines[0]
     assert "Traceback" not in proc.stderr
     assert "hunter2" not in proc.stderr  # a password never reaches the terminal
+
+
+def test_actors_a_local_cluster_cannot_place_are_one_line_and_leave_nothing(tmp_path):
+    out = tmp_path / "big"
+    proc = subprocess.run([sys.executable, "-m", "learner.main", "--env", "CliffWalk", "--actors", "100000",
+                           "--total-steps", "1000", "--wandb", "disabled", "--out", str(out)],
+                          capture_output=True, text=True, timeout=180)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--actors: 100000 actors × 0.01 CPUs need 1000 CPUs, but the cluster has" in lines[0]
+    assert not out.exists()  # the same command, corrected, goes ahead
 
 
 def test_defaults_are_the_papers_configuration():
@@ -114,8 +130,10 @@ def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, 
 def test_what_a_resume_may_change_and_what_is_masked_derive_from_the_fields_roles():
     from driver.config import GRID_RESUME_MAY_CHANGE, RESUME_MAY_CHANGE, SECRETS, public
 
-    assert RESUME_MAY_CHANGE == {"address", "device", "progress", "log_every", "wandb", "replay", "json"}
-    assert GRID_RESUME_MAY_CHANGE == {"address", "retries", "progress", "wandb", "replay", "json"}
+    assert RESUME_MAY_CHANGE == {"address", "device", "progress", "log_every", "wandb", "replay", "json",
+                                 "replay_password_file"}
+    assert GRID_RESUME_MAY_CHANGE == {"address", "retries", "progress", "wandb", "replay", "json",
+                                      "replay_password_file"}
     assert SECRETS == {"replay"}
     saved = public({"replay": "redis://:hunter2@h1:6379,redis://:hunter2@h2:6379", "seed": 3})
     assert saved == {"replay": "redis://:***@h1:6379,redis://:***@h2:6379", "seed": 3}
@@ -126,7 +144,43 @@ def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line
 
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
     assert restore_password("memory", "run") == "memory"
-    with pytest.raises(ConfigError, match="the grid's Redis URL has a password that was not saved"):
+    with pytest.raises(ConfigError, match="the grid's Redis URL has a password that was not saved: give --replay "
+                                          "with it again, --replay-password-file FILE, or set REDIS_PASSWORD"):
         restore_password("redis://:***@h:6379", "grid")
     monkeypatch.setenv("REDIS_PASSWORD", "p@ss")
     assert restore_password("redis://:***@h:6379", "run") == "redis://:p%40ss@h:6379"
+
+
+@pytest.mark.parametrize("url,shown", [
+    ("redis://:hunter2@h:6379/0", "redis://:***@h:6379/0"),
+    ("redis://alice:hunter2@h:6379", "redis://alice:***@h:6379"),
+    ("redis://h:6379/0?password=hunter2", "redis://h:6379/0?password=***"),
+    ("redis://alice@h:6379/0?socket_timeout=3&Password=hunter2&db=1", "redis://alice@h:6379/0?socket_timeout=3&Password=***&db=1"),
+    ("redis://:hunter2@h:6379?password=hunter2", "redis://:***@h:6379?password=***"),
+    ("redis://:hunt@er2@h:6379", "redis://:***@h:6379"),
+    ("redis://:hun/ter2@h:6379/0", "redis://***@h:6379/0"),
+])
+def test_every_form_of_a_redis_password_is_masked(url, shown):
+    from driver.config import public
+    from replay_service.local_redis import redact
+
+    assert redact(url) == shown and "hunter2" not in public({"replay": url})["replay"]
+
+
+def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(tmp_path, monkeypatch):
+    from driver.config import restore_password
+    from replay_service.local_redis import RedisSetupError, with_password
+
+    monkeypatch.delenv("REDIS_PASSWORD", raising=False)
+    secret = tmp_path / "redis.pass"
+    secret.write_text("s3cr/t\n")
+    assert with_password("redis://h:6379", str(secret)) == "redis://:s3cr%2Ft@h:6379"
+    assert with_password("redis://:other@h:6379", str(secret)) == "redis://:other@h:6379"  # the URL's own wins
+    assert restore_password("redis://:***@h:6379", "run", str(secret)) == "redis://:s3cr%2Ft@h:6379"
+    for bad, why in ((tmp_path / "missing", "cannot read the password file"), (tmp_path / "empty", "is empty")):
+        if "empty" in str(bad):
+            bad.write_text("")
+        with pytest.raises(RedisSetupError, match=why):
+            with_password("redis://h:6379", str(bad))
+        with pytest.raises(ConfigError, match=f"--replay-password-file: .*{why}"):
+            restore_password("redis://:***@h:6379", "run", str(bad))

@@ -76,6 +76,7 @@ def test_malformed_records_are_rejected_and_counted():
         "wrong dtype": (tampered(good, dtype="float32"), "dtype"),
         "NaN reward": (tampered(good, reward=float("nan")), "value"),
         "infinite reward": (tampered(good, reward=float("inf")), "value"),
+        "reward beyond float32": (tampered(good, reward=3.5e38), "value"),
         "negative action": (tampered(good, action=-1), "value"),
         "action out of range": (tampered(good, action=6), "value"),
         "option out of range": (tampered(good, option=128), "value"),
@@ -96,7 +97,7 @@ def test_malformed_records_are_rejected_and_counted():
             assert err.value.kind == kind, what
     batch, errors = codec.decode_batch([good, *[b for b, _ in bad.values()], good])
     assert len(batch["action"]) == 2 and len(errors) == len(bad)
-    assert sum(codec.rejected.values()) == len(bad) and codec.rejected["value"] == 5
+    assert sum(codec.rejected.values()) == len(bad) and codec.rejected["value"] == 6
 
 
 def test_a_pickled_object_is_never_constructed(tmp_path):
@@ -110,3 +111,17 @@ def test_a_pickled_object_is_never_constructed(tmp_path):
     with pytest.raises(RecordError):
         codec.decode(pickle.dumps(Boom()))
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_float_observation_with_nan_or_inf_is_rejected(bad):
+    """CartPole's observations are float32: a NaN or inf in one would poison every update that draws it."""
+    codec, _, chunk = real_chunk("CartPole-v1", n=3)
+    good = codec.encode_chunk(chunk, actor=0, version=1)
+    obs = np.frombuffer(msgpack.unpackb(good[0], raw=False)["obs"], dtype=np.float32).copy()
+    obs[2] = bad
+    for key in ("obs", "next_obs"):
+        with pytest.raises(RecordError, match="NaN or inf") as err:
+            codec.decode(tampered(good[0], **{key: obs.tobytes()}))
+        assert err.value.kind == "value"
+    assert codec.decode(good[1])["action"] in (0, 1)

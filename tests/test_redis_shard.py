@@ -60,8 +60,9 @@ def test_one_round_trip_per_batch(redis_url):
         assert len(s.sample(32)["action"]) == 32
     stats = s.client.info("commandstats")
     calls = {k: v["calls"] for k, v in stats.items() if not k.startswith(("cmdstat_info", "cmdstat_config"))}
-    # five client commands (EVALSHA), one per batch; the HGET and HMGET ran inside the script, on the server
-    assert calls == {"cmdstat_evalsha": 5, "cmdstat_hget": 5, "cmdstat_hmget": 5}
+    # five client commands (EVALSHA), one per batch; the HMGETs (the ring's counters, then its records) ran
+    # inside the script, on the server
+    assert calls == {"cmdstat_evalsha": 5, "cmdstat_hmget": 10}
 
 
 def test_two_runs_share_a_server_without_mixing(redis_url):
@@ -71,7 +72,9 @@ def test_two_runs_share_a_server_without_mixing(redis_url):
     assert a.stats()["inserted"] == 5 and b.stats()["inserted"] == 3
     assert set(a.sample(64)["reward"].astype(int)) <= set(range(5))
     assert set(b.sample(64)["reward"].astype(int)) <= {100, 101, 102}
-    with pytest.raises(redis.ResponseError, match="capacity"):
+    from replay_service.redis_shard import ReplayDamaged
+
+    with pytest.raises(ReplayDamaged, match="has capacity 20, not 30"):  # the same namespace, another ring
         RedisShard(redis_url, "run-a", 0, 30, codec()).insert(marked_chunk(0, 1))
 
 
@@ -136,3 +139,70 @@ def test_a_chunk_sent_twice_is_stored_once(redis_url):
     assert s.insert(chunk) == 10  # the resent call (same id) changes nothing
     assert s.insert({**marked_chunk(10, 5), "chunk_id": "3-ab12cd34-1"}) == 15
     assert s.stats()["size"] == 15
+
+
+def test_a_batch_of_only_invalid_records_is_drawn_again(redis_url):
+    s = shard(redis_url, "redraw", capacity=100, seed=3)
+    s.insert(marked_chunk(0, 100))
+    for slot in range(10, 100):  # 90 of 100 records damaged: a batch of one is mostly all invalid
+        s.client.hset(s.keys[0], slot, b"\x00garbage")
+    rewards = {int(s.sample(1)["reward"][0]) for _ in range(20)}
+    assert rewards <= set(range(10)) and sum(s.stats()["rejected"].values()) >= 20
+
+
+def test_a_ring_of_only_invalid_records_is_damaged_in_one_line(redis_url):
+    from replay_service.redis_shard import ReplayDamaged
+
+    s = shard(redis_url, "allbad", capacity=10)
+    s.insert(marked_chunk(0, 10))
+    for slot in range(10):
+        s.client.hset(s.keys[0], slot, b"\x00garbage")
+    with pytest.raises(ReplayDamaged, match="batches in a row held no valid record") as err:
+        s.sample(4)
+    assert "\n" not in str(err.value) and s.ns in str(err.value)
+
+
+@pytest.mark.parametrize("field,value", [("size", "many"), ("size", "50"), ("capacity", "7"), ("inserted", "x")])
+def test_damaged_meta_keys_name_the_key_and_the_shard(redis_url, field, value):
+    from replay_service.redis_shard import ReplayDamaged
+
+    s = shard(redis_url, f"meta-{field}-{value}", capacity=10)
+    s.insert(marked_chunk(0, 10))
+    s.client.hset(s.keys[1], field, value)
+    calls = [s.stats] if field == "inserted" else [lambda: s.sample(4), s.stats]
+    for call in calls:
+        with pytest.raises(ReplayDamaged) as err:
+            call()
+        assert f"{s.keys[1]} is damaged" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_damaged_ring_stops_the_run_with_one_line_and_a_checkpoint(redis_url, tmp_path, capsys):
+    """The learner's sampler meets the damage: the run writes its checkpoint and ends in one line."""
+    import threading
+    import time
+
+    from driver.config import Config, resolve
+    from driver.run import Run
+
+    cfg, spec = resolve(Config(env="CliffWalk", runtime="serial", actors=1, envs_per_actor=2, replay=redis_url,
+                               total_steps=3000, learning_starts=500, eval_every=3000, eval_episodes=2,
+                               wandb="disabled", progress=False, out=str(tmp_path / "run"), run_id="damaged"))
+    run = Run(cfg, spec)
+    meta = run.replay.shards[0].keys[1]
+    client = redis.Redis.from_url(redis_url)
+
+    def damage():
+        while run.state.env_steps < 1000:
+            time.sleep(0.001)
+        client.hset(meta, "size", "lots")
+
+    thread = threading.Thread(target=damage)
+    thread.start()
+    from replay_service.redis_shard import ReplayDamaged
+
+    with pytest.raises(ReplayDamaged) as err:
+        run.run()
+    thread.join()
+    message = str(err.value)
+    assert f"{meta} is damaged" in message and "checkpoint written at env step" in message and "\n" not in message
+    assert (tmp_path / "run" / "checkpoint.pt").exists()

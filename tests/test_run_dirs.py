@@ -164,3 +164,53 @@ def test_a_run_id_already_used_on_a_shared_redis_is_refused(redis_url, tmp_path,
     line = one_line(capsys, main([*argv, "--out", str(tmp_path / "second")]))
     assert "--run-id: 'shared-id' already names a run's replay" in line and "--resume" in line
     assert sorted(client.keys("bdqn:shared-id:*")) == keys and {k: client.dump(k) for k in keys} == stored
+
+
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_last_one(tmp_path, monkeypatch, capsys):
+    import driver.state
+
+    real_save, saves = torch.save, []
+
+    def save(obj, path, *args, **kwargs):
+        saves.append(path)
+        if len(saves) == 2:  # the second checkpoint meets a full disk (what torch says then)
+            Path(path).write_bytes(b"half")
+            raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 64 vs 0")
+        return real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(driver.state.torch, "save", save)
+    out = tmp_path / "run"
+    line = one_line(capsys, main([*SHORT, "--out", str(out)]), expected=1)
+    assert f"cannot write {out / 'checkpoint.pt'} (" in line and "unexpected pos 64 vs 0" in line
+    assert "the last checkpoint written is intact" in line
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["counters"]["env_steps"] == 600
+    assert not (out / "checkpoint.pt.tmp").exists()
+
+
+def test_a_full_disk_for_the_metrics_is_one_line(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from driver.outputs import RunLogger
+
+    class Full:
+        name = str(tmp_path / "run" / "metrics.jsonl")
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+        def close(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    real_init = RunLogger.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.metrics_file.close()
+        self.metrics_file = Full()
+
+    monkeypatch.setattr(RunLogger, "__init__", init)
+    line = one_line(capsys, main([*SHORT, "--log-every", "0.01", "--out", str(tmp_path / "run")]), expected=1)
+    assert line.endswith(f"cannot write {tmp_path / 'run' / 'metrics.jsonl'} (No space left on device)")
