@@ -319,9 +319,11 @@ def parse_seeds(text: str) -> list[int]:
                 raise ValueError
         except ValueError:
             raise ConfigError("seeds", f"{text!r}; expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)") from None
-        if last - first + 1 + len(seeds) > MAX_GRID_SEEDS:
+        if last - first + 1 > MAX_GRID_SEEDS:
             raise ConfigError("seeds", f"{text!r} names more than {MAX_GRID_SEEDS:,} seeds")
         seeds.update(dict.fromkeys(range(first, last + 1)))
+        if len(seeds) > MAX_GRID_SEEDS:
+            raise ConfigError("seeds", f"{text!r} names more than {MAX_GRID_SEEDS:,} seeds")
     if any(not 0 <= s <= MAX_SEED for s in seeds):
         raise ConfigError("seeds", f"{text!r}; seeds must be in [0, {MAX_SEED}]")
     return list(seeds)
@@ -356,8 +358,10 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         except RedisSetupError as e:
             raise ConfigError("replay", str(e)) from None
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
+    # a password file's absolute path: a resume from another working directory finds it
+    password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
     cfg = dataclasses.replace(
-        cfg, env=spec.name, out=out, replay_shards=shards, run_id=run_id,
+        cfg, env=spec.name, out=out, replay_shards=shards, run_id=run_id, replay_password_file=password_file,
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
         lr=spec.learning_rate if cfg.lr is None else cfg.lr)
     return cfg, spec

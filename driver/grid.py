@@ -61,6 +61,8 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
             run = {**one, "seed": seed}
             run["out"] = str(grid_dir / run_name(run["env"], run["algo"], seed, run["variant"]))
             name = Path(run["out"]).name
+            if args.get("run_id"):  # a namespace of its own for each run's replay on a shared Redis
+                run["run_id"] = f"{args['run_id']}-{name}"
             if name in runs:
                 if runs[name] != run:
                     raise ConfigError("env", f"two values in the lists name the same run ({name})")
@@ -84,6 +86,8 @@ def _run_one(args: dict) -> dict:
 
     started = time.time()
     out = Path(args["out"])
+    if (out / "checkpoint.pt").is_file() and not _earlier_attempt(out, args["grid"]):
+        raise ConfigError("out", f"{out} holds a run that is not this grid's: give the grid another --out")
     if (out / "checkpoint.pt").is_file():
         from driver.cli import resume_config
 
@@ -100,11 +104,13 @@ def _run_one(args: dict) -> dict:
 
 
 def _earlier_attempt(out: Path, grid: str) -> bool:
-    """Whether `out` holds a run of this grid (its config.json names the grid), not someone else's."""
+    """Whether `out` holds a run a grid made (its config.json names a grid: this one, or this one before its
+    directory was renamed), not a single run that someone put there."""
     try:
-        return json.loads((out / "config.json").read_text()).get("grid") == grid
+        made_by = json.loads((out / "config.json").read_text()).get("grid")
     except (OSError, ValueError, AttributeError):
         return False
+    return made_by == grid or (bool(made_by) and isinstance(made_by, str))
 
 
 class Grid:
@@ -115,6 +121,17 @@ class Grid:
 
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
             resolve(Config(**run))
+        for run in self.runs:
+            # a password given off the command line (a file, REDIS_PASSWORD) is read here, where the grid is
+            # started: the nodes that run the runs need not have it (grid.json and run files keep it masked)
+            if run["replay"] not in ("memory", "redis-local"):
+                from replay_service.local_redis import RedisSetupError, parse_urls, with_password
+
+                try:
+                    run["replay"] = ",".join(with_password(u, run["replay_password_file"])
+                                             for u in parse_urls(run["replay"]))
+                except RedisSetupError as e:
+                    raise ConfigError("replay", str(e)) from None
         self.status = {Path(r["out"]).name: "queued" for r in self.runs}
         self.attempts = {name: 0 for name in self.status}
         self.results: dict[str, dict] = {}
@@ -182,7 +199,7 @@ class Grid:
         self.inflight: dict = {}  # future -> (name, placement group)
         self.by_name = {Path(r["out"]).name: r for r in self.runs}
         for name, run in self.by_name.items():
-            if (Path(run["out"]) / "summary.json").is_file():
+            if (Path(run["out"]) / "summary.json").is_file() and _earlier_attempt(Path(run["out"]), run["grid"]):
                 self.status[name] = "done before"  # --resume: finished in an earlier invocation
                 self.results[name] = {"summary": json.loads((Path(run["out"]) / "summary.json").read_text())}
             else:
@@ -372,4 +389,13 @@ def grid_from_args(args: dict) -> Grid:
     grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     if (grid_dir / GRID_FILE).exists():
         raise ConfigError("out", f"{grid_dir} already holds a grid; continue it with --resume {grid_dir}")
-    return Grid(args, grid_dir)
+    from driver.state import RUN_FILES
+
+    if any((grid_dir / name).exists() for name in RUN_FILES):
+        raise ConfigError("out", f"{grid_dir} holds a run: give the grid a directory of its own")
+    grid = Grid(args, grid_dir)
+    taken = [Path(r["out"]) for r in grid.runs if any((Path(r["out"]) / n).exists() for n in RUN_FILES)]
+    if taken:
+        raise ConfigError("out", f"{taken[0]} already holds a run, and the new grid would write there: give the "
+                                 "grid another --out")
+    return grid

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -64,16 +65,24 @@ class RunLogger:
         """`resume` ({"env_steps", "evals", "wandb_id"} of a checkpoint): the files are cut back to what
         the checkpoint had seen, then continued; the W&B run with that id is resumed."""
         self.out = out
-        kept = metrics_until(out / "metrics.jsonl", resume["env_steps"]) if resume is not None else []
-        self.metrics_file = open(out / "metrics.jsonl", "w")
-        self.metrics_file.writelines(line + "\n" for line in kept)
-        self.evals_file = open(out / "evals.csv", "w", newline="")
-        self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")
         self.fields = eval_fields(cfg)
-        self.evals_csv.writerow(self.fields)
-        for result in (resume or {}).get("evals", []):
-            self.evals_csv.writerow([result[k] for k in self.fields])
-        self.evals_file.flush()
+        kept = metrics_until(out / "metrics.jsonl", resume["env_steps"]) if resume is not None else []
+        evals = io.StringIO()
+        rows = csv.writer(evals, lineterminator="\n")
+        rows.writerows([self.fields, *[[r[k] for k in self.fields] for r in (resume or {}).get("evals", [])]])
+        # what the checkpoint had seen, each file replaced whole (a kill or a full disk keeps the old one),
+        # then continued
+        for name, text in (("metrics.jsonl", "".join(line + "\n" for line in kept)), ("evals.csv", evals.getvalue())):
+            tmp = out / f"{name}.tmp"
+            try:
+                tmp.write_text(text)
+                os.replace(tmp, out / name)
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                raise OutputError.of(out / name, e) from None
+        self.metrics_file = open(out / "metrics.jsonl", "a")
+        self.evals_file = open(out / "evals.csv", "a", newline="")
+        self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")
         self.wandb = None
         self.wandb_id = (resume or {}).get("wandb_id")
         mode = wandb_mode(cfg)

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
+import zipfile
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from driver.config import CHECKPOINT_FORMAT, OutputError, public
+from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
 from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss
 from driver.runtime import Backend, build, make_backend, make_replay
 from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
@@ -39,9 +41,13 @@ class NonFiniteLoss(RuntimeError):
 
 
 def _write(path: Path, text: str) -> None:
+    """A whole file, atomically (a temp file, then a rename): a full disk leaves the old one, or none."""
+    tmp = path.with_name(path.name + ".tmp")
     try:
-        path.write_text(text)
+        tmp.write_text(text)
+        os.replace(tmp, path)
     except OSError as e:
+        tmp.unlink(missing_ok=True)
         raise OutputError.of(path, e) from None
 
 
@@ -69,10 +75,10 @@ class Run:
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             if resume is not None:
                 self._restore(resume)
-            # last: a run that could not start leaves no run behind (the same command, corrected, goes ahead)
+            # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
             _write(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
         except BaseException:
-            self._shutdown(started=False)
+            self._shutdown()
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -89,14 +95,13 @@ class Run:
         self.window = Window()  # metrics since the last log line
         self.peak_rss = 0.0
 
-    def _shutdown(self, started: bool = True) -> None:
-        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process
-        (and gone, if this run created it and could not start)."""
+    def _shutdown(self) -> None:
+        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process."""
         self.backend.shutdown()
         if self.replay is not None:
             self.replay.close()
         if self.directory is not None:
-            self.directory.release(remove_if_unused=not started)
+            self.directory.release()
 
     def _restore(self, ckpt: dict) -> None:
         """The learner, the arm source and the replay as the checkpoint left them (the counters are `state`).
@@ -109,7 +114,12 @@ class Run:
         if "pending" in arm_state:
             arm_state["pending"] = [0] * len(arm_state["pending"])
         self._arm("load_state_dict", arm_state)
-        self.replay.load_state_dict(ckpt, self.out)
+        try:
+            self.replay.load_state_dict(ckpt, self.out)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a snapshot file damaged or gone
+            raise ConfigError("resume", f"the replay snapshot of {self.out / 'checkpoint.pt'} cannot be read "
+                                        f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the run "
+                                        "cannot continue exactly without it") from None
 
     # ---- the loop ----
     def run(self) -> dict:

@@ -4,10 +4,13 @@ replay's state, so that `--resume` continues where a run stopped."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
 import socket
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,66 +26,78 @@ RUN_OUTPUTS = RUN_FILES + ("checkpoint-nonfinite.pt", "replay", "redis", "wandb"
 
 class RunDirectory:
     """The run directory, held by one process: an exclusive lock on `OUT/.lock` for the run's life (the
-    system releases it when the process ends, however it ends)."""
+    system releases it when the process ends, however it ends). The lock file stays: removing it would let
+    a process that opened the old one and one that creates a new one both hold "the" lock."""
 
     def __init__(self, out: Path):
         self.out = out
-        self.created = not out.exists()
         try:
             out.mkdir(parents=True, exist_ok=True)
-            self.lock = open(out / ".lock", "a+")
+            # never through a link: a planted `.lock -> somefile` must not be written to
+            fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as e:
             raise ConfigError("out", f"cannot write the run directory {out} ({e.strerror or e})") from None
-        try:
-            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.lock.seek(0)
-            holder = self.lock.read().strip() or "another process"
+        self.lock = os.fdopen(fd, "r+")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             self.lock.close()
-            raise ConfigError("out", f"{out} is in use by {holder}: one process writes a run directory") from None
+            raise ConfigError("out", f"{out / '.lock'} is not a regular file")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                # a file system without locks (NFS without lockd): go on, unprotected, and say so
+                print(f"warning: {out / '.lock'} cannot be locked ({e.strerror}); nothing stops a second "
+                      "process from writing this run directory", file=sys.stderr)
+            else:
+                holder = self.lock.read().strip() or "another process"
+                self.lock.close()
+                raise ConfigError("out", f"{out} is in use by {holder}: one process writes a run directory") from None
         self.lock.seek(0)
         self.lock.truncate()
         self.lock.write(f"process {os.getpid()} on {socket.gethostname()}\n")
         self.lock.flush()
 
-    def release(self, remove_if_unused: bool = False) -> None:
-        """Let go of the lock; with `remove_if_unused`, a directory this run created and wrote nothing to
-        goes too."""
-        if self.lock.closed:
-            return
-        if remove_if_unused and self.created and [p.name for p in self.out.iterdir()] == [".lock"]:
-            (self.out / ".lock").unlink()
-            self.out.rmdir()
-        self.lock.close()  # closing the file releases the lock
+    def release(self) -> None:
+        if not self.lock.closed:
+            self.lock.close()  # closing the file releases the lock
 
 
-def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> None:
+def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
     """Whether a run may start in `out` (nothing is written): a new run refuses a directory that already holds
-    one unless `overwrite`; a resumed run continues the one there."""
+    one unless `overwrite`; a resumed run continues the one there. Returns the run files found."""
     if out.exists() and not out.is_dir():
         raise ConfigError("out", f"{out} exists and is not a directory")
     held = [name for name in RUN_FILES if (out / name).exists()]
     if held and not resuming and not overwrite:
-        raise ConfigError("out", f"{out} already holds a run ({held[0]}): continue it with --resume {out}, "
-                                 "or replace it with --overwrite true")
+        if (out / "checkpoint.pt").exists():
+            advice = f"continue it with --resume {out}, or replace it with --overwrite true"
+        else:  # nothing to resume from: it stopped before its first checkpoint
+            advice = "it has no checkpoint to continue from: replace it with --overwrite true"
+        done = " (finished)" if (out / "summary.json").exists() else ""
+        raise ConfigError("out", f"{out} already holds a run{done} ({held[0]}): {advice}")
+    return held
 
 
 def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
-    """Hold `out` for a run (`check_run_dir`, then the lock); with `overwrite`, the run that was there is removed."""
+    """Hold `out` for a run (`check_run_dir`, then the lock); with `overwrite`, the run that was there is
+    removed: its files only (RUN_OUTPUTS), and only when there is a run (other files are never touched)."""
     check_run_dir(out, resuming, overwrite)
     directory = RunDirectory(out)
     try:
-        check_run_dir(out, resuming, overwrite)  # again, under the lock
-    except ConfigError:
+        held = check_run_dir(out, resuming, overwrite)  # again, under the lock
+        if held and not resuming and overwrite:
+            for name in RUN_OUTPUTS:
+                path = out / name
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                elif path.exists() or path.is_symlink():
+                    path.unlink()
+    except OSError as e:
+        directory.release()
+        raise OutputError.of(out, e) from None
+    except BaseException:
         directory.release()
         raise
-    if not resuming and overwrite:
-        for name in RUN_OUTPUTS:
-            path = out / name
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.exists() or path.is_symlink():
-                path.unlink()
     return directory
 
 

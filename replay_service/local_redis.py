@@ -13,6 +13,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,19 +47,18 @@ def redact(url: str) -> str:
     `password=` query argument), for anything printed, logged or saved."""
     url = _QUERY_PASSWORD.sub(r"\1***", url)
     head, sep, tail = url.partition("://")
-    address, query = tail.partition("?")[0], tail[len(tail.partition("?")[0]):]
     try:
         parts = urlsplit(url)
-        password, netloc = parts.password, parts.netloc
+        password = parts.password
     except ValueError:
-        password, netloc = None, None
-    if password is not None:
+        parts, password = None, None
+    if password is not None and "@" not in tail[len(parts.netloc):]:
         user = f"{parts.username}:" if parts.username else ":"
-        return parts._replace(netloc=f"{user}***@{netloc.rsplit('@', 1)[1]}").geturl()
-    if "@" not in address or (netloc is not None and "@" in netloc and "@" not in address[len(netloc):]):
-        return url  # no password (a user name alone is no secret)
-    # unparsable, or a password with URL syntax in it (`/`, `#`): everything up to the last @ is masked
-    return f"{head}{sep}***@{address.rsplit('@', 1)[1]}{query}"
+        return parts._replace(netloc=f"{user}***@{parts.netloc.rsplit('@', 1)[1]}").geturl()
+    if "@" not in tail:
+        return url
+    # anything else with an @ (a password with URL syntax in it: `/`, `?`, `#`): all up to the last @ goes
+    return f"{head}{sep}***@{tail.rsplit('@', 1)[1]}"
 
 
 def redact_urls(replay: str) -> str:
@@ -76,6 +76,10 @@ def given_password(password_file: str = "") -> str | None:
             with open(password_file) as f:
                 password = f.readline().rstrip("\r\n")
         except OSError as e:
+            if os.environ.get("REDIS_PASSWORD"):  # e.g. a resume on another machine: the file is not there
+                print(f"warning: cannot read the password file {password_file} ({e.strerror or e}); using "
+                      "REDIS_PASSWORD", file=sys.stderr)
+                return os.environ["REDIS_PASSWORD"]
             raise RedisSetupError(f"cannot read the password file {password_file} ({e.strerror or e})") from None
         if not password:
             raise RedisSetupError(f"the password file {password_file} is empty")
@@ -91,7 +95,8 @@ def with_password(url: str, password_file: str = "") -> str:
     password = given_password(password_file)
     if not password:
         return url
-    return parts._replace(netloc=f":{quote(password, safe='')}@{parts.netloc}").geturl()
+    user, _, host = parts.netloc.rpartition("@")  # an ACL user name stays: user:password@host
+    return parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}").geturl()
 
 
 def parse_urls(text: str) -> list[str]:
@@ -122,6 +127,8 @@ def ping(url: str, timeout: float = 3.0) -> None:
     except redis.RedisError as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RedisSetupError(f"no Redis answers at {redact(url)} ({reason})") from None
+    except (TypeError, ValueError) as e:  # a query argument redis-py cannot use (?socket_timeout=abc)
+        raise RedisSetupError(f"{redact(url)!r}: redis-py cannot use it ({type(e).__name__})") from None
 
 
 def _die_with_parent() -> None:

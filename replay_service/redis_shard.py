@@ -112,8 +112,7 @@ class RedisShard:
         try:
             return int(self._retrying(self._insert, keys=keys, args=[self.capacity, *records]))
         except redis.ResponseError as e:
-            raise ReplayDamaged(f"replay shard {self.ns} at {redact(self.url)}: its key {self.keys[1]} is damaged "
-                                f"({str(e).splitlines()[0]})") from None
+            raise self._refused(e) from None
 
     def sample(self, batch_size: int) -> dict[str, np.ndarray]:
         """`batch_size` transitions drawn uniformly from the ring, in one round trip (a batch whose every
@@ -137,12 +136,22 @@ class RedisShard:
                             f"record (rejected so far: {dict(self.codec.rejected)})")
 
     def _script(self, script, args: list) -> list:
-        """A script call on the ring; a meta key that does not hold a ring's counters is ReplayDamaged."""
+        """A script call on the ring (see `_refused`)."""
         try:
             return self._retrying(script, keys=self.keys, args=args)
         except redis.ResponseError as e:
-            raise ReplayDamaged(f"replay shard {self.ns} at {redact(self.url)}: its key {self.keys[1]} is damaged "
-                                f"({str(e).splitlines()[0]})") from None
+            raise self._refused(e) from None
+
+    def _refused(self, e: redis.ResponseError) -> ReplayUnavailable:
+        """What the server's refusal means: keys that do not hold a ring (the sample script's DAMAGED reply, a
+        wrong type, counters Lua cannot count with, another ring's capacity) are ReplayDamaged; anything else
+        (out of memory, a read-only replica, a failed save) is an outage, ReplayUnavailable."""
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        damaged = any(mark in text for mark in ("DAMAGED", "WRONGTYPE", "has capacity", "arithmetic", "number"))
+        where = f"replay shard {self.ns} at {redact(self.url)}"
+        if damaged:
+            return ReplayDamaged(f"{where}: its key {self.keys[1]} is damaged ({text})")
+        return ReplayUnavailable(f"{where} refused a call ({text})")
 
     def _retrying(self, call, *args, **kwargs):
         """`call` until the server answers: backoff from 50 ms to 2 s, for at most `timeout` seconds (the
@@ -174,10 +183,17 @@ class RedisShard:
         wrote after the checkpoint: those slots are written again next; a ring that wrapped since keeps the
         newer records in the slots they overwrote)."""
         cursor, size = inserted % self.capacity, min(inserted, self.capacity)
-        self._retrying(self.client.hset, self.keys[1], mapping={"cursor": cursor, "size": size, "inserted": inserted})
+        try:
+            self._retrying(self.client.hset, self.keys[1], mapping={"cursor": cursor, "size": size,
+                                                                    "inserted": inserted})
+        except redis.ResponseError as e:
+            raise self._refused(e) from None
 
     def stats(self) -> dict:
-        meta = self._retrying(self.client.hgetall, self.keys[1])
+        try:
+            meta = self._retrying(self.client.hgetall, self.keys[1])
+        except redis.ResponseError as e:
+            raise self._refused(e) from None
         try:
             size, inserted = int(meta.get(b"size", 0)), int(meta.get(b"inserted", 0))
             capacity = int(meta.get(b"capacity", self.capacity))

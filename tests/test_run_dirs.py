@@ -140,14 +140,16 @@ def test_an_edited_config_json_is_refused_on_resume(finished, tmp_path, capsys, 
     assert snapshot(out) == before
 
 
-def test_a_grid_starts_over_only_its_own_earlier_attempt(tmp_path):
+def test_a_grid_starts_over_only_a_grids_earlier_attempt(tmp_path):
     from driver.grid import _earlier_attempt
 
     run = tmp_path / "CliffWalk_dqn_s0"
     run.mkdir()
     assert not _earlier_attempt(run, "grid-1")  # nothing there
     (run / "config.json").write_text(json.dumps({"grid": "grid-1"}))
-    assert _earlier_attempt(run, "grid-1") and not _earlier_attempt(run, "grid-2")
+    assert _earlier_attempt(run, "grid-1") and _earlier_attempt(run, "grid-1-renamed")
+    (run / "config.json").write_text(json.dumps({"grid": ""}))  # a single run put there
+    assert not _earlier_attempt(run, "grid-1")
     (run / "config.json").write_text("[1, 2")
     assert not _earlier_attempt(run, "grid-1")
 
@@ -214,3 +216,41 @@ def test_a_full_disk_for_the_metrics_is_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(RunLogger, "__init__", init)
     line = one_line(capsys, main([*SHORT, "--log-every", "0.01", "--out", str(tmp_path / "run")]), expected=1)
     assert line.endswith(f"cannot write {tmp_path / 'run' / 'metrics.jsonl'} (No space left on device)")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing", "foreign"])
+def test_a_damaged_replay_snapshot_is_one_line_on_resume(finished, tmp_path, capsys, damage):
+    import numpy as np
+
+    out = copy_of(finished, tmp_path / "run")
+    snapshot_file = next((out / "replay").glob("*.npz"))
+    if damage == "truncated":
+        snapshot_file.write_bytes(snapshot_file.read_bytes()[:100])
+    elif damage == "missing":
+        snapshot_file.unlink()
+    else:  # a valid .npz, but not a replay shard's
+        with open(snapshot_file, "wb") as f:
+            np.savez(f, something=np.zeros(3))
+    before = snapshot(out)
+    line = one_line(capsys, main(["--resume", str(out)]))
+    assert "--resume: the replay snapshot of" in line and "cannot be read" in line
+    assert snapshot(out) == before
+
+
+def test_overwrite_touches_nothing_where_there_is_no_run(tmp_path):
+    out = tmp_path / "project"
+    (out / "wandb" / "mine").mkdir(parents=True)
+    (out / "wandb" / "mine" / "notes").write_text("keep\n")
+    assert main([*SHORT, "--out", str(out), "--overwrite", "true"]) == 0
+    assert (out / "wandb" / "mine" / "notes").read_text() == "keep\n"
+
+
+def test_a_lock_file_planted_as_a_link_is_never_written_through(tmp_path, capsys):
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".lock").symlink_to(victim)
+    line = one_line(capsys, main([*SHORT, "--out", str(out)]))
+    assert f"--out: cannot write the run directory {out}" in line
+    assert victim.read_text() == "keep\n"
