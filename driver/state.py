@@ -69,12 +69,13 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
         raise ConfigError("out", f"{out} exists and is not a directory")
     held = [name for name in RUN_FILES if (out / name).exists()]
     if held and not resuming and not overwrite:
-        if (out / "checkpoint.pt").exists():
+        if (out / "summary.json").exists():
+            advice = "it is finished: give another --out, or replace it with --overwrite true"
+        elif (out / "checkpoint.pt").exists():
             advice = f"continue it with --resume {out}, or replace it with --overwrite true"
         else:  # nothing to resume from: it stopped before its first checkpoint
             advice = "it has no checkpoint to continue from: replace it with --overwrite true"
-        done = " (finished)" if (out / "summary.json").exists() else ""
-        raise ConfigError("out", f"{out} already holds a run{done} ({held[0]}): {advice}")
+        raise ConfigError("out", f"{out} already holds a run ({held[0]}): {advice}")
     return held
 
 
