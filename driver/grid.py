@@ -86,7 +86,7 @@ def _run_one(args: dict) -> dict:
 
     started = time.time()
     out = Path(args["out"])
-    if (out / "checkpoint.pt").is_file() and not _earlier_attempt(out, args["grid"]):
+    if (out / "checkpoint.pt").is_file() and not _made_by_a_grid(out):
         raise ConfigError("out", f"{out} holds a run that is not this grid's: give the grid another --out")
     if (out / "checkpoint.pt").is_file():
         from driver.cli import resume_config
@@ -95,7 +95,7 @@ def _run_one(args: dict) -> dict:
         again = ["--replay", args["replay"]] if args["replay"] not in ("memory", "redis-local") else []
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false", *again])
     else:  # an earlier attempt of this grid's run that died before its first checkpoint is started over
-        config, ckpt = Config(**{**args, "overwrite": args["overwrite"] or _earlier_attempt(out, args["grid"])}), None
+        config, ckpt = Config(**{**args, "overwrite": args["overwrite"] or _made_by_a_grid(out)}), None
     cfg, spec = resolve(config)
     summary = train(cfg, spec, ckpt)
     summary["grid_task"] = {"node": ray.get_runtime_context().get_node_id(), "started": started,
@@ -103,14 +103,14 @@ def _run_one(args: dict) -> dict:
     return summary
 
 
-def _earlier_attempt(out: Path, grid: str) -> bool:
-    """Whether `out` holds a run a grid made (its config.json names a grid: this one, or this one before its
-    directory was renamed), not a single run that someone put there."""
+def _made_by_a_grid(out: Path) -> bool:
+    """Whether `out` holds a run a grid made (its config.json names a grid: this one, also under an older name
+    of its directory), not a single run that someone put there."""
     try:
         made_by = json.loads((out / "config.json").read_text()).get("grid")
     except (OSError, ValueError, AttributeError):
         return False
-    return made_by == grid or (bool(made_by) and isinstance(made_by, str))
+    return isinstance(made_by, str) and bool(made_by)
 
 
 class Grid:
@@ -199,7 +199,7 @@ class Grid:
         self.inflight: dict = {}  # future -> (name, placement group)
         self.by_name = {Path(r["out"]).name: r for r in self.runs}
         for name, run in self.by_name.items():
-            if (Path(run["out"]) / "summary.json").is_file() and _earlier_attempt(Path(run["out"]), run["grid"]):
+            if (Path(run["out"]) / "summary.json").is_file() and _made_by_a_grid(Path(run["out"])):
                 self.status[name] = "done before"  # --resume: finished in an earlier invocation
                 self.results[name] = {"summary": json.loads((Path(run["out"]) / "summary.json").read_text())}
             else:

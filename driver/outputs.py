@@ -36,6 +36,17 @@ def wandb_group(cfg) -> str:
     return shorten(f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), 128)
 
 
+def write_whole(path: Path, text: str) -> None:
+    """A whole file, atomically (a temp file, then a rename): a kill or a full disk leaves the old one, or none."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError.of(path, e) from None
+
+
 def metrics_until(path: Path, env_steps: int, warn: bool = True) -> list[str]:
     """metrics.jsonl's lines up to `env_steps` (a resume continues from there). A last line cut short (the run
     was killed while writing it) is dropped; a damaged line before it is an error naming the line."""
@@ -72,14 +83,8 @@ class RunLogger:
         rows.writerows([self.fields, *[[r[k] for k in self.fields] for r in (resume or {}).get("evals", [])]])
         # what the checkpoint had seen, each file replaced whole (a kill or a full disk keeps the old one),
         # then continued
-        for name, text in (("metrics.jsonl", "".join(line + "\n" for line in kept)), ("evals.csv", evals.getvalue())):
-            tmp = out / f"{name}.tmp"
-            try:
-                tmp.write_text(text)
-                os.replace(tmp, out / name)
-            except OSError as e:
-                tmp.unlink(missing_ok=True)
-                raise OutputError.of(out / name, e) from None
+        write_whole(out / "metrics.jsonl", "".join(line + "\n" for line in kept))
+        write_whole(out / "evals.csv", evals.getvalue())
         self.metrics_file = open(out / "metrics.jsonl", "a")
         self.evals_file = open(out / "evals.csv", "a", newline="")
         self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")

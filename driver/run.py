@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import zipfile
 from collections import Counter
@@ -25,7 +24,7 @@ import numpy as np
 import torch
 
 from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
-from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss
+from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, make_backend, make_replay
 from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
 from learner.algorithms import acting
@@ -38,17 +37,6 @@ HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harveste
 
 class NonFiniteLoss(RuntimeError):
     """The loss became NaN or infinite: the run stops (its message is one line for the user)."""
-
-
-def _write(path: Path, text: str) -> None:
-    """A whole file, atomically (a temp file, then a rename): a full disk leaves the old one, or none."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise OutputError.of(path, e) from None
 
 
 def _json_number(value):
@@ -76,7 +64,7 @@ class Run:
             if resume is not None:
                 self._restore(resume)
             # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
-            _write(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
+            write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
         except BaseException:
             self._shutdown()
             raise
@@ -433,7 +421,7 @@ class Run:
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }
-        _write(self.out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        write_whole(self.out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
         return summary
 
 

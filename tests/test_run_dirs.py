@@ -146,17 +146,17 @@ def test_an_edited_config_json_is_refused_on_resume(finished, tmp_path, capsys, 
 
 
 def test_a_grid_starts_over_only_a_grids_earlier_attempt(tmp_path):
-    from driver.grid import _earlier_attempt
+    from driver.grid import _made_by_a_grid
 
     run = tmp_path / "CliffWalk_dqn_s0"
     run.mkdir()
-    assert not _earlier_attempt(run, "grid-1")  # nothing there
+    assert not _made_by_a_grid(run)  # nothing there
     (run / "config.json").write_text(json.dumps({"grid": "grid-1"}))
-    assert _earlier_attempt(run, "grid-1") and _earlier_attempt(run, "grid-1-renamed")
+    assert _made_by_a_grid(run)
     (run / "config.json").write_text(json.dumps({"grid": ""}))  # a single run put there
-    assert not _earlier_attempt(run, "grid-1")
+    assert not _made_by_a_grid(run)
     (run / "config.json").write_text("[1, 2")
-    assert not _earlier_attempt(run, "grid-1")
+    assert not _made_by_a_grid(run)
 
 
 def test_a_run_id_already_used_on_a_shared_redis_is_refused(redis_url, tmp_path, capsys):
