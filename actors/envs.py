@@ -100,21 +100,39 @@ class CliffWalk(gym.Env):
         return self._obs(), reward, terminated, truncated, info
 
 
-class MiniGridPaperRewards(gym.Wrapper):
-    """The paper's MiniGrid rewards and reduced action sets (spec §6).
+class MiniGridPaper(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """MiniGrid as the paper runs it (spec §6): the full grid as the observation, its rewards, its action sets.
 
-    success: +MaxSteps/100; lava: −MaxSteps/100 (episode ends); otherwise −0.01 per step.
-    minigrid itself rewards only success (> 0) and ends an episode only on success or lava.
+    Observation: the whole grid's (object, colour, state) codes, W×H×3 uint8, the agent's cell holding
+    (agent, red, direction), as minigrid's `FullyObsWrapper` + `ImgObsWrapper` give it. Rewards: success
+    +MaxSteps/100; lava −MaxSteps/100 (episode ends); otherwise −0.01 per step (minigrid itself rewards only
+    success and ends an episode only on success or lava). One wrapper that records its arguments, so
+    Gymnasium can build the same environment again from `env.spec` (its `check_env` does).
     """
 
     def __init__(self, env: gym.Env, actions: tuple[int, ...]):
-        super().__init__(env)
-        self._actions = actions
-        self.action_space = gym.spaces.Discrete(len(actions))
-        self._scale = env.unwrapped.max_steps / 100.0
+        gym.utils.RecordConstructorArgs.__init__(self, actions=tuple(actions))
+        gym.Wrapper.__init__(self, env)
+        self._actions = tuple(actions)
+        self.action_space = gym.spaces.Discrete(len(self._actions))
+        u = env.unwrapped
+        self.observation_space = gym.spaces.Box(0, 255, shape=(u.width, u.height, 3), dtype=np.uint8)
+        self._scale = u.max_steps / 100.0
+
+    def _observe(self) -> np.ndarray:
+        from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX
+
+        u = self.env.unwrapped
+        grid = u.grid.encode()
+        grid[u.agent_pos[0], u.agent_pos[1]] = (OBJECT_TO_IDX["agent"], COLOR_TO_IDX["red"], u.agent_dir)
+        return grid
+
+    def reset(self, *, seed=None, options=None):
+        _, info = self.env.reset(seed=seed, options=options)
+        return self._observe(), info
 
     def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(self._actions[int(action)])
+        _, reward, terminated, truncated, info = self.env.step(self._actions[int(action)])
         success = bool(terminated and reward > 0)
         if terminated:
             reward = self._scale if success else -self._scale
@@ -122,21 +140,49 @@ class MiniGridPaperRewards(gym.Wrapper):
             reward = -0.01
         if terminated or truncated:
             info = {**info, "success": success}
-        return obs, reward, terminated, truncated, info
+        return self._observe(), reward, terminated, truncated, info
+
+
+class MinAtar(gym.Env):
+    """A MinAtar game (v0 flavour: the full 6-action set, sticky actions 0.1) as a Gymnasium env.
+
+    `reset(seed=s)` seeds both Gymnasium's generator (`np_random`, which `check_env` inspects) and the
+    game's own `RandomState` with `s`, as MinAtar's `BaseEnv` seeds the game, so a seed gives the same
+    episodes it always gave.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, game: str):
+        from minatar import Environment
+
+        self.game = Environment(env_name=game)
+        self.action_space = gym.spaces.Discrete(self.game.num_actions())
+        self.observation_space = gym.spaces.Box(0, 1, shape=self.game.state_shape(), dtype=bool)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.game.seed(seed)
+        self.game.reset()
+        return self.game.state(), {}
+
+    def step(self, action):
+        reward, terminated = self.game.act(int(action))
+        return self.game.state(), float(reward), bool(terminated), False, {}
 
 
 def _minatar_env(game: str) -> gym.Env:
-    """MinAtar's own Gymnasium env, v0 flavour: the full 6-action set, sticky actions 0.1."""
     # minatar logs a warning at import when seaborn is missing; we never render.
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)
     try:
-        from minatar.gym import BaseEnv
+        import minatar  # noqa: F401
     finally:
         root.setLevel(level)
     module = "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(game))
-    return BaseEnv(game=module, use_minimal_action_set=False)
+    return MinAtar(module)
 
 
 def _build(name: str) -> tuple[gym.Env, bool]:
@@ -150,11 +196,9 @@ def _build(name: str) -> tuple[gym.Env, bool]:
         return _minatar_env(game), False
     if name in MINIGRID_TASKS:
         import minigrid  # noqa: F401  (registers the MiniGrid ids)
-        from minigrid.wrappers import FullyObsWrapper, ImgObsWrapper
 
         gid, actions = MINIGRID_TASKS[name]
-        env = gym.make(gid, disable_env_checker=True)
-        return MiniGridPaperRewards(ImgObsWrapper(FullyObsWrapper(env)), actions), True
+        return MiniGridPaper(gym.make(gid, disable_env_checker=True), actions), True
     if name.startswith("MiniGrid-"):
         import minigrid  # noqa: F401
     if name not in gym.registry:

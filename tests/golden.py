@@ -7,7 +7,7 @@
 
 For every algorithm, a short serial run (`--runtime serial`: one process, deterministic for a seed) on
 CliffWalk and on MinAtar/Breakout, plus a few runs through other paths (β-DQN's two-Q ablation and policy
-set 8, Redis replay, two shards, εz-greedy without basic policies). Each writes `<name>/evals.csv` (every
+set 8 without counts, Redis replay, two shards, two MiniGrid tasks). Each writes `<name>/evals.csv` (every
 evaluation, as the run wrote it), `<name>/params.sha256` (a checksum of every final parameter, target
 and optimizer tensor in the checkpoint, in name order), `<name>/checkpoint.sha256` (the same over the whole
 final checkpoint but its configuration, which holds the run's directory and a random Redis namespace:
@@ -42,6 +42,8 @@ EXTRA = {  # other paths through the run: ablations, a second policy set, Redis 
                                            "--count-mode", "off"],
     "CliffWalk_dqn_redis": ["--env", "CliffWalk", "--algo", "dqn", "--replay", "redis-local", "--replay-shards", "2"],
     "MinAtar-Breakout_beta_dqn_shards2": ["--env", "MinAtar/Breakout", "--algo", "beta_dqn", "--replay-shards", "2"],
+    "DoorKey_beta_dqn": ["--env", "DoorKey", "--algo", "beta_dqn"],
+    "LavaCrossing-Easy_dqn": ["--env", "LavaCrossing-Easy", "--algo", "dqn"],
 }
 
 

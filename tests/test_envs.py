@@ -111,3 +111,68 @@ def test_any_registered_gymnasium_id_and_unknown_names():
         env_spec("MinAtar/Pong")
     with pytest.raises(UnknownEnvError, match="only Discrete"):
         env_spec("Pendulum-v1")
+
+
+@pytest.mark.parametrize("name", ["CliffWalk", "MinAtar/Breakout", "MinAtar/SpaceInvaders", "DoorKey",
+                                  "LavaCrossing-Hard", "CartPole-v1"])
+def test_every_env_passes_gymnasiums_own_checker(name):
+    """check_env: reset(seed) reaches the generator it inspects, same seed same episode, and the env can be built
+    again from its spec (a MiniGrid wrapper that records its arguments)."""
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(make_env(name, seed=0), skip_render_check=True)
+
+
+def _steps(env, seed, n=300):
+    rng = np.random.default_rng(seed)
+    obs, _ = env.reset(seed=seed)
+    out = [(obs.copy(),)]
+    for _ in range(n):
+        obs, r, term, trunc, info = env.step(int(rng.integers(env.action_space.n)))
+        out.append((obs.copy(), float(r), bool(term), bool(trunc)))
+        if term or trunc:
+            obs, _ = env.reset()
+            out.append((obs.copy(),))
+    return out
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert np.array_equal(x[0], y[0]) and x[1:] == y[1:]
+
+
+@pytest.mark.parametrize("game", ["breakout", "space_invaders", "asterix"])
+def test_minatar_gives_the_episodes_minatars_own_gym_env_gives(game):
+    """Our env seeds the game as minatar.gym.BaseEnv does: the same observations, rewards and ends, step by step."""
+    from minatar.gym import BaseEnv
+
+    from actors.envs import MINATAR_GAMES
+
+    name = "MinAtar/" + next(g for g in MINATAR_GAMES if g.lower() == game.replace("_", ""))
+    _same(_steps(make_env(name), 7), _steps(BaseEnv(game=game, use_minimal_action_set=False), 7))
+
+
+@pytest.mark.parametrize("task", ["DoorKey", "LavaCrossing-Easy", "SimpleCrossing-Hard"])
+def test_minigrid_observes_as_minigrids_full_observation_wrappers_do(task):
+    """The full grid as minigrid's FullyObsWrapper + ImgObsWrapper give it, the paper's rewards on top."""
+    import gymnasium as gym
+    from minigrid.wrappers import FullyObsWrapper, ImgObsWrapper
+
+    from actors.envs import MINIGRID_TASKS
+
+    gid, actions = MINIGRID_TASKS[task]
+    ours = make_env(task)
+    theirs = ImgObsWrapper(FullyObsWrapper(gym.make(gid, disable_env_checker=True)))
+    scale = theirs.unwrapped.max_steps / 100
+    rng, expected = np.random.default_rng(3), []
+    obs, _ = theirs.reset(seed=3)
+    expected.append((obs.copy(),))
+    for _ in range(300):
+        obs, r, term, trunc, _ = theirs.step(actions[int(rng.integers(len(actions)))])
+        r = (scale if r > 0 else -scale) if term else -0.01
+        expected.append((obs.copy(), float(r), bool(term), bool(trunc)))
+        if term or trunc:
+            obs, _ = theirs.reset()
+            expected.append((obs.copy(),))
+    _same(_steps(ours, 3), expected)
