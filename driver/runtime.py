@@ -144,6 +144,47 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         raise ConfigError("address", f"no Ray cluster answers at {address!r} ({e})") from None
 
 
+_TOKEN_HELP = ("give this client the cluster's token: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH naming the "
+               "cluster's token file (or the file at ~/.ray/auth_token)")
+
+
+def _join(ray, address: str) -> None:
+    """Join a running cluster; a cluster that refuses us (no token, a wrong token) or does not answer is one line.
+
+    What Ray's core prints while it tries (a warning a second, for seconds) is held back and read: it is the
+    only place that says a token was refused. It reaches stderr after all when the join succeeds."""
+    import tempfile
+
+    _check_reachable(address)
+    with tempfile.TemporaryFile(mode="w+b") as held:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS},
+                     logging_level=logging.WARNING)
+            failure = None
+        except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
+            failure = e
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        printed = held.read().decode("utf-8", "replace")
+    if failure is None:
+        sys.stderr.write(printed)
+        return
+    if isinstance(failure, ray.exceptions.AuthenticationError):
+        reason = f"token authentication is on (RAY_AUTH_MODE=token) and no token was found; {_TOKEN_HELP}"
+    elif "InvalidAuthToken" in printed or "Unauthenticated" in printed:
+        reason = f"the cluster refused this client's token (missing or not the cluster's); {_TOKEN_HELP}"
+    else:
+        text = str(failure).strip()
+        reason = text.splitlines()[0] if text else type(failure).__name__
+    raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}")
+
+
 class RayBackend:
     concurrent = True
 
@@ -157,12 +198,7 @@ class RayBackend:
         self.local = self.owned and not address  # a cluster of this machine only, started here: it cannot grow
         if not ray.is_initialized():
             if address:
-                _check_reachable(address)
-                try:
-                    ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS})
-                except (ConnectionError, ValueError, RuntimeError) as e:
-                    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                    raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}") from None
+                _join(ray, address)
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
