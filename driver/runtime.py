@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -270,16 +271,27 @@ def make_backend(cfg) -> Backend:
 
 def make_replay(cfg, spec, backend, out: Path, resuming: bool = False) -> ReplaySampler:
     """The run's replay: Redis servers (`--replay redis-local` or URLs), or in-memory shards hosted by the
-    backend (`ReplayBuffer`s: Ray actors, or objects in this process). A new run on a shared Redis refuses
-    a run id that already has transitions there (another run's), unless told to replace them."""
+    backend (`ReplayBuffer`s: Ray actors, or objects in this process). A new run on a shared Redis claims its
+    run id's namespace there (atomically: of two runs started at once with one id, one goes on) and refuses
+    an id that another run claimed or that holds transitions, unless told to replace them (`--overwrite`);
+    a resumed run takes its namespace back."""
     if cfg.replay != "memory":
         replay = RedisReplay(cfg, spec, out, backend.concurrent)
-        held = 0 if resuming else sum(st["inserted"] for st in replay.stats())
-        if held and not cfg.overwrite:
+        try:
+            since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            owner = f"run {cfg.run_id} writing {Path(out).resolve()} since {since}"
+            holder = replay.claim(owner, take=resuming or cfg.overwrite)
+            held = 0 if resuming else sum(st["inserted"] for st in replay.stats())
+            if holder is None and held and not cfg.overwrite:
+                replay.release(owner)
+                holder = f"no run claimed it, but it holds {held:,} transitions"
+            if holder is not None:
+                raise ConfigError("run_id", f"{cfg.run_id!r} already names a run's replay on this Redis: {holder}; "
+                                            "choose another --run-id, continue that run with --resume, or replace "
+                                            "it with --overwrite true")
+        except BaseException:
             replay.close()
-            raise ConfigError("run_id", f"{cfg.run_id!r} already names a run's replay ({held:,} transitions) on "
-                                        "this Redis: choose another --run-id, continue that run with --resume, "
-                                        "or replace it with --overwrite true")
+            raise
         for shard in replay.shards if held else []:
             shard.rewind(0)
         return replay

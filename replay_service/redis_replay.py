@@ -50,6 +50,23 @@ class RedisReplay(ShardIndex):
         self.stopping = threading.Event()
         self.error: BaseException | None = None
 
+    def claim(self, owner: str, take: bool = False) -> str | None:
+        """Every shard's namespace for this run (`RedisShard.claim`); None, or who holds one of them (then this
+        run holds none: the claims it made are let go)."""
+        made = []
+        for shard in self.shards:
+            holder = shard.claim(owner, take)
+            if holder is not None:
+                for mine in made:  # not `take`: it never fails
+                    mine.release(owner)
+                return f"{holder} (key {shard.ns}:owner at {redact(shard.url)})"
+            made.append(shard)
+        return None
+
+    def release(self, owner: str) -> None:
+        for shard in self.shards:
+            shard.release(owner)
+
     def sample(self) -> dict[str, np.ndarray]:
         """One batch, uniform over every stored transition: shards in proportion to their sizes."""
         counts = self.split()

@@ -4,6 +4,7 @@ Same API as the in-memory `ReplayBuffer` (`insert(chunk)`, `sample(n)`, `stats()
 either. Keys live under a namespace (`bdqn:<run id>:<shard>`), so several runs can share one server:
 
     <ns>:ring   hash, slot -> record        <ns>:meta   hash: capacity, cursor, size, inserted
+    <ns>:owner  string: the run that claimed the namespace (its id, directory and start time)
 
 An insert is one server-side script call per chunk (atomic: the ring, its cursor and counters move
 together); a sample is one script call per batch: the client sends n uniform numbers from its own seeded
@@ -56,6 +57,12 @@ if size == 0 then return {} end
 local slots = {}
 for i = 2, #ARGV do slots[i - 1] = math.floor(tonumber(ARGV[i]) * size) end
 return redis.call('HMGET', KEYS[1], unpack(slots))
+"""
+
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
 """
 
 
@@ -177,6 +184,22 @@ class RedisShard:
         n = len(batch["action"])
         pick = self.rng.integers(0, n, size=batch_size - n)
         return {k: np.concatenate([v, v[pick]]) for k, v in batch.items()}
+
+    def claim(self, owner: str, take: bool = False) -> str | None:
+        """Hold the namespace for a run: one atomic `SET <ns>:owner NX`, so of two runs that start at once with
+        one run id, one gets it. Returns None when held now, else who holds it. `take`: hold it whoever did."""
+        key = f"{self.ns}:owner"
+        if self._retrying(self.client.set, key, owner, nx=not take):
+            return None
+        holder = self._retrying(self.client.get, key)
+        if holder is None:
+            return "a run that has just let go"
+        text = holder.decode("utf-8", "replace")[:300]  # the server's text reaches the terminal: printable only
+        return "".join(c if c.isprintable() else "?" for c in text)
+
+    def release(self, owner: str) -> None:
+        """Let go of a claim this run made (compare and delete: another run's claim stays)."""
+        self._retrying(self.client.eval, _RELEASE, 1, f"{self.ns}:owner", owner)
 
     def rewind(self, inserted: int) -> None:
         """Back to the state after `inserted` inserts (a resumed run drops what its killed predecessor

@@ -138,7 +138,7 @@ def _steps(env, seed, n=300):
 
 def _same(a, b):
     assert len(a) == len(b)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert np.array_equal(x[0], y[0]) and x[1:] == y[1:]
 
 

@@ -259,3 +259,63 @@ def test_a_lock_file_planted_as_a_link_is_never_written_through(tmp_path, capsys
     line = one_line(capsys, main([*SHORT, "--out", str(out)]))
     assert f"--out: cannot write the run directory {out}" in line
     assert victim.read_text() == "keep\n"
+
+
+def test_a_run_id_claimed_by_a_run_that_has_stored_nothing_yet_is_refused(redis_url, tmp_path, capsys):
+    """The claim is the key, not the data: a run that started a moment ago and has inserted nothing yet holds
+    its id; a resumed run takes its own back, and --overwrite takes it."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.set("bdqn:claimed-id:0:owner", "run claimed-id writing /elsewhere since 2026-11-26 10:00 UTC")
+    argv = [*SHORT, "--replay", redis_url, "--run-id", "claimed-id", "--out", str(tmp_path / "second")]
+    line = one_line(capsys, main(argv))
+    assert "--run-id: 'claimed-id' already names a run's replay on this Redis: run claimed-id writing" in line
+    assert "writing /elsewhere since" in line
+    assert "key bdqn:claimed-id:0:owner" in line and "--overwrite true" in line
+    assert client.get("bdqn:claimed-id:0:owner") == b"run claimed-id writing /elsewhere since 2026-11-26 10:00 UTC"
+    assert client.keys("bdqn:claimed-id:*") == [b"bdqn:claimed-id:0:owner"]
+    assert main([*argv, "--overwrite", "true"]) == 0
+    assert str(tmp_path / "second") in client.get("bdqn:claimed-id:0:owner").decode()
+
+
+def test_of_two_runs_claiming_one_id_at_once_one_gets_it_and_a_partial_claim_is_let_go(redis_url):
+    import threading
+
+    from replay_service.buffer import make_packer
+    from replay_service.codec import Codec
+    from replay_service.redis_shard import RedisShard
+
+    packer = make_packer((4,), "float32", "CartPole-v1")
+
+    def shard(i):
+        return RedisShard(redis_url, "race-id", i, 100, Codec(packer, 2))
+
+    for attempt in range(20):
+        a, b = shard(attempt), shard(attempt)
+        start, results = threading.Barrier(2), {}
+
+        def claim(who, s, start=start, results=results):
+            start.wait()
+            results[who] = s.claim(who)
+
+        threads = [threading.Thread(target=claim, args=(w, s)) for w, s in (("A", a), ("B", b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(r is None for r in results.values()) == [False, True]  # exactly one holds it
+        winner = "A" if results["A"] is None else "B"
+        assert results["B" if winner == "A" else "A"] == winner
+
+    from types import SimpleNamespace
+
+    from replay_service.redis_replay import RedisReplay
+
+    replay = SimpleNamespace(shards=[shard(100), shard(101)])
+    replay.shards[1].claim("someone else")
+    holder = RedisReplay.claim(replay, "me")
+    assert holder.startswith("someone else (key bdqn:race-id:101:owner at redis://")
+    client = replay.shards[0].client
+    assert client.get("bdqn:race-id:100:owner") is None  # the claim it made is let go
+    assert replay.shards[0].claim("third") is None
