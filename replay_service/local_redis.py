@@ -113,9 +113,32 @@ def parse_urls(text: str) -> list[str]:
         db = parts.path.lstrip("/")
         if db and not db.isdigit():
             raise RedisSetupError(f"{redact(url)!r}: the database must be a number, got {db!r}")
+        _check_query(url, parts.query)
     if not urls:
         raise RedisSetupError("no URL given")
     return urls
+
+
+def _check_query(url: str, query: str) -> None:
+    """Query arguments redis-py reads from a URL, each with a value it takes; anything else (a typo such as
+    `pasword=`, which redis-py would pass on as a connection argument and fail on later) is refused by name.
+    The line shows the URL without its query: a mistyped name may carry a password."""
+    from urllib.parse import parse_qsl
+
+    from redis.connection import URL_QUERY_ARGUMENT_PARSERS
+
+    where = redact(url.split("?", 1)[0])
+    allowed = sorted({*URL_QUERY_ARGUMENT_PARSERS, "password", "username", "client_name"})
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name not in allowed:
+            raise RedisSetupError(f"{where!r}: unknown query argument {name!r}; a redis:// URL takes "
+                                  f"{', '.join(allowed)}")
+        parser = URL_QUERY_ARGUMENT_PARSERS.get(name)
+        try:
+            if parser is not None:
+                parser(value)
+        except (TypeError, ValueError):
+            raise RedisSetupError(f"{where!r}: {name}={value!r} is not a value redis-py takes for {name}") from None
 
 
 def ping(url: str, timeout: float = 3.0) -> None:
