@@ -16,11 +16,21 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-from driver.config import GRID_RESUME_MAY_CHANGE, ConfigError, parse_seeds, public, restore_password, run_name
+from driver.config import (
+    GRID_RESUME_MAY_CHANGE,
+    ConfigError,
+    OutputError,
+    parse_seeds,
+    public,
+    restore_password,
+    run_name,
+)
+from driver.outputs import write_whole
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
@@ -139,11 +149,14 @@ class Grid:
 
     # ---- the grid's book ----
     def write_spec(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError.of(self.dir, e) from None
         args = public({k: v for k, v in self.args.items() if k != "resume"})  # no password on disk
         spec = {"format": GRID_FORMAT, "args": args,
                 "runs": [{k: r[k] for k in ("env", "algo", "variant", "seed", "out")} for r in self.runs]}
-        (self.dir / GRID_FILE).write_text(json.dumps(spec, indent=2) + "\n")
+        write_whole(self.dir / GRID_FILE, json.dumps(spec, indent=2) + "\n")
 
     def _summary(self, wall: float) -> dict:
         rows = []
@@ -191,10 +204,10 @@ class Grid:
         self.learner_bundle, self.learner_gpus = self._learner_bundle(ray.cluster_resources())
         try:
             self._check_fits(self.learner_bundle, ray.nodes())
-        except ConfigError:
+            self.write_spec()  # once the grid can start: a refused one leaves nothing behind
+        except (ConfigError, OutputError):
             backend.shutdown()
             raise
-        self.write_spec()  # once the grid can start: a refused one leaves nothing behind
         self.remote = ray.remote(_run_one)
         self.inflight: dict = {}  # future -> (name, placement group)
         self.by_name = {Path(r["out"]).name: r for r in self.runs}
@@ -327,7 +340,7 @@ class Grid:
         if bar is not None:
             bar.close()
         summary = self._summary(time.perf_counter() - t0)
-        (self.dir / "grid_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_whole(self.dir / "grid_summary.json", json.dumps(summary, indent=2) + "\n")
         return summary
 
 
@@ -350,6 +363,17 @@ def _retryable(e: BaseException) -> bool:
 
     cause = getattr(e, "cause", None) or e
     return not isinstance(cause, (NonFiniteLoss, ConfigError, ReplayDamaged))
+
+
+def _check_writable(grid_dir: Path) -> None:
+    """A grid directory that could be made and written (nothing is made yet: a refused grid leaves nothing)."""
+    if grid_dir.exists() and not grid_dir.is_dir():
+        raise ConfigError("out", f"{grid_dir} exists and is not a directory")
+    there = next(p for p in (grid_dir, *grid_dir.parents) if p.exists())
+    if not there.is_dir():
+        raise ConfigError("out", f"cannot make the grid directory {grid_dir}: {there} is not a directory")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise ConfigError("out", f"cannot make the grid directory {grid_dir}: {there} is not writable")
 
 
 def grid_from_args(args: dict) -> Grid:
@@ -387,6 +411,7 @@ def grid_from_args(args: dict) -> Grid:
         merged["replay"] = restore_password(merged["replay"], "grid", merged.get("replay_password_file", ""))
         return Grid(merged, Path(resume).resolve())
     grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    _check_writable(grid_dir)
     if (grid_dir / GRID_FILE).exists():
         raise ConfigError("out", f"{grid_dir} already holds a grid; continue it with --resume {grid_dir}")
     from driver.state import RUN_FILES

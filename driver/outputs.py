@@ -36,14 +36,35 @@ def wandb_group(cfg) -> str:
     return shorten(f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), 128)
 
 
-def write_whole(path: Path, text: str) -> None:
-    """A whole file, atomically (a temp file, then a rename): a kill or a full disk leaves the old one, or none."""
+def write_atomically(path: Path, write, mode: str = "w") -> None:
+    """`path`, whole or not at all: `write(file)` fills a temp file, which reaches the disk (fsync) before it
+    is renamed over `path`, and the rename too (the directory's fsync): a kill, a power cut or a full disk
+    leaves the old file, or none. OSError (and what `write` raises) goes up; no temp file is left."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text)
+        with open(tmp, mode) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+    try:
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    except OSError:
+        pass  # a file system that cannot sync a directory: the rename is as durable as it makes it
+
+
+def write_whole(path: Path, text: str) -> None:
+    """A whole text file (`write_atomically`); a failure is an OutputError naming the path."""
+    try:
+        write_atomically(path, lambda f: f.write(text))
+    except OSError as e:
         raise OutputError.of(path, e) from None
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 import zipfile
 from collections import Counter
@@ -55,6 +56,7 @@ class Run:
         check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.replay = self.directory = None
+        own_redis = resume is None and not (self.out / "redis").exists()  # a redis-local server's files, from here
         try:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
             torch.set_num_threads(cfg.learner_threads)
@@ -66,7 +68,7 @@ class Run:
             # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
             write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
         except BaseException:
-            self._shutdown()
+            self._shutdown(leftovers=[self.out / "redis"] if own_redis else [])
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -83,11 +85,14 @@ class Run:
         self.window = Window()  # metrics since the last log line
         self.peak_rss = 0.0
 
-    def _shutdown(self) -> None:
-        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process."""
+    def _shutdown(self, leftovers: list[Path] = ()) -> None:
+        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process.
+        `leftovers`: what a run that could not start made there (its redis-local servers' files), removed."""
         self.backend.shutdown()
         if self.replay is not None:
             self.replay.close()
+        for path in leftovers:
+            shutil.rmtree(path, ignore_errors=True)
         if self.directory is not None:
             self.directory.release()
 

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from driver.config import ConfigError, OutputError
+from driver.outputs import write_atomically
 
 RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here
 # what `--overwrite true` removes before a new run starts in a directory that held one
@@ -89,10 +90,14 @@ def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
         if held and not resuming and overwrite:
             for name in RUN_OUTPUTS:
                 path = out / name
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                elif path.exists() or path.is_symlink():
-                    path.unlink()
+                try:
+                    if path.is_dir() and not path.is_symlink():
+                        shutil.rmtree(path)
+                    elif path.exists() or path.is_symlink():
+                        path.unlink()
+                except OSError as e:
+                    raise OutputError(f"--overwrite: cannot remove {path} of the run being replaced "
+                                      f"({e.strerror or e}); nothing was started") from None
     except OSError as e:
         directory.release()
         raise OutputError.of(out, e) from None
@@ -153,12 +158,9 @@ class RunState:
 
 
 def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -> None:
-    """`out/name`, written atomically (a temp file, then a rename): a crash leaves the last good one."""
-    tmp = out / f"{name}.tmp"
-    try:
-        torch.save(checkpoint, tmp)  # a full disk: OSError, or torch's RuntimeError ("unexpected pos …")
-        os.replace(tmp, out / name)
+    """`out/name`, written atomically (`outputs.write_atomically`): a crash leaves the last good one."""
+    try:  # a full disk: OSError, or torch's RuntimeError ("unexpected pos …")
+        write_atomically(out / name, lambda f: torch.save(checkpoint, f), "wb")
     except (OSError, RuntimeError) as e:
-        tmp.unlink(missing_ok=True)
         error = OutputError.of(out / name, e)
         raise OutputError(f"{error}; the last checkpoint written is intact") from None

@@ -176,6 +176,8 @@ class ShardedReplay(ShardIndex):
             try:
                 with open(out / (name + ".tmp"), "wb") as f:
                     np.savez(f, **state)
+                    f.flush()
+                    os.fsync(f.fileno())  # on the disk before the checkpoint that names it
                 os.replace(out / (name + ".tmp"), out / name)
             except OSError:  # a full disk: no half-written snapshot left
                 (out / (name + ".tmp")).unlink(missing_ok=True)

@@ -251,6 +251,39 @@ def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
     assert not (tmp_path / "g").exists()  # nothing left behind: the same command, corrected, can run
 
 
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_a_grid_out_that_cannot_be_a_directory_is_one_line_before_anything_starts(tmp_path, where):
+    (tmp_path / "f").write_text("mine\n")
+    out = tmp_path / "f" if where == "a file" else tmp_path / "f" / "grid"
+    proc = subprocess.run([sys.executable, "-m", "learner.main", "--algo", "dqn,beta_dqn", *SHORT, "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "--out: " in proc.stderr and str(out) in proc.stderr
+    assert "is not a directory" in proc.stderr and (tmp_path / "f").read_text() == "mine\n"
+
+
+def test_a_grid_file_that_cannot_be_written_is_one_line(ray_cluster, tmp_path, monkeypatch, capsys):
+    """A full disk as grid.json is written: one line naming it, status 1, no grid.json or temp file left."""
+    import errno
+
+    import driver.outputs
+    from driver.main import main
+
+    real_replace = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst).name == "grid.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(driver.outputs.os, "replace", replace)
+    grid_dir = tmp_path / "g"
+    assert main(["--algo", "dqn,beta_dqn", *SHORT, "--out", str(grid_dir)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"python -m learner.main: cannot write {grid_dir / 'grid.json'} (No space left on device)"]
+    assert list(grid_dir.iterdir()) == []
+
+
 def test_a_grid_ends_with_a_table_for_people(tmp_path):
     from driver.outputs import describe_grid
 

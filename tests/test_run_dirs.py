@@ -178,12 +178,12 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_last_one(tmp_path
 
     real_save, saves = torch.save, []
 
-    def save(obj, path, *args, **kwargs):
-        saves.append(path)
+    def save(obj, f, *args, **kwargs):
+        saves.append(f)
         if len(saves) == 2:  # the second checkpoint meets a full disk (what torch says then)
-            Path(path).write_bytes(b"half")
+            f.write(b"half")
             raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 64 vs 0")
-        return real_save(obj, path, *args, **kwargs)
+        return real_save(obj, f, *args, **kwargs)
 
     monkeypatch.setattr(driver.state.torch, "save", save)
     out = tmp_path / "run"
@@ -319,3 +319,22 @@ def test_of_two_runs_claiming_one_id_at_once_one_gets_it_and_a_partial_claim_is_
     client = replay.shards[0].client
     assert client.get("bdqn:race-id:100:owner") is None  # the claim it made is let go
     assert replay.shards[0].claim("third") is None
+
+
+def test_overwrite_that_cannot_remove_the_old_run_is_one_line(finished, tmp_path, monkeypatch, capsys):
+    import errno
+
+    import driver.state
+
+    out = copy_of(finished, tmp_path / "run")
+    assert (out / "replay").is_dir()
+
+    def rmtree(path, ignore_errors=False, **kwargs):
+        if not ignore_errors:
+            raise OSError(errno.EBUSY, "Device or resource busy", str(path))
+
+    monkeypatch.setattr(driver.state.shutil, "rmtree", rmtree)
+    capsys.readouterr()
+    line = one_line(capsys, main([*SHORT, "--out", str(out), "--overwrite", "true"]), expected=1)
+    assert f"--overwrite: cannot remove {out / 'replay'} of the run being replaced (Device or resource busy)" in line
+    assert (out / "replay").is_dir() and not (out / "metrics.jsonl").exists()  # no new run started there
