@@ -26,7 +26,7 @@ import torch
 
 from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
 from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss, write_whole
-from driver.runtime import Backend, build, make_backend, make_replay
+from driver.runtime import Backend, build, check_memory, make_backend, make_replay
 from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
 from learner.algorithms import acting
 from learner.learner import Learner, pick_device
@@ -54,6 +54,7 @@ class Run:
         self.clock = Clock()  # startup, steady-state rates and where the learner's time goes
         self.out = Path(cfg.out)
         check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident
+        check_memory(cfg, spec)  # a run that could never fit, refused before anything starts
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.replay = self.directory = None
         own_redis = resume is None and not (self.out / "redis").exists()  # a redis-local server's files, from here

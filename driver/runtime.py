@@ -265,6 +265,37 @@ def _check_room(backend, actors: int, actor_cpus: float) -> None:
     print(f"warning: {problem}; actors wait until the cluster grows", file=sys.stderr)
 
 
+def _gib(n: float) -> str:
+    return f"{n / 2**40:,.1f} TiB" if n >= 2**40 else f"{n / 2**30:,.1f} GiB"
+
+
+def check_memory(cfg, spec) -> None:
+    """A run on this machine (serial, or a Ray cluster it starts) that could never fit in its memory is refused
+    at once, naming what is too big: the in-memory replay (--replay-capacity), or the networks (their
+    weights, gradients, target copies and Adam's two moments in the learner, a copy in every actor and in the
+    evaluator; counted without allocating them). A joined cluster's memory is elsewhere: not checked."""
+    import torch
+
+    from learner.algorithms import algorithm
+
+    if cfg.runtime != "serial" and (cfg.address or os.environ.get("RAY_ADDRESS")):
+        return
+    machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if cfg.replay == "memory":
+        packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+        replay = cfg.replay_capacity * ReplayBuffer.bytes_per_transition(packer.packed_shape, packer.packed_dtype)
+        if replay > machine:
+            raise ConfigError("replay_capacity", f"{cfg.replay_capacity:,} transitions of {spec.name} need "
+                                                 f"{_gib(replay)} of memory, more than this machine's {_gib(machine)}")
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        params = sum(p.numel() for net in algorithm(cfg.algo).networks(spec, cfg).values() for p in net.parameters())
+    networks = params * 4 * (5 + cfg.actors + 1)
+    if networks > machine:
+        raise ConfigError("algo", f"{cfg.algo}'s networks for {spec.name} have {params:,} parameters: "
+                                  f"{_gib(networks)} with the learner's targets, gradients and Adam moments and a "
+                                  f"copy per actor, more than this machine's {_gib(machine)} of memory")
+
+
 def make_backend(cfg) -> Backend:
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 

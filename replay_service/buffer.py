@@ -59,6 +59,11 @@ class ReplayBuffer:
         self.inserted = 0  # total ever inserted
         self.rng = np.random.default_rng(seed)
 
+    @staticmethod
+    def bytes_per_transition(packed_shape: tuple[int, ...], packed_dtype) -> int:
+        """What one slot holds: obs and next obs (packed), action (int64), reward (float32), terminated, option."""
+        return 2 * int(np.prod(packed_shape)) * np.dtype(packed_dtype).itemsize + 8 + 4 + 1 + 1
+
     def insert(self, chunk: dict[str, np.ndarray]) -> int:
         n = len(chunk["action"])
         if "option" not in chunk:  # only LESSON's actors send options

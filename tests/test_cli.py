@@ -61,6 +61,11 @@ CASES = [
     (["--seed", "2147483648"], "--seed: must be in [0, 2147483647], got 2147483648"),
     (["--seeds", "0-1000000000"], "--seeds: '0-1000000000' names more than 10,000 seeds"),
     (["--seeds", "0,2147483648"], "--seeds: '0,2147483648'; seeds must be in [0, 2147483647]"),
+    (["--total-steps", "100000000000000000000"], "--total-steps: must be at most 2^53 = 9,007,199,254,740,992, got 1"),
+    (["--replay-capacity", "1000000000000"],
+     "--replay-capacity: 1,000,000,000,000 transitions of MinAtar/Breakout need 103.7 TiB of memory, more than this "),
+    (["--algo", "bootstrapped_dqn", "--boot-heads", "1000000"],
+     "--algo: bootstrapped_dqn's networks for MinAtar/Breakout have 131,974,000,592 parameters: "),
     (["--replay", "redis://127.0.0.1:1", "--replay-password-file", "/nonexistent/pass"],
      "--replay: cannot read the password file /nonexistent/pass"),
 ]
