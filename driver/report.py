@@ -211,7 +211,8 @@ def write_report(root: Path, out: Path | None = None) -> Path:
     if described["command"]:
         lines += ["```bash", described["command"], f"python -m learner.report {root}", "```", ""]
     lines += [
-        f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished left out)" if unfinished else "") + ". "
+        f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished or damaged left out)" if unfinished
+                                        else "") + ". "
         "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
         "MiniGrid and CliffWalk, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "

@@ -10,7 +10,9 @@ does not read is not compared with that method's runs).
 from __future__ import annotations
 
 import csv
+import io
 import json
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,23 +95,48 @@ def _number(text: str) -> float:
 
 
 def load_runs(root: Path) -> tuple[list[RunData], list[str]]:
-    """Every finished run under `root`, and the directories of unfinished ones (no summary.json)."""
-    runs, unfinished = [], []
+    """Every finished run under `root`, and the directories left out: unfinished ones (no summary.json), and
+    damaged ones (a file that does not parse: a warning naming it, and the report goes on without the run)."""
+    runs, left_out = [], []
     for config_path in sorted(root.rglob("config.json")):
         run_dir = config_path.parent
         if not (run_dir / "summary.json").is_file():
-            unfinished.append(str(run_dir))
+            left_out.append(str(run_dir))
             continue
-        with open(run_dir / "evals.csv") as f:
-            evals = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
-        metrics = []
-        if (run_dir / "metrics.jsonl").is_file():
-            for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-                row = json.loads(line)
-                metrics.append({k: row[k] for k in ("env_steps", "arms_cov", "arms_cor", "arms_cor0") if k in row})
-        runs.append(RunData(run_dir.name, json.loads(config_path.read_text()),
-                            json.loads((run_dir / "summary.json").read_text()), evals, metrics))
-    return runs, unfinished
+        try:
+            runs.append(_load_run(run_dir))
+        except _Damaged as e:
+            print(f"warning: {e}; the report leaves this run out", file=sys.stderr)
+            left_out.append(str(run_dir))
+    return runs, left_out
+
+
+class _Damaged(Exception):
+    pass
+
+
+def _load_run(run_dir: Path) -> RunData:
+    def read(name: str, parse):
+        try:
+            return parse((run_dir / name).read_text())
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+            reason = str(e).splitlines()[0] if str(e) else ""
+            raise _Damaged(f"{run_dir / name} cannot be read ({type(e).__name__}: {reason})") from None
+
+    evals = read("evals.csv", lambda text: [{k: _number(v) for k, v in row.items()}
+                                              for row in csv.DictReader(io.StringIO(text))])
+    metrics = []
+    if (run_dir / "metrics.jsonl").is_file():
+        keep = ("env_steps", "arms_cov", "arms_cor", "arms_cor0")
+        metrics = read("metrics.jsonl", lambda text: [{k: row[k] for k in keep if k in row} for row in
+                                                      (json.loads(line) for line in text.splitlines() if line.strip())])
+    config, summary = read("config.json", json.loads), read("summary.json", json.loads)
+    for name, document, keys in (("config.json", config, ("env", "algo", "seed", "total_steps")),
+                                 ("summary.json", summary, ("env_steps_per_s", "final_eval"))):
+        missing = [k for k in keys if k not in document] if isinstance(document, dict) else ["any key"]
+        if missing:
+            raise _Damaged(f"{run_dir / name} lacks {', '.join(missing)}")
+    return RunData(run_dir.name, config, summary, evals, metrics)
 
 
 def check_comparable(runs: list[RunData]) -> None:

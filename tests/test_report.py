@@ -150,3 +150,18 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
     make_run(other, "CliffWalk", "beta_dqn", 0, 1.0, 500.0, variant="count-mode=simple", count_mode="simple")
     with pytest.raises(ReportError, match="runs differ in bandit_returns"):
         write_report(other)
+
+
+@pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics"])
+def test_a_damaged_run_is_left_out_with_a_warning_naming_its_file(tmp_path, capsys, damage):
+    fixture(tmp_path / "runs")
+    run = tmp_path / "runs" / "MinAtar-Breakout_dqn_s1"
+    name, text = {"summary": ("summary.json", '{"env": '), "evals": ("evals.csv", "env_steps,return_mean\nx,y\n"),
+                  "config": ("config.json", "{}"), "metrics": ("metrics.jsonl", '{"env_steps": 1}\n{"env_st')}[damage]
+    (run / name).write_text(text)
+    report = write_report(tmp_path / "runs").read_text()
+    warning = capsys.readouterr().err.strip().splitlines()
+    assert len(warning) == 1 and f"warning: {run / name}" in warning[0]
+    assert warning[0].endswith("the report leaves this run out")
+    assert "11 finished runs (1 unfinished or damaged left out)" in report
+    assert "| MinAtar | MinAtar/Breakout | 4.00 [4.00, 4.00] (n=1) | 9.00 [8.00, 10.00] (n=2) |" in report
