@@ -249,7 +249,7 @@ def validate(cfg: Config) -> None:
         if isinstance(v, float) and not math.isfinite(v):
             raise ConfigError(f.name, f"must be finite, got {v}")
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:  # past it, JSON readers round
-            raise ConfigError(f.name, f"must be at most 2^53 = {2**53:,}, got {v}")
+            raise ConfigError(f.name, f"must be within ±2^53 = {2**53:,}, got {v}")
     _choice(cfg, "algo", ALGOS)
     if cfg.replay not in ("memory", "redis-local"):
         from replay_service.local_redis import RedisSetupError, parse_urls

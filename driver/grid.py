@@ -229,12 +229,17 @@ class Grid:
                 ray.cancel(future, force=True)
                 self._remove(pg)
                 self.status[name] = "interrupted"
-            self._close(bar, t0)
-            backend.shutdown()
+            try:
+                self._close(bar, t0)
+            except OutputError as e:  # the interrupt is what the user is told about; this a warning beside it
+                print(f"warning: {e}", file=sys.stderr)
+            finally:
+                backend.shutdown()
             raise
-        summary = self._close(bar, t0)
-        backend.shutdown()
-        return summary
+        try:
+            return self._close(bar, t0)
+        finally:
+            backend.shutdown()
 
     def _learner_bundle(self, resources: dict) -> tuple[dict, float]:
         """What each run's learner declares (`--learner-cpus`, `--learner-gpus`; a `learner` resource where
@@ -367,13 +372,16 @@ def _retryable(e: BaseException) -> bool:
 
 def _check_writable(grid_dir: Path) -> None:
     """A grid directory that could be made and written (nothing is made yet: a refused grid leaves nothing)."""
-    if grid_dir.exists() and not grid_dir.is_dir():
-        raise ConfigError("out", f"{grid_dir} exists and is not a directory")
-    there = next(p for p in (grid_dir, *grid_dir.parents) if p.exists())
-    if not there.is_dir():
-        raise ConfigError("out", f"cannot make the grid directory {grid_dir}: {there} is not a directory")
-    if not os.access(there, os.W_OK | os.X_OK):
-        raise ConfigError("out", f"cannot make the grid directory {grid_dir}: {there} is not writable")
+    try:
+        if grid_dir.exists() and not grid_dir.is_dir():
+            raise ConfigError("out", f"{grid_dir} exists and is not a directory")
+        there = next(p for p in (grid_dir, *grid_dir.parents) if p.exists())
+        if not there.is_dir():
+            raise ConfigError("out", f"cannot make the grid directory {grid_dir}: {there} is not a directory")
+        if not os.access(there, os.W_OK | os.X_OK):
+            raise ConfigError("out", f"cannot make the grid directory {grid_dir}: {there} is not writable")
+    except OSError as e:  # a directory on the way that cannot be searched
+        raise ConfigError("out", f"cannot make the grid directory {grid_dir} ({e.strerror or e})") from None
 
 
 def grid_from_args(args: dict) -> Grid:

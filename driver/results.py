@@ -119,7 +119,7 @@ def _load_run(run_dir: Path) -> RunData:
     def read(name: str, parse):
         try:
             return parse((run_dir / name).read_text())
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, csv.Error) as e:
             reason = str(e).splitlines()[0] if str(e) else ""
             raise _Damaged(f"{run_dir / name} cannot be read ({type(e).__name__}: {reason})") from None
 
@@ -136,6 +136,10 @@ def _load_run(run_dir: Path) -> RunData:
         missing = [k for k in keys if k not in document] if isinstance(document, dict) else ["any key"]
         if missing:
             raise _Damaged(f"{run_dir / name} lacks {', '.join(missing)}")
+    if not isinstance(summary["final_eval"], dict) or not isinstance(summary["env_steps_per_s"], (int, float)):
+        raise _Damaged(f"{run_dir / 'summary.json'}: final_eval is not an object or env_steps_per_s not a number")
+    if not evals or any(not isinstance(row.get("env_steps"), float) for row in evals):
+        raise _Damaged(f"{run_dir / 'evals.csv'} has no evaluation, or a row without env_steps")
     return RunData(run_dir.name, config, summary, evals, metrics)
 
 

@@ -57,9 +57,10 @@ class Run:
         check_memory(cfg, spec)  # a run that could never fit, refused before anything starts
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.replay = self.directory = None
-        own_redis = resume is None and not (self.out / "redis").exists()  # a redis-local server's files, from here
+        own_redis = False  # the redis-local servers' files are this run's to remove if it cannot start
         try:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
+            own_redis = resume is None and cfg.replay == "redis-local" and not (self.out / "redis").exists()
             torch.set_num_threads(cfg.learner_threads)
             self.learner = Learner(cfg, spec, pick_device(cfg.device))
             self.replay = make_replay(cfg, spec, self.backend, self.out, resuming=resume is not None)
@@ -69,7 +70,7 @@ class Run:
             # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
             write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
         except BaseException:
-            self._shutdown(leftovers=[self.out / "redis"] if own_redis else [])
+            self._shutdown(leftovers=[self.out / "redis"] if own_redis else [], started=False)
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -86,12 +87,13 @@ class Run:
         self.window = Window()  # metrics since the last log line
         self.peak_rss = 0.0
 
-    def _shutdown(self, leftovers: list[Path] = ()) -> None:
+    def _shutdown(self, leftovers: list[Path] = (), started: bool = True) -> None:
         """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process.
-        `leftovers`: what a run that could not start made there (its redis-local servers' files), removed."""
+        A run that could not start (`started=False`) lets go of its Redis run id and removes `leftovers` (its
+        redis-local servers' files)."""
         self.backend.shutdown()
         if self.replay is not None:
-            self.replay.close()
+            self.replay.close(started=started or self.resumed is not None)
         for path in leftovers:
             shutil.rmtree(path, ignore_errors=True)
         if self.directory is not None:

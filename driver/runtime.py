@@ -154,13 +154,19 @@ def _join(ray, address: str) -> None:
 
     What Ray's core prints while it tries (a warning a second, for seconds) is held back and read: it is the
     only place that says a token was refused. It reaches stderr after all when the join succeeds."""
+    import signal
     import tempfile
 
     _check_reachable(address)
-    with tempfile.TemporaryFile(mode="w+b") as held:
+    try:
+        held = tempfile.TemporaryFile(mode="w+b")
+    except OSError:
+        held = None  # nowhere to hold Ray's lines: they reach stderr as they come
+    try:
         sys.stderr.flush()
-        saved = os.dup(2)
-        os.dup2(held.fileno(), 2)
+        if held is not None:
+            saved = os.dup(2)
+            os.dup2(held.fileno(), 2)
         try:
             ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS},
                      logging_level=logging.WARNING)
@@ -168,11 +174,21 @@ def _join(ray, address: str) -> None:
         except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
             failure = e
         finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-        held.seek(0)
-        printed = held.read().decode("utf-8", "replace")
+            if held is not None:
+                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # stderr back, whatever comes
+                try:
+                    sys.stderr.flush()
+                    os.dup2(saved, 2)
+                    os.close(saved)
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        printed = ""
+        if held is not None:
+            held.seek(0)
+            printed = held.read().decode("utf-8", "replace")
+    finally:
+        if held is not None:
+            held.close()
     if failure is None:
         sys.stderr.write(printed)
         return
@@ -269,31 +285,50 @@ def _gib(n: float) -> str:
     return f"{n / 2**40:,.1f} TiB" if n >= 2**40 else f"{n / 2**30:,.1f} GiB"
 
 
+def machine_memory() -> int:
+    """This machine's memory in bytes, or its container's limit (cgroup v2 `memory.max`) where smaller."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    except OSError:
+        pass
+    return total
+
+
 def check_memory(cfg, spec) -> None:
     """A run on this machine (serial, or a Ray cluster it starts) that could never fit in its memory is refused
-    at once, naming what is too big: the in-memory replay (--replay-capacity), or the networks (their
-    weights, gradients, target copies and Adam's two moments in the learner, a copy in every actor and in the
-    evaluator; counted without allocating them). A joined cluster's memory is elsewhere: not checked."""
+    at once, naming what is too big: the in-memory replay (what `--total-steps` can fill of `--replay-capacity`,
+    or one shard's array, which the system must grant whole), the learner's networks (weights, gradients,
+    target copies, Adam's two moments; counted without allocating them), or their copies in `--actors` actors
+    and the evaluator. A joined cluster's memory is elsewhere: not checked."""
     import torch
 
     from learner.algorithms import algorithm
 
     if cfg.runtime != "serial" and (cfg.address or os.environ.get("RAY_ADDRESS")):
         return
-    machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    machine = machine_memory()
     if cfg.replay == "memory":
         packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
-        replay = cfg.replay_capacity * ReplayBuffer.bytes_per_transition(packer.packed_shape, packer.packed_dtype)
-        if replay > machine:
-            raise ConfigError("replay_capacity", f"{cfg.replay_capacity:,} transitions of {spec.name} need "
-                                                 f"{_gib(replay)} of memory, more than this machine's {_gib(machine)}")
+        row = ReplayBuffer.bytes_per_transition(packer.packed_shape, packer.packed_dtype)
+        filled, shard = min(cfg.replay_capacity, cfg.total_steps) * row, cfg.replay_capacity // cfg.replay_shards * row
+        if max(filled, shard) > machine:
+            raise ConfigError("replay_capacity", f"{cfg.replay_capacity:,} transitions of {spec.name} ({row} B each) "
+                                                 f"need {_gib(max(filled, shard))} of memory, more than this "
+                                                 f"machine's {_gib(machine)}")
     with torch.device("meta"):  # shapes only: nothing is allocated
         params = sum(p.numel() for net in algorithm(cfg.algo).networks(spec, cfg).values() for p in net.parameters())
-    networks = params * 4 * (5 + cfg.actors + 1)
-    if networks > machine:
+    learner, copies = params * 4 * 5, params * 4 * (cfg.actors + 1)
+    if learner > machine:
         raise ConfigError("algo", f"{cfg.algo}'s networks for {spec.name} have {params:,} parameters: "
-                                  f"{_gib(networks)} with the learner's targets, gradients and Adam moments and a "
-                                  f"copy per actor, more than this machine's {_gib(machine)} of memory")
+                                  f"{_gib(learner)} with the learner's targets, gradients and Adam moments, more "
+                                  f"than this machine's {_gib(machine)} of memory")
+    if learner + copies > machine:
+        raise ConfigError("actors", f"{cfg.actors} actors each hold a copy of {cfg.algo}'s networks "
+                                    f"({_gib(params * 4)}): {_gib(learner + copies)} with the learner's, more than "
+                                    f"this machine's {_gib(machine)} of memory")
 
 
 def make_backend(cfg) -> Backend:
@@ -321,7 +356,7 @@ def make_replay(cfg, spec, backend, out: Path, resuming: bool = False) -> Replay
                                             "choose another --run-id, continue that run with --resume, or replace "
                                             "it with --overwrite true")
         except BaseException:
-            replay.close()
+            replay.close(started=False)
             raise
         for shard in replay.shards if held else []:
             shard.rewind(0)

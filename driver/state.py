@@ -88,7 +88,7 @@ def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
     try:
         held = check_run_dir(out, resuming, overwrite)  # again, under the lock
         if held and not resuming and overwrite:
-            for name in RUN_OUTPUTS:
+            for name in reversed(RUN_OUTPUTS):  # the big directories first, config.json (the run's mark) last
                 path = out / name
                 try:
                     if path.is_dir() and not path.is_symlink():
@@ -97,7 +97,8 @@ def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
                         path.unlink()
                 except OSError as e:
                     raise OutputError(f"--overwrite: cannot remove {path} of the run being replaced "
-                                      f"({e.strerror or e}); nothing was started") from None
+                                      f"({e.strerror or e}); nothing was started, and that run is partly "
+                                      "removed: --overwrite true again once it can be") from None
     except OSError as e:
         directory.release()
         raise OutputError.of(out, e) from None

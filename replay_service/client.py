@@ -94,8 +94,9 @@ class ReplaySampler(Protocol):
     def load_state_dict(self, state: dict, out: Path) -> None:
         """Continue from a checkpoint's `state_dict()`."""
 
-    def close(self) -> None:
-        """Stop what it started (threads, servers)."""
+    def close(self, started: bool = True) -> None:
+        """Stop what it started (threads, servers); `started=False`: the run never started, and lets go of
+        what it claimed (a Redis run id)."""
 
 
 class ShardIndex:
@@ -123,6 +124,17 @@ class ShardIndex:
     def load_index_state(self, state: dict) -> None:
         self.split_rng.bit_generator.state = state["split_rng"]
         self.inserted = np.asarray(state["shard_inserted"], dtype=np.int64)
+
+
+def _sync_directory(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # a file system that cannot sync a directory
 
 
 class ShardedReplay(ShardIndex):
@@ -179,10 +191,11 @@ class ShardedReplay(ShardIndex):
                     f.flush()
                     os.fsync(f.fileno())  # on the disk before the checkpoint that names it
                 os.replace(out / (name + ".tmp"), out / name)
-            except OSError:  # a full disk: no half-written snapshot left
+            except BaseException:  # a full disk, Ctrl-C: no half-written snapshot left
                 (out / (name + ".tmp")).unlink(missing_ok=True)
                 raise
             files.append(name)
+        _sync_directory(out / "replay")  # the renames too
         return {**self.index_state(), "replay_files": files}
 
     def checkpoint_written(self, out: Path, state: dict) -> None:
@@ -197,6 +210,6 @@ class ShardedReplay(ShardIndex):
                 arrays = {k: data[k] for k in data.files}
             self.backend.get(self.backend.call(handle, "load_state_dict", arrays))
 
-    def close(self) -> None:
+    def close(self, started: bool = True) -> None:
         pass  # the backend stops the shards with the run's other parts
 

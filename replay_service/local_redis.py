@@ -129,9 +129,14 @@ def _check_query(url: str, query: str) -> None:
 
     where = redact(url.split("?", 1)[0])
     allowed = sorted({*URL_QUERY_ARGUMENT_PARSERS, "password", "username", "client_name"})
+    secret = _QUERY_PASSWORD.search(url) is not None
     for name, value in parse_qsl(query, keep_blank_values=True):
+        if not value:  # redis-py skips an argument without a value
+            continue
         if name not in allowed:
-            raise RedisSetupError(f"{where!r}: unknown query argument {name!r}; a redis:// URL takes "
+            shown = "(its name is not shown: the URL holds a password, and a & in a password must be written %26)" \
+                if secret else repr(name)
+            raise RedisSetupError(f"{where!r}: unknown query argument {shown}; a redis:// URL takes "
                                   f"{', '.join(allowed)}")
         parser = URL_QUERY_ARGUMENT_PARSERS.get(name)
         try:

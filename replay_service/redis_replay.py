@@ -49,23 +49,36 @@ class RedisReplay(ShardIndex):
         self.thread: threading.Thread | None = None
         self.stopping = threading.Event()
         self.error: BaseException | None = None
+        self.owner: str | None = None  # this run's claim on its namespaces (`claim`)
 
     def claim(self, owner: str, take: bool = False) -> str | None:
         """Every shard's namespace for this run (`RedisShard.claim`); None, or who holds one of them (then this
         run holds none: the claims it made are let go)."""
         made = []
-        for shard in self.shards:
-            holder = shard.claim(owner, take)
-            if holder is not None:
-                for mine in made:  # not `take`: it never fails
-                    mine.release(owner)
-                return f"{holder} (key {shard.ns}:owner at {redact(shard.url)})"
-            made.append(shard)
+        try:
+            for shard in self.shards:
+                holder = shard.claim(owner, take)
+                if holder is not None:
+                    self._let_go(made, owner)
+                    return f"{holder} (key {shard.ns}:owner at {redact(shard.url)})"
+                made.append(shard)
+        except BaseException:
+            self._let_go(made, owner)
+            raise
+        self.owner = owner
         return None
 
+    @staticmethod
+    def _let_go(shards, owner: str) -> None:
+        for shard in shards:  # best effort: a server that fails here is reported by what failed first
+            try:
+                shard.release(owner)
+            except Exception:
+                pass
+
     def release(self, owner: str) -> None:
-        for shard in self.shards:
-            shard.release(owner)
+        self._let_go(self.shards, owner)
+        self.owner = None
 
     def sample(self) -> dict[str, np.ndarray]:
         """One batch, uniform over every stored transition: shards in proportion to their sizes."""
@@ -129,7 +142,10 @@ class RedisReplay(ShardIndex):
                   "transitions inserted before the checkpoint; continuing with what it has", file=sys.stderr)
             self.inserted = np.minimum(have, self.inserted)
 
-    def close(self) -> None:
+    def close(self, started: bool = True) -> None:
+        """`started=False`: a new run that could not start lets go of its run id (the corrected command goes on)."""
+        if not started and self.owner is not None:
+            self.release(self.owner)
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(timeout=5)

@@ -189,9 +189,12 @@ class RedisShard:
         """Hold the namespace for a run: one atomic `SET <ns>:owner NX`, so of two runs that start at once with
         one run id, one gets it. Returns None when held now, else who holds it. `take`: hold it whoever did."""
         key = f"{self.ns}:owner"
-        if self._retrying(self.client.set, key, owner, nx=not take):
-            return None
-        holder = self._retrying(self.client.get, key)
+        try:
+            if self._retrying(self.client.set, key, owner, nx=not take):
+                return None
+            holder = self._retrying(self.client.get, key)
+        except redis.ResponseError as e:  # a read-only replica, no memory, no permission, a key of another type
+            raise self._refused(e) from None
         if holder is None:
             return "a run that has just let go"
         text = holder.decode("utf-8", "replace")[:300]  # the server's text reaches the terminal: printable only
@@ -199,7 +202,10 @@ class RedisShard:
 
     def release(self, owner: str) -> None:
         """Let go of a claim this run made (compare and delete: another run's claim stays)."""
-        self._retrying(self.client.eval, _RELEASE, 1, f"{self.ns}:owner", owner)
+        try:
+            self._retrying(self.client.eval, _RELEASE, 1, f"{self.ns}:owner", owner)
+        except redis.ResponseError as e:
+            raise self._refused(e) from None
 
     def rewind(self, inserted: int) -> None:
         """Back to the state after `inserted` inserts (a resumed run drops what its killed predecessor

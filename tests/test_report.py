@@ -152,12 +152,13 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
         write_report(other)
 
 
-@pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics"])
+@pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics", "final_eval"])
 def test_a_damaged_run_is_left_out_with_a_warning_naming_its_file(tmp_path, capsys, damage):
     fixture(tmp_path / "runs")
     run = tmp_path / "runs" / "MinAtar-Breakout_dqn_s1"
     name, text = {"summary": ("summary.json", '{"env": '), "evals": ("evals.csv", "env_steps,return_mean\nx,y\n"),
-                  "config": ("config.json", "{}"), "metrics": ("metrics.jsonl", '{"env_steps": 1}\n{"env_st')}[damage]
+                  "config": ("config.json", "{}"), "metrics": ("metrics.jsonl", '{"env_steps": 1}\n{"env_st'),
+                  "final_eval": ("summary.json", '{"env_steps_per_s": 1.0, "final_eval": null}')}[damage]
     (run / name).write_text(text)
     report = write_report(tmp_path / "runs").read_text()
     warning = capsys.readouterr().err.strip().splitlines()

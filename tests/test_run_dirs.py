@@ -308,13 +308,12 @@ def test_of_two_runs_claiming_one_id_at_once_one_gets_it_and_a_partial_claim_is_
         winner = "A" if results["A"] is None else "B"
         assert results["B" if winner == "A" else "A"] == winner
 
-    from types import SimpleNamespace
-
     from replay_service.redis_replay import RedisReplay
 
-    replay = SimpleNamespace(shards=[shard(100), shard(101)])
+    replay = RedisReplay.__new__(RedisReplay)  # its shards only: no servers, no prefetch thread
+    replay.shards = [shard(100), shard(101)]
     replay.shards[1].claim("someone else")
-    holder = RedisReplay.claim(replay, "me")
+    holder = replay.claim("me")
     assert holder.startswith("someone else (key bdqn:race-id:101:owner at redis://")
     client = replay.shards[0].client
     assert client.get("bdqn:race-id:100:owner") is None  # the claim it made is let go
@@ -337,4 +336,38 @@ def test_overwrite_that_cannot_remove_the_old_run_is_one_line(finished, tmp_path
     capsys.readouterr()
     line = one_line(capsys, main([*SHORT, "--out", str(out), "--overwrite", "true"]), expected=1)
     assert f"--overwrite: cannot remove {out / 'replay'} of the run being replaced (Device or resource busy)" in line
-    assert (out / "replay").is_dir() and not (out / "metrics.jsonl").exists()  # no new run started there
+    assert "partly removed: --overwrite true again once it can be" in line
+    # the directories go first: the run's own files, config.json last, are still there; no new run started
+    assert (out / "replay").is_dir() and (out / "config.json").is_file() and (out / "summary.json").is_file()
+    assert json.loads((out / "config.json").read_text()) == json.loads((finished / "config.json").read_text())
+
+
+def test_a_run_that_could_not_start_lets_go_of_its_run_id(redis_url, tmp_path, capsys, monkeypatch):
+    """The same command, corrected, goes ahead: a claim made by a run that then failed to start is let go."""
+    import redis
+
+    import driver.run
+    from driver.config import ConfigError
+
+    real_build = driver.run.build
+
+    def build(*args, **kwargs):
+        raise ConfigError("actors", "refused for this test")
+
+    monkeypatch.setattr(driver.run, "build", build)
+    argv = [*SHORT, "--replay", redis_url, "--run-id", "let-go-id", "--out", str(tmp_path / "run")]
+    assert "--actors: refused for this test" in one_line(capsys, main(argv))
+    assert redis.Redis.from_url(redis_url).get("bdqn:let-go-id:0:owner") is None
+    monkeypatch.setattr(driver.run, "build", real_build)
+    assert main(argv) == 0
+
+
+def test_a_run_id_whose_owner_key_is_damaged_is_one_line(redis_url, tmp_path, capsys):
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.hset("bdqn:odd-id:0:owner", mapping={"not": "a string"})
+    argv = [*SHORT, "--replay", redis_url, "--run-id", "odd-id", "--out", str(tmp_path / "run")]
+    line = one_line(capsys, main(argv), expected=1)
+    assert "replay shard bdqn:odd-id:0 at redis://" in line and "WRONGTYPE" in line
+    assert client.type("bdqn:odd-id:0:owner") == b"hash"
