@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,6 @@ def test_a_token_cluster_refuses_a_client_without_its_token_in_one_line_and_runs
                _client_env(tmp_path / "elsewhere", RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=token_path))
     assert ran.returncode == 0, ran.stderr
     assert (out / "summary.json").exists()
+    token = Path(token_path).read_text().strip()
+    assert all(token not in p.stderr + p.stdout for p in (refused, ran))  # the token never reaches the terminal
+    assert token not in (out / "config.json").read_text()
