@@ -23,6 +23,7 @@ Beside the report, `study.json` lists every run with the command line that compu
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from collections import defaultdict
@@ -252,7 +253,24 @@ def write_report(root: Path, out: Path | None = None) -> Path:
     (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers},
                                                 indent=2) + "\n")
     (out / "study.json").write_text(json.dumps(described, indent=2) + "\n")
+    write_runs_csv(runs, out / "runs.csv")
     return out / "report.md"
+
+
+RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "wall_seconds", "env_steps_per_s",
+            "commit")
+
+
+def write_runs_csv(runs: list, path: Path) -> None:
+    """One row per run: what it ran, its final score (success rate on MiniGrid and CliffWalk, return elsewhere),
+    how long and how fast, and the commit of the code that ran it."""
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(RUNS_CSV)
+        for r in sorted(runs, key=lambda r: (domain(r.env), r.env, r.algo, r.variant, int(r.config["seed"]))):
+            writer.writerow([r.env, r.algo, r.variant, r.config["seed"], r.summary.get("env_steps", ""),
+                             f"{final_score(r):.6g}", metric(r.env), r.summary.get("wall_seconds", ""),
+                             r.summary["env_steps_per_s"], r.summary.get("commit", "")])
 
 
 def main(argv: list[str] | None = None) -> int:

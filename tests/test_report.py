@@ -69,6 +69,16 @@ def test_table_one_by_hand(tmp_path):
     assert f"| Performance/cost |  | 1.00 | {((1.0 / 0.9 + 9 / 5 + 20 / 10) / 3) / 2:.2f} |" in report
     assert report.index("| DQN | β-DQN |") > 0
     out = tmp_path / "runs" / "report"
+    with open(out / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 12 and list(rows[0]) == ["env", "algo", "variant", "seed", "env_steps", "score", "metric",
+                                                  "wall_seconds", "env_steps_per_s", "commit"]
+    assert rows[0] == {"env": "CliffWalk", "algo": "beta_dqn", "variant": "", "seed": "0", "env_steps": "2000",
+                       "score": "1", "metric": "success_rate", "wall_seconds": "", "env_steps_per_s": "500.0",
+                       "commit": ""}
+    breakout_dqn = [r for r in rows if r["env"] == "MinAtar/Breakout" and r["algo"] == "dqn"]
+    assert [(r["seed"], r["score"], r["metric"]) for r in breakout_dqn] == [("0", "4", "return_mean"),
+                                                                            ("1", "6", "return_mean")]
     for name in ("curves_CliffWalk.png", "curves_MinAtar-Breakout.png", "selection_CliffWalk.png",
                  "basic_CliffWalk.png", "cliffwalk_visits.png"):
         data = (out / name).read_bytes()
