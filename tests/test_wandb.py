@@ -1,6 +1,6 @@
 """What a run tells W&B (issue 6): one W&B run per (env, algo, seed), grouped <env>/<algo>, tagged with the
 grid, config columns env/algo/seed, and eval/train charts against env steps — checked on the arguments
-and calls the run makes (no W&B server here)."""
+and calls the run makes, and on a real offline run read back with wandb's own reader (no W&B server here)."""
 
 import sys
 import types
@@ -48,3 +48,45 @@ def test_a_run_reports_to_wandb_grouped_tagged_and_charted(tmp_path, monkeypatch
                 "train/arm_proportions", "train/arms_cov", "train/arm_mu", "train/arm_bonus", "train/loss_q"):
         assert key in keys, key
     assert run.summary["env_steps"] == 1500 and run.exit_code == 0
+
+
+def _wandb_cli() -> list[str]:
+    from pathlib import Path
+
+    beside = Path(sys.executable).with_name("wandb")  # the venv's own, whatever PATH says
+    return [str(beside)] if beside.exists() else [sys.executable, "-m", "wandb"]
+
+
+def test_a_real_offline_run_reads_back_with_wandbs_own_reader(tmp_path):
+    """No fake: a short run writes its offline .wandb log, and wandb's own reader (`wandb leet inspect`) finds
+    the group, tags, config, and eval/* and train/* metrics against env steps in it."""
+    import json
+    import subprocess
+
+    out = tmp_path / "CliffWalk_beta_dqn_s4"  # a run's W&B name is its directory's
+    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", seed=4, runtime="serial", actors=1,
+                               envs_per_actor=2, total_steps=1500, learning_starts=500, eval_every=750,
+                               eval_episodes=2, wandb="offline", progress=False, log_every=0.01, out=str(out)))
+    train(cfg, spec)
+    (run_dir,) = (out / "wandb").glob("offline-run-*")
+    inspect = [*_wandb_cli(), "leet", "inspect"]
+    summary = json.loads(subprocess.run([*inspect, "--summary", "--json", str(run_dir)], capture_output=True,
+                                        text=True, timeout=120, check=True).stdout)
+    assert summary["name"] == "CliffWalk_beta_dqn_s4" and summary["project"] == "beta-dqn"
+    assert {"CliffWalk", "beta_dqn", "seed4"} <= set(summary["tags"])
+    config = summary["config"]
+    assert (config["env"], config["algo"], config["seed"], config["total_steps"]) == ("CliffWalk", "beta_dqn", 4, 1500)
+    assert summary["summary"]["env_steps"] == 1500
+    for key in ("eval/return_mean", "eval/success_rate", "train/env_steps_per_s", "train/arms_cov",
+                "train/arm_proportions", "train/loss_q"):
+        assert key in summary["summary"], key
+    records = [json.loads(line) for line in subprocess.run([*inspect, "--json", str(run_dir)], capture_output=True,
+                                                           text=True, timeout=120, check=True).stdout.splitlines()]
+    (run,) = [r["run"] for r in records if r.get("type") == "run"]
+    assert run["run_group"] == "CliffWalk/beta_dqn" and run["display_name"] == "CliffWalk_beta_dqn_s4"
+    history = [r["history"]["item"] for r in records if r.get("type") == "history"]
+    assert [h["env_steps"] for h in history if "eval/return_mean" in h] == [750, 1500]  # each with its env steps
+    assert all("env_steps" in h for h in history if any(k.startswith("train/") for k in h))
+    charts = {r["metric"].get("glob_name"): r["metric"].get("step_metric")
+              for r in records if r.get("type") == "metric"}
+    assert charts["eval/*"] == charts["train/*"] == "env_steps"  # both charted against env steps
