@@ -60,3 +60,15 @@ def test_the_cloud_cluster_opens_no_port_to_the_world():
         assert node_type["node_config"]["SecurityGroupIds"], node_type
     assert "0.0.0.0/0" not in (ROOT / "deploy/cluster.yaml").read_text()
     assert "security_group" not in config["provider"]
+
+
+@pytest.mark.parametrize("path", CONFIGS)
+def test_every_node_and_driver_uses_token_authentication(path):
+    """Ray 2.60 turns token authentication on by default for local clusters only: our configs turn it on for
+    every `ray start` and every driver, with the token the user generated once, copied to each node."""
+    config = yaml.safe_load((ROOT / path).read_text())
+    assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
+    starts = [c for c in config["head_start_ray_commands"] + config["worker_start_ray_commands"] if "ray st" in c]
+    assert starts and all(c.startswith("export RAY_AUTH_MODE=token && ") for c in starts), starts
+    assert any("export RAY_AUTH_MODE=token' >> ~/.bashrc" in c for c in config["setup_commands"])
+    assert any("chmod 600 ~/.ray/auth_token" in c for c in config["setup_commands"])
