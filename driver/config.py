@@ -33,7 +33,10 @@ class ConfigError(ValueError):
 
     def __init__(self, name: str, message: str):
         super().__init__(f"--{name.replace('_', '-')}: {message}")
-        self.field = name
+        self.field, self.message = name, message
+
+    def __reduce__(self):  # rebuilt from its two arguments where it crosses a process (a grid's run on Ray)
+        return type(self), (self.field, self.message)
 
 
 class OutputError(RuntimeError):

@@ -98,7 +98,7 @@ def _run_one(args: dict) -> dict:
     out = Path(args["out"])
     if (out / "checkpoint.pt").is_file() and not _made_by_a_grid(out):
         raise ConfigError("out", f"{out} holds a run that is not this grid's: give the grid another --out")
-    if (out / "checkpoint.pt").is_file():
+    if (out / "checkpoint.pt").is_file() and _resumable(args):
         from driver.cli import resume_config
 
         # the grid's Redis URLs again: a password given inline was not saved with the run
@@ -111,6 +111,12 @@ def _run_one(args: dict) -> dict:
     summary["grid_task"] = {"node": ray.get_runtime_context().get_node_id(), "started": started,
                             "ended": time.time()}
     return summary
+
+
+def _resumable(args: dict) -> bool:
+    """Whether a run's checkpoint can be continued: not when its replay died with it (redis-local servers
+    without --replay-persist); such a run starts over."""
+    return not (args["replay"] == "redis-local" and not args["replay_persist"])
 
 
 def _made_by_a_grid(out: Path) -> bool:
@@ -285,7 +291,9 @@ class Grid:
             reason = _reason(e)
             self.results[name] = {"error": reason}
             if _retryable(e) and self.attempts[name] <= self.args["retries"]:
-                print(f"grid: {name} failed ({reason}); starting it again from its checkpoint", file=sys.stderr)
+                where = ("from its checkpoint" if _resumable(self.by_name[name])
+                         else "from the start (its replay died with it)")
+                print(f"grid: {name} failed ({reason}); starting it again {where}", file=sys.stderr)
                 self._launch(self.by_name[name])
                 return
             self.status[name] = "failed"

@@ -421,6 +421,7 @@ class Run:
             "device": str(learner.device),
             "throughput": self.clock.summary(st.env_steps, learner.updates, self.staleness),
             "placement": self.placement,
+            "replay_servers": self.replay.locations(),  # Redis: where the shards lived (no password)
             # CliffWalk: training env steps taken in each of the 4×12 cells (row-major), for the report
             "state_visits": None if st.visits is None else st.visits.tolist(),
             # β-DQN: the meta-controller's window at the end (what the report's selection tables show)

@@ -53,6 +53,10 @@ class Backend(Protocol):
     def node(self) -> str:
         """The node this process runs on."""
 
+    def reachable_address(self) -> str:
+        """Where the run's other parts reach a server on this node: 127.0.0.1 when they all run on this
+        machine (serial, or a Ray cluster this run started), else this node's address on the cluster."""
+
     def nodes(self, handles: list) -> list[str]:
         """The node each part runs on."""
 
@@ -92,6 +96,9 @@ class SerialBackend:
 
     def node(self) -> str:
         return "local"
+
+    def reachable_address(self) -> str:
+        return "127.0.0.1"
 
     def nodes(self, handles: list) -> list[str]:
         return ["local"] * len(handles)
@@ -255,6 +262,9 @@ class RayBackend:
     def node(self) -> str:
         return self.ray.get_runtime_context().get_node_id()
 
+    def reachable_address(self) -> str:
+        return "127.0.0.1" if self.local else self.ray.util.get_node_ip_address()
+
     def nodes(self, handles: list) -> list[str]:
         # runs in each part's process; a lambda travels by value, so the part imports nothing of the driver
         here = lambda _part: __import__("ray").get_runtime_context().get_node_id()  # noqa: E731
@@ -342,7 +352,7 @@ def make_replay(cfg, spec, backend, out: Path, resuming: bool = False) -> Replay
     an id that another run claimed or that holds transitions, unless told to replace them (`--overwrite`);
     a resumed run takes its namespace back."""
     if cfg.replay != "memory":
-        replay = RedisReplay(cfg, spec, out, backend.concurrent)
+        replay = RedisReplay(cfg, spec, out, backend.concurrent, backend.reachable_address())
         try:
             since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             owner = f"run {cfg.run_id} writing {Path(out).resolve()} since {since}"

@@ -94,6 +94,10 @@ class ReplaySampler(Protocol):
     def load_state_dict(self, state: dict, out: Path) -> None:
         """Continue from a checkpoint's `state_dict()`."""
 
+    def locations(self) -> list[str]:
+        """Where the replay lives, for the summary: each Redis server's URL without its password ([]: in
+        the run's own processes)."""
+
     def close(self, started: bool = True) -> None:
         """Stop what it started (threads, servers); `started=False`: the run never started, and lets go of
         what it claimed (a Redis run id)."""
@@ -209,6 +213,9 @@ class ShardedReplay(ShardIndex):
             with np.load(out / name, allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
             self.backend.get(self.backend.call(handle, "load_state_dict", arrays))
+
+    def locations(self) -> list[str]:
+        return []
 
     def close(self, started: bool = True) -> None:
         pass  # the backend stops the shards with the run's other parts

@@ -1,7 +1,9 @@
 """Redis servers that a run starts for itself (`--replay redis-local`) and the URLs of external ones.
 
-A server started here binds to 127.0.0.1 only, requires a generated password, and keeps its files in
-the directory given (the run directory), with an append-only file when asked to persist.
+A server started here binds to 127.0.0.1 (a run on this machine alone) or to the address other nodes reach
+the run's node at (a run on a cluster: its actors elsewhere insert into it), requires a generated password
+(protected mode on), and keeps its files in the directory given (the run directory), with an append-only
+file when asked to persist.
 """
 
 from __future__ import annotations
@@ -171,9 +173,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _free_port() -> int:
+def _free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -181,22 +183,23 @@ def _free_port() -> int:
 class LocalServer:
     directory: Path
     persist: bool = False
+    host: str = "127.0.0.1"  # where it listens, and the address in its URL
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     port: int = 0
     process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+        return f"redis://:{self.password}@{self.host}:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> LocalServer:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or _free_port()
+        self.port = self.port or _free_port(self.host)
         # the password goes in a file only we can read, not on the command line (visible in `ps`)
         conf = self.directory / "redis.conf"
         conf.touch(mode=0o600)
         conf.write_text(f"requirepass {self.password}\n")
-        args = [redis_server_binary(), str(conf), "--port", str(self.port), "--bind", "127.0.0.1",
+        args = [redis_server_binary(), str(conf), "--port", str(self.port), "--bind", self.host,
                 "--protected-mode", "yes", "--dir", str(self.directory), "--save", "",
                 # persisted: every write is on disk before it is acknowledged (an insert the run counted
                 # survives a crash of the server)
@@ -214,7 +217,7 @@ class LocalServer:
             except RedisSetupError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RedisSetupError(f"redis-server on 127.0.0.1:{self.port} did not start") from None
+                    raise RedisSetupError(f"redis-server on {self.host}:{self.port} did not start") from None
                 time.sleep(0.05)
 
     def stop(self) -> None:
@@ -227,12 +230,12 @@ class LocalServer:
         self.process = None
 
 
-def start_local(n: int, directory: Path, persist: bool) -> list[LocalServer]:
-    """n servers, each with its own data directory `directory/shard<i>`."""
+def start_local(n: int, directory: Path, persist: bool, host: str = "127.0.0.1") -> list[LocalServer]:
+    """n servers listening on `host`, each with its own data directory `directory/shard<i>`."""
     servers: list[LocalServer] = []
     try:
         for i in range(n):
-            servers.append(LocalServer(directory / f"shard{i}", persist).start())
+            servers.append(LocalServer(directory / f"shard{i}", persist, host).start())
     except BaseException:
         for s in servers:
             s.stop()

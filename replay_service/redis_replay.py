@@ -22,11 +22,12 @@ PREFETCH_BATCHES = 16
 
 
 class RedisReplay(ShardIndex):
-    def __init__(self, cfg, spec, out: Path, concurrent: bool):
+    def __init__(self, cfg, spec, out: Path, concurrent: bool, host: str = "127.0.0.1"):
+        """`host`: where `redis-local` servers listen (the address the run's actors reach this node at)."""
         self.concurrent = concurrent  # Ray: batches decoded ahead on a thread; serial: drawn when asked
         self.servers = []
         if cfg.replay == "redis-local":
-            self.servers = start_local(cfg.replay_shards, out / "redis", cfg.replay_persist)
+            self.servers = start_local(cfg.replay_shards, out / "redis", cfg.replay_persist, host)
             urls = [s.url for s in self.servers]
         else:
             urls = [with_password(u, cfg.replay_password_file) for u in parse_urls(cfg.replay)]
@@ -75,6 +76,9 @@ class RedisReplay(ShardIndex):
                 shard.release(owner)
             except Exception:
                 pass
+
+    def locations(self) -> list[str]:
+        return [redact(shard.url) for shard in self.shards]
 
     def release(self, owner: str) -> None:
         self._let_go(self.shards, owner)

@@ -55,7 +55,7 @@ def runs() -> dict[str, list[str]]:
     return {**out, **EXTRA}
 
 
-TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "placement")
+TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "placement", "replay_servers")
 FILES = ("evals.csv", "params.sha256", "checkpoint.sha256", "summary.json")
 
 

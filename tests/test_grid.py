@@ -242,6 +242,28 @@ def test_a_grid_on_two_nodes_places_learners_by_resource_and_actors_on_both(tmp_
 
 
 @pytest.mark.integration
+def test_redis_local_replay_works_across_two_nodes(tmp_path):
+    """`--replay redis-local` on a cluster: each run's servers listen on its learner node's cluster address
+    (not loopback), and its actors on the other node insert into them; the runs finish."""
+    out = tmp_path / "grid"
+    argv = ["--algo", "dqn", "--seeds", "0,1", *SHORT, "--actors", "2", "--learner-cpus", "0.5",
+            "--actor-cpus", "0.5", "--replay", "redis-local"]
+    proc = subprocess.run([sys.executable, "-c", TWO_NODES, str(out), *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    nodes = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 0 and nodes["status"] == 0, proc.stderr
+    summary = json.loads((out / "grid_summary.json").read_text())
+    assert summary["done"] == 2
+    assert {n for r in summary["runs"] for n in r["placement"]["actors"]} == {nodes["head"], nodes["worker"]}
+    for r in summary["runs"]:
+        complete(out / r["name"])
+        run = json.loads((out / r["name"] / "summary.json").read_text())
+        (server,) = run["replay_servers"]
+        assert server.startswith("redis://:***@") and "@127.0.0.1:" not in server, server
+        assert run["replay_inserted"] == 3000
+
+
+@pytest.mark.integration
 def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
     """The test cluster has 4 CPUs: a run asking for 1 + 8 × 0.5 would wait forever; it is refused."""
     grid = grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, "--actors", "8", "--actor-cpus", "0.5",
@@ -310,3 +332,20 @@ def test_a_long_variant_gives_a_short_unique_name():
     assert len(run_name("CliffWalk", "beta_dqn", 0, a)) < 255
     assert run_name("CliffWalk", "beta_dqn", 0, a) != run_name("CliffWalk", "beta_dqn", 0, b)
     assert run_name("CliffWalk", "beta_dqn", 0, "count-mode=off") == "CliffWalk_beta_dqn_count-mode=off_s0"
+
+
+def test_a_run_whose_replay_died_with_it_starts_over_and_a_refusal_crosses_processes_whole():
+    """A grid restarts a crashed run from its checkpoint only where its replay survived (memory snapshots, a
+    Redis of the user's, a persisted redis-local); and a ConfigError raised in a run's Ray task reaches the
+    grid as itself (not retried), not as an unpicklable wrapper (which was retried)."""
+    import pickle
+
+    from driver.grid import _resumable, _retryable
+
+    assert _resumable({"replay": "memory", "replay_persist": False})
+    assert _resumable({"replay": "redis://h:1", "replay_persist": False})
+    assert _resumable({"replay": "redis-local", "replay_persist": True})
+    assert not _resumable({"replay": "redis-local", "replay_persist": False})
+    error = pickle.loads(pickle.dumps(ConfigError("resume", "its data is gone")))
+    assert isinstance(error, ConfigError) and str(error) == "--resume: its data is gone" and error.field == "resume"
+    assert not _retryable(error)

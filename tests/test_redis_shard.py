@@ -206,3 +206,22 @@ def test_a_damaged_ring_stops_the_run_with_one_line_and_a_checkpoint(redis_url, 
     message = str(err.value)
     assert f"{meta} is damaged" in message and "checkpoint written at env step" in message and "\n" not in message
     assert (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_a_local_server_listens_only_where_it_is_told(tmp_path):
+    """On a cluster a run's redis-local servers listen on the address its actors reach its node at; here
+    127.0.0.2 (a loopback address of its own): reachable there, with the password, and nowhere else."""
+    from replay_service.local_redis import LocalServer
+
+    server = LocalServer(tmp_path / "s", host="127.0.0.2").start()
+    try:
+        assert server.url.startswith(f"redis://:{server.password}@127.0.0.2:")
+        client = redis.Redis.from_url(server.url)
+        assert client.ping() and client.config_get("bind")["bind"] == "127.0.0.2"
+        assert client.config_get("protected-mode")["protected-mode"] == "yes"
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(host="127.0.0.2", port=server.port).ping()  # no password, no service
+        with pytest.raises(redis.ConnectionError):
+            redis.Redis(host="127.0.0.1", port=server.port, password=server.password).ping()
+    finally:
+        server.stop()
