@@ -109,7 +109,8 @@ class Config:
     chunk_steps: int = _opt(64, "env steps an actor collects per call; transitions travel as one chunk")
     replay_shards: int = _opt(1, "replay shards")
     replay: str = _opt("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
-                                 "--replay-shards redis-servers on 127.0.0.1 with a generated password), or "
+                                 "--replay-shards redis-servers with a generated password, on 127.0.0.1, or on "
+                                 "its node's cluster address when it joined a cluster), or "
                                  "redis://[:password@]host:port[/db] (several comma-separated: one shard each; "
                                  "password best from --replay-password-file or REDIS_PASSWORD: a command line is "
                                  "visible to every user of the machine)", role="secret", resume=BOTH)
@@ -264,6 +265,10 @@ def validate(cfg: Config) -> None:
         if cfg.replay_shards not in (1, len(urls)):
             raise ConfigError("replay_shards", f"{cfg.replay_shards}, but --replay names {len(urls)} servers "
                                                "(one shard per URL)")
+    if cfg.replay == "redis-local" and cfg.address.startswith("ray://") and not cfg.grid:
+        raise ConfigError("replay", "redis-local with a ray:// client: its servers would run on this machine, "
+                                    "out of the cluster's actors' reach; run the job on the cluster (ray exec, "
+                                    "ray job submit), or give --replay redis://host:port of a server they reach")
     _choice(cfg, "runtime", RUNTIMES)
     _choice(cfg, "device", DEVICES)
     _choice(cfg, "loss", LOSSES)

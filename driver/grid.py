@@ -222,6 +222,9 @@ class Grid:
                 self.status[name] = "done before"  # --resume: finished in an earlier invocation
                 self.results[name] = {"summary": json.loads((Path(run["out"]) / "summary.json").read_text())}
             else:
+                if (Path(run["out"]) / "checkpoint.pt").is_file() and not _resumable(run):
+                    print(f"grid: {name} starts again from the start: its redis-local replay was not persisted "
+                          "(--replay-persist), so its checkpoint cannot be continued", file=sys.stderr)
                 self._launch(run)
         bar = self._bar()
         try:

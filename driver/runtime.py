@@ -25,6 +25,8 @@ from replay_service.redis_replay import RedisReplay
 
 MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# set in every process of a Ray cluster that a run or grid started on this machine (a grid's runs among them)
+THIS_MACHINE_VAR = "BETA_DQN_THIS_MACHINE"
 
 
 class Backend(Protocol):
@@ -220,6 +222,8 @@ class RayBackend:
         self.owned = not ray.is_initialized()  # shut down only a cluster this backend started
         address = address or os.environ.get("RAY_ADDRESS", "")
         self.local = self.owned and not address  # a cluster of this machine only, started here: it cannot grow
+        # every part on this machine (a grid's run in a cluster its grid started, too): servers stay on loopback
+        self.this_machine = self.local or os.environ.get(THIS_MACHINE_VAR) == "1"
         if not ray.is_initialized():
             if address:
                 _join(ray, address)
@@ -227,7 +231,8 @@ class RayBackend:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
                 ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, dashboard_host="127.0.0.1",
-                         log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS}, logging_level=logging.WARNING)
+                         log_to_driver=False, runtime_env={"env_vars": {**_THREAD_VARS, THIS_MACHINE_VAR: "1"}},
+                         logging_level=logging.WARNING)
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 
     def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
@@ -263,7 +268,7 @@ class RayBackend:
         return self.ray.get_runtime_context().get_node_id()
 
     def reachable_address(self) -> str:
-        return "127.0.0.1" if self.local else self.ray.util.get_node_ip_address()
+        return "127.0.0.1" if self.this_machine else self.ray.util.get_node_ip_address()
 
     def nodes(self, handles: list) -> list[str]:
         # runs in each part's process; a lambda travels by value, so the part imports nothing of the driver

@@ -173,8 +173,11 @@ def _die_with_parent() -> None:
         pass
 
 
+_OFF = ("CONFIG", "DEBUG", "MODULE", "REPLICAOF", "SLAVEOF", "SHUTDOWN", "FLUSHALL", "FLUSHDB", "MIGRATE")
+
+
 def _free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
 
@@ -190,7 +193,8 @@ class LocalServer:
 
     @property
     def url(self) -> str:
-        return f"redis://:{self.password}@{self.host}:{self.port}/0"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 node address
+        return f"redis://:{self.password}@{host}:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> LocalServer:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -198,7 +202,8 @@ class LocalServer:
         # the password goes in a file only we can read, not on the command line (visible in `ps`)
         conf = self.directory / "redis.conf"
         conf.touch(mode=0o600)
-        conf.write_text(f"requirepass {self.password}\n")
+        # what the run never sends is off: with the password, CONFIG could write files where Redis runs
+        conf.write_text(f"requirepass {self.password}\n" + "".join(f'rename-command {c} ""\n' for c in _OFF))
         args = [redis_server_binary(), str(conf), "--port", str(self.port), "--bind", self.host,
                 "--protected-mode", "yes", "--dir", str(self.directory), "--save", "",
                 # persisted: every write is on disk before it is acknowledged (an insert the run counted

@@ -63,6 +63,8 @@ CASES = [
     (["--seed", "2147483648"], "--seed: must be in [0, 2147483647], got 2147483648"),
     (["--seeds", "0-1000000000"], "--seeds: '0-1000000000' names more than 10,000 seeds"),
     (["--seeds", "0,2147483648"], "--seeds: '0,2147483648'; seeds must be in [0, 2147483647]"),
+    (["--replay", "redis-local", "--address", "ray://127.0.0.1:1"],
+     "--replay: redis-local with a ray:// client: its servers would run on this machine"),
     (["--total-steps", "100000000000000000000"], "--total-steps: must be within ±2^53 = 9,007,199,254,740,992, got 1"),
     (["--replay-capacity", "1000000000000"],
      "--replay-capacity: 1,000,000,000,000 transitions of MinAtar/Breakout (114 B each) need 103.7 TiB of memory"),

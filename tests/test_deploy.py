@@ -69,6 +69,14 @@ def test_every_node_and_driver_uses_token_authentication(path):
     config = yaml.safe_load((ROOT / path).read_text())
     assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
     starts = [c for c in config["head_start_ray_commands"] + config["worker_start_ray_commands"] if "ray st" in c]
-    assert starts and all(c.startswith("export RAY_AUTH_MODE=token && ") for c in starts), starts
+    assert starts and all(c.startswith("export RAY_AUTH_MODE=token ") for c in starts), starts
     assert any("export RAY_AUTH_MODE=token' >> ~/.bashrc" in c for c in config["setup_commands"])
     assert any("chmod 600 ~/.ray/auth_token" in c for c in config["setup_commands"])
+
+
+def test_the_on_premise_head_runs_the_autoscaler_that_starts_local_workers():
+    """Ray 2.60's default autoscaler (v2) never starts a `local` provider's workers; v1 does (seen by
+    launching onprem.yaml over SSH on two network namespaces of one machine)."""
+    config = yaml.safe_load((ROOT / "deploy/onprem.yaml").read_text())
+    (head,) = [c for c in config["head_start_ray_commands"] if "ray start --head" in c]
+    assert "RAY_enable_autoscaler_v2=0" in head

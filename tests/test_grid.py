@@ -263,6 +263,20 @@ def test_redis_local_replay_works_across_two_nodes(tmp_path):
         assert run["replay_inserted"] == 3000
 
 
+def test_a_grid_on_the_cluster_it_started_keeps_its_redis_servers_on_loopback(tmp_path):
+    """A grid without --address starts a cluster of this machine alone: its runs' redis-local servers listen on
+    127.0.0.1 (no network address), although each run joins that cluster from a Ray task."""
+    out = tmp_path / "grid"
+    proc = subprocess.run([sys.executable, "-m", "learner.main", "--algo", "dqn", "--seeds", "0,1", *SHORT,
+                           "--actors", "1", "--learner-cpus", "0.5", "--actor-cpus", "0.5", "--replay", "redis-local",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"})
+    assert proc.returncode == 0, proc.stderr
+    for run in out.glob("*/summary.json"):
+        (server,) = json.loads(run.read_text())["replay_servers"]
+        assert "@127.0.0.1:" in server, server
+
+
 @pytest.mark.integration
 def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
     """The test cluster has 4 CPUs: a run asking for 1 + 8 × 0.5 would wait forever; it is refused."""

@@ -69,9 +69,12 @@ def test_a_real_offline_run_reads_back_with_wandbs_own_reader(tmp_path):
                                eval_episodes=2, wandb="offline", progress=False, log_every=0.01, out=str(out)))
     train(cfg, spec)
     (run_dir,) = (out / "wandb").glob("offline-run-*")
+    import os
+
     inspect = [*_wandb_cli(), "leet", "inspect"]
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_ERROR_REPORTING": "false"}  # nothing over the network
     summary = json.loads(subprocess.run([*inspect, "--summary", "--json", str(run_dir)], capture_output=True,
-                                        text=True, timeout=120, check=True).stdout)
+                                        text=True, timeout=120, check=True, env=env).stdout)
     assert summary["name"] == "CliffWalk_beta_dqn_s4" and summary["project"] == "beta-dqn"
     assert {"CliffWalk", "beta_dqn", "seed4"} <= set(summary["tags"])
     config = summary["config"]
@@ -81,7 +84,8 @@ def test_a_real_offline_run_reads_back_with_wandbs_own_reader(tmp_path):
                 "train/arm_proportions", "train/loss_q"):
         assert key in summary["summary"], key
     records = [json.loads(line) for line in subprocess.run([*inspect, "--json", str(run_dir)], capture_output=True,
-                                                           text=True, timeout=120, check=True).stdout.splitlines()]
+                                                           text=True, timeout=120, check=True,
+                                                           env=env).stdout.splitlines()]
     (run,) = [r["run"] for r in records if r.get("type") == "run"]
     assert run["run_group"] == "CliffWalk/beta_dqn" and run["display_name"] == "CliffWalk_beta_dqn_s4"
     history = [r["history"]["item"] for r in records if r.get("type") == "history"]
