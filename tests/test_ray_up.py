@@ -12,6 +12,7 @@ exec` lands actors on both → a driver without the cluster's token is refused i
 brings the runs back → `ray down` leaves no Ray process; the SSH servers go with the test. Root only
 (namespaces); skipped where sshd, rsync, ip or unshare are missing."""
 
+import ipaddress
 import json
 import os
 import secrets
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,28 +29,52 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS = ("/usr/sbin/sshd", shutil.which("rsync"), shutil.which("ip"), shutil.which("unshare"), shutil.which("ssh"))
+SSH = ["-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o",
+       "LogLevel=ERROR"]
+# what the test copy keeps of onprem.yaml's setup: the lines that configure a node's shell; the others install
+# system packages or the project (the nodes share this machine: they would act on it), each named here, so
+# that a line added to onprem.yaml fails this test until it is placed
+KEPT = ("venv/bin/activate' >> ~/.bashrc", "chmod 600 ~/.ray/auth_token")
+DROPPED = ("apt-get update", "systemctl disable", "add-apt-repository", "python3.11 -m venv",
+           "pip install -q --upgrade", "deploy/install.sh")
+
+
+def _can_make_machines() -> bool:
+    """Root, the programs, and the right to make namespaces (a container may give root without it)."""
+    if os.geteuid() != 0 or not all(NEEDS) or not Path(NEEDS[0]).exists():
+        return False
+    probe = subprocess.run(["unshare", "--net", "--mount", "--pid", "--fork", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
 pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(os.geteuid() != 0 or not all(NEEDS) or not Path(NEEDS[0]).exists(),
-                                 reason="needs root, openssh-server, rsync, iproute2 and util-linux")]
-SSH = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+              pytest.mark.skipif(not _can_make_machines(),
+                                 reason="needs root with namespaces, openssh-server, rsync, iproute2, util-linux")]
 
 
 def _sh(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), capture_output=True, text=True, **{"timeout": 120, **kwargs})
 
 
+def _free_subnet() -> str:
+    """A /24 of 198.18.0.0/15 (set aside for benchmarks: no real network uses it) that no route here names."""
+    routes = _sh("ip", "-4", "route").stdout
+    for third in range(os.getpid() % 250, os.getpid() % 250 + 250):
+        net = ipaddress.ip_network(f"198.18.{third % 250}.0/24")
+        if str(net.network_address)[:-1] not in routes:
+            return str(net.network_address)[:-2]
+    pytest.skip("no free /24 in 198.18.0.0/16")
+
+
 @pytest.fixture
-def two_machines(tmp_path):
-    tag = f"{os.getpid() % 10000}"
-    subnet = f"10.{77 + os.getpid() % 100}.{os.getpid() % 200 + 1}"
-    root = Path(f"/tmp/bdq{tag}")  # short: sshd and Ray keep sockets under paths of at most 107 characters
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir()
+def two_machines():
+    tag, subnet = str(os.getpid()), _free_subnet()  # names: at most 15 characters (bdqbr + a pid)
+    root = Path(tempfile.mkdtemp(prefix="bdq", dir="/tmp"))  # short: sockets under it (107 characters at most)
     home, local_home, real = root / "home", root / "local", root / "real"
     (home / ".ray").mkdir(parents=True)
     real.mkdir()
-    owned = {".bashrc", ".profile", ".ray", ".ssh", ".bash_history", "venv", "beta-dqn", "ray_bootstrap_key.pem",
-             "ray_bootstrap_config.yaml"}
+    owned = {".bashrc", ".profile", ".bash_profile", ".bash_login", ".bash_logout", ".bash_history", ".ray", ".ssh",
+             "venv", "beta-dqn", "ray_bootstrap_key.pem", "ray_bootstrap_config.yaml"}
     for entry in os.listdir(os.path.expanduser("~root")):  # e.g. the Python the venv is made from
         if entry not in owned:
             (home / entry).symlink_to(real / entry)
@@ -88,7 +114,7 @@ def two_machines(tmp_path):
                             f"AuthorizedKeysFile {root}/authorized_keys\nPermitRootLogin prohibit-password\n"
                             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
                             f"PidFile {root}/sshd_{role}.pid\n")
-            Path("/run/sshd").mkdir(exist_ok=True)
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
             # sshd is the first process of its own PID namespace: when it goes, everything it started goes
             servers.append(subprocess.Popen(
                 ["ip", "netns", "exec", ns, "unshare", "--pid", "--fork", "--mount", "--mount-proc", "sh", "-c",
@@ -100,10 +126,13 @@ def two_machines(tmp_path):
             assert time.monotonic() < deadline, (root / "sshd_head.log").read_text()
             time.sleep(0.5)
         yield {"root": root, "home": home, "local_home": local_home, "token": token, **machines}
-    finally:
+    finally:  # each step on its own: one that fails leaves the others to run
         for server in servers:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+            try:
+                os.killpg(server.pid, signal.SIGKILL)  # sshd is its PID namespace's first process: all go with it
+                server.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         for m in machines.values():
             _sh("ip", "netns", "del", m["ns"])
         _sh("ip", "link", "del", bridge)
@@ -120,8 +149,14 @@ def _test_config(machines: dict) -> dict:
     config["provider"].update(head_ip=machines["head"]["ip"], worker_ips=[machines["worker"]["ip"]])
     config["auth"] = {"ssh_user": "root", "ssh_private_key": str(machines["root"] / "user_key")}
     config["min_workers"] = config["max_workers"] = 1
-    installs = ("apt-get", "add-apt-repository", "pip install", "deploy/install.sh")
-    config["setup_commands"] = [c for c in config["setup_commands"] if not any(s in c for s in installs)]
+    kept = [c for c in config["setup_commands"] if any(k in c for k in KEPT)]
+    dropped = [c for c in config["setup_commands"] if c not in kept]
+    assert len(kept) == len(KEPT) and len(dropped) == len(DROPPED), config["setup_commands"]
+    assert all(any(d in c for c in dropped) for d in DROPPED), dropped
+    config["setup_commands"] = kept
+    # each machine reports 2 CPUs (as test_grid's two nodes do): on a bigger host both runs would fit the head
+    for key in ("head_start_ray_commands", "worker_start_ray_commands"):
+        config[key] = [c.replace("ray start ", "ray start --num-cpus=2 ") for c in config[key]]
     return config
 
 
@@ -130,19 +165,20 @@ def test_ray_up_launches_onprem_yaml_over_ssh_runs_a_grid_across_both_and_tears_
     config_path = tmp_path / "onprem-test.yaml"
     config_path.write_text(yaml.safe_dump(_test_config(m)))
     ray = str(Path(sys.executable).with_name("ray"))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, "HOME": str(m["local_home"])}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, "HOME": str(m["local_home"]),
+           "RAY_USAGE_STATS_ENABLED": "0"}
 
     def launcher(command, *args, timeout=300):  # `ray <command> CONFIG <args>`
         return _sh(ray, command, str(config_path), *args, cwd=ROOT, env=env, timeout=timeout)
 
     def on_head(command, timeout=300):
-        done = _sh(ray, "exec", str(config_path), command, cwd=ROOT, env=env, timeout=timeout)
+        done = _sh(ray, "exec", "--no-config-cache", str(config_path), command, cwd=ROOT, env=env, timeout=timeout)
         return done.returncode, done.stdout + done.stderr
 
     up = launcher("up", "-y", "--no-config-cache")
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        deadline, status = time.monotonic() + 90, ""
+        deadline, status = time.monotonic() + 240, ""
         while "2 local.cluster.node" not in status:  # the autoscaler starts the worker over SSH
             if time.monotonic() > deadline:
                 pytest.fail(status + on_head("grep -v VVINFO /tmp/ray/session_latest/logs/monitor.out | tail -40",
@@ -154,8 +190,8 @@ def test_ray_up_launches_onprem_yaml_over_ssh_runs_a_grid_across_both_and_tears_
                 "--learner-cpus 0.5 --actor-cpus 0.5 --wandb disabled --progress false --address auto --out runs/g1")
         code, text = on_head(grid)
         assert code == 0 and "grid g1: 2 of 2 runs done" in text, text[-3000:]
-        refused_code, refused = on_head(f"cd ~/beta-dqn && env -u RAY_AUTH_MODE HOME=/tmp python -m learner.main "
-                                        f"--env CliffWalk --address {m['head']['ip']}:6379 --out /tmp/refused")
+        refused_code, refused = on_head(f"cd ~/beta-dqn && env -u RAY_AUTH_MODE HOME=/tmp/ray python -m learner.main "
+                                        f"--env CliffWalk --address {m['head']['ip']}:6379 --out /tmp/ray/refused")
         # (ray exec says only that the command failed: our status 2 reaches it as a failure)
         assert refused_code != 0 and "the cluster refused this client's token" in refused, refused[-2000:]
         assert "Traceback" not in refused
@@ -165,8 +201,10 @@ def test_ray_up_launches_onprem_yaml_over_ssh_runs_a_grid_across_both_and_tears_
         assert synced.returncode == 0, synced.stderr[-2000:]
         summary = json.loads((down_dir / "g1" / "grid_summary.json").read_text())
         assert summary["done"] == 2
-        nodes = {n for r in summary["runs"] for n in [r["placement"]["learner"], *r["placement"]["actors"]]}
-        assert len(nodes) == 2  # the runs' parts on both machines
+        learners = {r["placement"]["learner"] for r in summary["runs"]}
+        actors = {n for r in summary["runs"] for n in r["placement"]["actors"]}
+        assert len(learners) == 1 and actors - learners  # learners on the head (its `learner` resource), actors
+        assert len(learners | actors) == 2  # on the other machine too
         for r in summary["runs"]:
             assert (down_dir / "g1" / r["name"] / "checkpoint.pt").is_file()
         assert oct((m["home"] / ".ray" / "auth_token").stat().st_mode & 0o777) == "0o600"
@@ -178,6 +216,10 @@ def test_ray_up_launches_onprem_yaml_over_ssh_runs_a_grid_across_both_and_tears_
     deadline, left = time.monotonic() + 150, {"head": "?", "worker": "?"}
     while any(left.values()) and time.monotonic() < deadline:
         time.sleep(5)
-        left = {role: _ssh(m["root"], m[role]["ip"], "ps -eo args | grep -E 'raylet|gcs_server|ray::' | "
-                                                      "grep -v grep || true").stdout.strip() for role in left}
+        seen = {role: _ssh(m["root"], m[role]["ip"], "ps -eo comm=") for role in left}
+        assert all(done.returncode == 0 for done in seen.values()), seen
+        # each machine's own process table: its sshd and this session, nothing of Ray's (or a run's Redis)
+        left = {role: sorted(set(done.stdout.split()) - {"sshd", "sh", "bash", "ps"}) for role, done in seen.items()}
     assert not any(left.values()), left
+    for leftover in Path("/tmp/ray").glob(f"cluster-{_test_config(m)['cluster_name']}.*"):  # the launcher's state
+        leftover.unlink()
