@@ -220,19 +220,25 @@ cluster.shutdown()
 """
 
 
-@pytest.mark.integration
-def test_a_grid_on_two_nodes_places_learners_by_resource_and_actors_on_both(tmp_path):
-    """Two Ray nodes on this machine: the head has the `learner` resource (as deploy/*.yaml give the GPU
-    head), the other only CPUs. Learners land on the head; the actors that do not fit there go to the other."""
-    out = tmp_path / "grid"
+def two_node_grid(out: Path, *extra: str) -> tuple[dict, dict]:
+    """A 2-run grid (2 actors each) on TWO_NODES: its grid_summary.json and the two nodes' ids."""
     argv = ["--algo", "dqn", "--seeds", "0,1", *SHORT, "--actors", "2", "--learner-cpus", "0.5",
-            "--actor-cpus", "0.5"]
+            "--actor-cpus", "0.5", *extra]
     proc = subprocess.run([sys.executable, "-c", TWO_NODES, str(out), *argv], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     nodes = json.loads(proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 0 and nodes["status"] == 0, proc.stderr
     summary = json.loads((out / "grid_summary.json").read_text())
     assert summary["done"] == 2
+    return summary, nodes
+
+
+@pytest.mark.integration
+def test_a_grid_on_two_nodes_places_learners_by_resource_and_actors_on_both(tmp_path):
+    """Two Ray nodes on this machine: the head has the `learner` resource (as deploy/*.yaml give the GPU
+    head), the other only CPUs. Learners land on the head; the actors that do not fit there go to the other."""
+    out = tmp_path / "grid"
+    summary, nodes = two_node_grid(out)
     learners = {r["placement"]["learner"] for r in summary["runs"]}
     actors = {n for r in summary["runs"] for n in r["placement"]["actors"]}
     assert learners == {nodes["head"]}
@@ -246,14 +252,7 @@ def test_redis_local_replay_works_across_two_nodes(tmp_path):
     """`--replay redis-local` on a cluster: each run's servers listen on its learner node's cluster address
     (not loopback), and its actors on the other node insert into them; the runs finish."""
     out = tmp_path / "grid"
-    argv = ["--algo", "dqn", "--seeds", "0,1", *SHORT, "--actors", "2", "--learner-cpus", "0.5",
-            "--actor-cpus", "0.5", "--replay", "redis-local"]
-    proc = subprocess.run([sys.executable, "-c", TWO_NODES, str(out), *argv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-    nodes = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert proc.returncode == 0 and nodes["status"] == 0, proc.stderr
-    summary = json.loads((out / "grid_summary.json").read_text())
-    assert summary["done"] == 2
+    summary, nodes = two_node_grid(out, "--replay", "redis-local")
     assert {n for r in summary["runs"] for n in r["placement"]["actors"]} == {nodes["head"], nodes["worker"]}
     for r in summary["runs"]:
         complete(out / r["name"])
