@@ -16,6 +16,7 @@ import numpy as np
 
 from driver.config import ConfigError, OutputError, public, shorten
 from learner.algorithms import acting
+from replay_service.client import sync_directory
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
@@ -50,14 +51,7 @@ def write_atomically(path: Path, write, mode: str = "w") -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    try:
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-    except OSError:
-        pass  # a file system that cannot sync a directory: the rename is as durable as it makes it
+    sync_directory(path.parent)
 
 
 def write_whole(path: Path, text: str) -> None:

@@ -130,7 +130,8 @@ class ShardIndex:
         self.inserted = np.asarray(state["shard_inserted"], dtype=np.int64)
 
 
-def _sync_directory(path: Path) -> None:
+def sync_directory(path: Path) -> None:
+    """A directory's entries (renames into it) on the disk; a file system that cannot: nothing."""
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -199,7 +200,7 @@ class ShardedReplay(ShardIndex):
                 (out / (name + ".tmp")).unlink(missing_ok=True)
                 raise
             files.append(name)
-        _sync_directory(out / "replay")  # the renames too
+        sync_directory(out / "replay")  # the renames too
         return {**self.index_state(), "replay_files": files}
 
     def checkpoint_written(self, out: Path, state: dict) -> None:
