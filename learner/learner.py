@@ -27,19 +27,75 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-class Learner:
+def make_modules(algo, spec, cfg) -> tuple[nn.ModuleDict, nn.ModuleDict]:
+    """A seed's modules, on the CPU, from `cfg.seed`: the trained networks, and what the loss reads but no
+    optimizer steps (`frozen`): target copies (under their network's name) and an algorithm's fixed
+    modules (RND's random target network, running statistics)."""
+    torch.manual_seed(cfg.seed)
+    nets = nn.ModuleDict(algo.networks(spec, cfg))
+    fixed = getattr(algo, "fixed", lambda spec, cfg: {})(spec, cfg)
+    frozen = nn.ModuleDict({**{n: copy.deepcopy(nets[n]) for n in algo.targets(cfg)}, **fixed})
+    return nets, frozen.requires_grad_(False)
+
+
+class Networks:
+    """One seed's networks as its run sees them: the target copy, the weights it broadcasts, its state.
+    `Learner` (a seed alone) and `learner.packed.Seat` (a seed of a pack) differ in where the optimizer
+    state lives (`_optimizer_states`, `_load_optimizer_states`)."""
+
+    cfg: object
+    algo: object
+    nets: nn.ModuleDict
+    frozen: nn.ModuleDict
+    target_names: tuple[str, ...]
+    updates: int
+    version: int
+
+    def sync_target(self) -> None:
+        """The hard target copy of every network that has one."""
+        with torch.no_grad():
+            for name in self.target_names:
+                for target, online in zip(self.frozen[name].parameters(), self.nets[name].parameters(), strict=True):
+                    target.copy_(online)  # in place: a CUDA graph keeps reading the same memory
+
+    def weights(self) -> dict:
+        """The acting networks' parameters in one numpy buffer (`flat_weights`), stamped with a version by
+        the caller."""
+        return flat_weights({name: self.nets[name] for name in self.algo.acting_networks(self.cfg)})
+
+    def state_dict(self) -> dict:
+        return {"nets": _cloned(self.nets.state_dict()), "frozen": _cloned(self.frozen.state_dict()),
+                "optimizers": self._optimizer_states(), "updates": self.updates, "version": self.version}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.nets.load_state_dict(state["nets"])
+        self.frozen.load_state_dict(state["frozen"])
+        self._load_optimizer_states(state["optimizers"])
+        self.updates, self.version = int(state["updates"]), int(state["version"])
+
+    def _optimizer_states(self) -> dict:
+        raise NotImplementedError
+
+    def _load_optimizer_states(self, states: dict) -> None:
+        raise NotImplementedError
+
+
+def _cloned(state: dict) -> dict:
+    """A state dict whose tensors own their memory (a packed seed's are views of its pack's: saved as they
+    are, they would carry every seed's parameters)."""
+    for key, value in state.items():
+        state[key] = value.clone()
+    return state
+
+
+class Learner(Networks):
     def __init__(self, cfg, spec, device: torch.device | None = None):
         self.cfg, self.spec = cfg, spec
         self.algo = algorithm(cfg.algo)
         self.device = device or torch.device("cpu")
-        torch.manual_seed(cfg.seed)
-        self.nets = nn.ModuleDict(self.algo.networks(spec, cfg)).to(self.device)
-        # what the loss reads but no optimizer steps: target copies (under their network's name) and an
-        # algorithm's fixed modules (RND's random target network, running statistics)
+        nets, frozen = make_modules(self.algo, spec, cfg)
+        self.nets, self.frozen = nets.to(self.device), frozen.to(self.device)
         self.target_names = self.algo.targets(cfg)
-        fixed = getattr(self.algo, "fixed", lambda spec, cfg: {})(spec, cfg)
-        self.frozen = nn.ModuleDict({**{n: copy.deepcopy(self.nets[n]) for n in self.target_names}, **fixed})
-        self.frozen.requires_grad_(False).to(self.device)
         # on a GPU the whole update (forward, backward, Adam) is one CUDA graph, replayed per batch:
         # at batch 32 the update is a few hundred tiny kernels, and launching them is the cost
         self.graphed = cfg.cuda_graphs and self.device.type == "cuda"
@@ -157,28 +213,11 @@ class Learner:
         if self.beta_thread is not None:
             self.beta_thread.shutdown()
 
-    def sync_target(self) -> None:
-        """The hard target copy of every network that has one."""
-        with torch.no_grad():
-            for name in self.target_names:
-                for target, online in zip(self.frozen[name].parameters(), self.nets[name].parameters(), strict=True):
-                    target.copy_(online)  # in place: a CUDA graph keeps reading the same memory
+    def _optimizer_states(self) -> dict:
+        return {name: opt.state_dict() for name, opt in self.optimizers.items()}
 
-    def weights(self) -> dict:
-        """The acting networks' parameters in one numpy buffer (`flat_weights`), stamped with a version by
-        the caller."""
-        return flat_weights({name: self.nets[name] for name in self.algo.acting_networks(self.cfg)})
-
-    def load_state_dict(self, state: dict) -> None:
-        self.nets.load_state_dict(state["nets"])
-        self.frozen.load_state_dict(state["frozen"])
+    def _load_optimizer_states(self, states: dict) -> None:
         for name, opt in self.optimizers.items():
-            opt.load_state_dict(state["optimizers"][name])
+            opt.load_state_dict(states[name])
             for group in opt.param_groups:  # the saved flag is the saving process's (CPU or GPU)
                 group["capturable"] = self.graphed
-        self.updates, self.version = int(state["updates"]), int(state["version"])
-
-    def state_dict(self) -> dict:
-        return {"nets": self.nets.state_dict(), "frozen": self.frozen.state_dict(),
-                "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
-                "updates": self.updates, "version": self.version}

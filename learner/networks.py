@@ -43,12 +43,18 @@ class MLP(nn.Module):
 
 
 class _ScaleGrad(torch.autograd.Function):
-    """Identity forward; the gradient times `scale` backward."""
+    """Identity forward; the gradient times `scale` backward. (Forward and context apart, so that
+    `torch.func.vmap` can batch it: packed seeds, `learner.packed`.)"""
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx, x, scale: float):
-        ctx.scale = scale
+    def forward(x, scale: float):
         return x.view_as(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.scale = inputs[1]
 
     @staticmethod
     def backward(ctx, grad):

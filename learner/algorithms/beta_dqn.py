@@ -39,7 +39,8 @@ def behaviour_loss(beta_logits: torch.Tensor, action: torch.Tensor) -> torch.Ten
 def in_sample_max(q_next: torch.Tensor, beta_next: torch.Tensor, eps: float) -> torch.Tensor:
     """max_{a′ : β(a′|s′) > ε} Q(s′,a′); when no action passes, the action with the largest β."""
     mask = beta_next > eps
-    fallback = torch.zeros_like(mask).scatter_(1, beta_next.argmax(1, keepdim=True), True)
+    actions = torch.arange(beta_next.shape[1], device=beta_next.device)
+    fallback = actions == beta_next.argmax(1, keepdim=True)
     mask = torch.where(mask.any(1, keepdim=True), mask, fallback)
     return q_next.masked_fill(~mask, float("-inf")).amax(1)
 
