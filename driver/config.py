@@ -100,6 +100,10 @@ class Config:
                                       "cluster has GPUs, else 0)")
     retries: int = _run(2, "grid: times a run that crashed is started again (from its checkpoint)",
                         resume=("grid",))
+    pack_seeds: int = _run(1, "grid: seeds of one configuration trained together by one learner process, in "
+                              "lockstep (their networks stacked, one vectorised update; each seed keeps its "
+                              "actors, replay, bandit and run directory); 1: a learner per seed",
+                           resume=("grid",))
     # --- runtime ---
     runtime: str = _opt("ray", "ray: actors as processes; serial: one process, deterministic for a seed "
                                "(--actors 1 --envs-per-actor 1: episodes in sequence, as the paper's Algorithm 1)")
@@ -302,6 +306,8 @@ def validate(cfg: Config) -> None:
         raise ConfigError("seed", f"must be in [0, {MAX_SEED}], got {cfg.seed}")
     if cfg.learning_starts < 0:
         raise ConfigError("learning_starts", f"must be >= 0, got {cfg.learning_starts}")
+    if cfg.pack_seeds < 1:
+        raise ConfigError("pack_seeds", f"must be >= 1, got {cfg.pack_seeds}")
     if cfg.retries < 0:
         raise ConfigError("retries", f"must be >= 0, got {cfg.retries}")
     if not (cfg.learner_gpus >= 0 or cfg.learner_gpus == -1):

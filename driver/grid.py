@@ -61,6 +61,7 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
         chosen = {name: value for (name, _), value in zip(axes, combination, strict=True)}
         algo = chosen.get("algo", args["algo"])
         one = {**args, "seeds": "", "resume": "", "grid": grid_dir.name, "progress": False,
+               "pack_seeds": 1,  # a run's own config is a solo run's: packing is the grid's business
                # every actor declares its share (0 would mean "whatever the cluster has" for one run)
                "actor_cpus": args["actor_cpus"] or GRID_ACTOR_CPUS,
                **{name: value if name in ("env", "algo") or reads(algo, name) else FIELDS[name].default
@@ -86,15 +87,11 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
     return list(runs.values())
 
 
-def _run_one(args: dict) -> dict:
-    """A Ray task: one run, continued from its checkpoint when its directory has one (on the node it runs
-    on: a restart after a crash, or a resumed grid). Returns its summary, with where it ran."""
-    import ray
-
+def _prepare(args: dict):
+    """A run's configuration, and its checkpoint when its directory has one to continue (on the node it runs
+    on: a restart after a crash, or a resumed grid)."""
     from driver.config import Config, resolve
-    from driver.run import train
 
-    started = time.time()
     out = Path(args["out"])
     if (out / "checkpoint.pt").is_file() and not _made_by_a_grid(out):
         raise ConfigError("out", f"{out} holds a run that is not this grid's: give the grid another --out")
@@ -107,10 +104,55 @@ def _run_one(args: dict) -> dict:
     else:  # an earlier attempt of this grid's run that died before its first checkpoint is started over
         config, ckpt = Config(**{**args, "overwrite": args["overwrite"] or _made_by_a_grid(out)}), None
     cfg, spec = resolve(config)
-    summary = train(cfg, spec, ckpt)
-    summary["grid_task"] = {"node": ray.get_runtime_context().get_node_id(), "started": started,
-                            "ended": time.time()}
-    return summary
+    return cfg, spec, ckpt
+
+
+def _run_unit(runs: list[dict]) -> list[dict]:
+    """A Ray task: one run, or the seeds of a pack (`driver.pack`), each continued from its checkpoint where it
+    has one. Their summaries, with where they ran.
+
+    A pack's seeds are updated in lockstep, so they continue together only from checkpoints at one update
+    count (those of one moment always are); seeds whose checkpoints differ (the pack was stopped between
+    two seeds' checkpoints) continue in one pack per update count, one after the other."""
+    import ray
+
+    from driver.pack import train_pack
+    from driver.run import train
+
+    started = time.time()
+    prepared = [_prepare(args) for args in runs]
+    if len(prepared) == 1:
+        summaries = [train(*prepared[0])]
+    else:
+        groups: dict[int, list[int]] = {}
+        for i, (_, _, ckpt) in enumerate(prepared):
+            groups.setdefault(0 if ckpt is None else int(ckpt["learner"]["updates"]), []).append(i)
+        if len(groups) > 1:
+            print(f"grid: the pack of {', '.join(Path(r['out']).name for r in runs)} continues as "
+                  f"{len(groups)} packs, one per update count of their checkpoints", file=sys.stderr)
+        summaries = [None] * len(runs)
+        for members in groups.values():
+            done = train_pack([prepared[i][0] for i in members], prepared[members[0]][1],
+                              [prepared[i][2] for i in members])
+            for i, summary in zip(members, done, strict=True):
+                summaries[i] = summary
+    task = {"node": ray.get_runtime_context().get_node_id(), "started": started, "ended": time.time(),
+            "pack": [Path(r["out"]).name for r in runs] if len(runs) > 1 else None}
+    for summary in summaries:
+        summary["grid_task"] = task
+    return summaries
+
+
+def packs(runs: list[dict], size: int) -> list[list[dict]]:
+    """The runs in packs of up to `size` seeds of one configuration (everything but the seed and the names
+    alike), in the grid's order; a pack of one is a solo run."""
+    from driver.pack import PER_SEED
+
+    same: dict[str, list[dict]] = {}
+    for run in runs:
+        key = json.dumps({k: v for k, v in run.items() if k not in PER_SEED}, sort_keys=True, default=str)
+        same.setdefault(key, []).append(run)
+    return [group[i:i + size] for group in same.values() for i in range(0, len(group), size)]
 
 
 def _resumable(args: dict) -> bool:
@@ -132,6 +174,8 @@ def _made_by_a_grid(out: Path) -> bool:
 class Grid:
     def __init__(self, args: dict, grid_dir: Path):
         self.args, self.dir = args, grid_dir
+        if args.get("pack_seeds", 1) < 1:
+            raise ConfigError("pack_seeds", f"must be >= 1, got {args['pack_seeds']}")
         self.runs = expand(args, grid_dir)
         from driver.config import Config, resolve
 
@@ -214,9 +258,10 @@ class Grid:
         except (ConfigError, OutputError):
             backend.shutdown()
             raise
-        self.remote = ray.remote(_run_one)
-        self.inflight: dict = {}  # future -> (name, placement group)
+        self.remote = ray.remote(_run_unit)
+        self.inflight: dict = {}  # future -> (names, placement group)
         self.by_name = {Path(r["out"]).name: r for r in self.runs}
+        todo = []
         for name, run in self.by_name.items():
             if (Path(run["out"]) / "summary.json").is_file() and _made_by_a_grid(Path(run["out"])):
                 self.status[name] = "done before"  # --resume: finished in an earlier invocation
@@ -225,7 +270,9 @@ class Grid:
                 if (Path(run["out"]) / "checkpoint.pt").is_file() and not _resumable(run):
                     print(f"grid: {name} starts again from the start: its redis-local replay was not persisted "
                           "(--replay-persist), so its checkpoint cannot be continued", file=sys.stderr)
-                self._launch(run)
+                todo.append(run)
+        for unit in packs(todo, self.args["pack_seeds"]):
+            self._launch(unit)
         bar = self._bar()
         try:
             while self.inflight:
@@ -234,10 +281,11 @@ class Grid:
                     self._land(future)
                 self._update_bar(bar)
         except KeyboardInterrupt:
-            for future, (name, pg) in self.inflight.items():
+            for future, (names, pg) in self.inflight.items():
                 ray.cancel(future, force=True)
                 self._remove(pg)
-                self.status[name] = "interrupted"
+                for name in names:
+                    self.status[name] = "interrupted"
             try:
                 self._close(bar, t0)
             except OutputError as e:  # the interrupt is what the user is told about; this a warning beside it
@@ -263,44 +311,51 @@ class Grid:
             bundle["learner"] = 1
         return bundle, gpus
 
-    def _launch(self, run: dict) -> None:
-        """The run as one Ray task inside a placement group of its own (Ray queues it until it fits)."""
+    def _launch(self, unit: list[dict]) -> None:
+        """A run, or a pack of seeds (one learner), as one Ray task inside a placement group of its own (Ray
+        queues it until it fits): the learner's bundle and every seed's actors."""
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        name, bundle = Path(run["out"]).name, self.learner_bundle
+        names, bundle = [Path(run["out"]).name for run in unit], self.learner_bundle
         # a serial run is one process: its learner's bundle holds the whole run
-        bundles = [dict(bundle)] + [{"CPU": run["actor_cpus"]} for _ in range(_actor_bundles(run))]
-        pg = placement_group(bundles, strategy="PACK", name=f"{self.dir.name}/{name}")
+        bundles = [dict(bundle)] + [{"CPU": run["actor_cpus"]} for run in unit for _ in range(_actor_bundles(run))]
+        pg = placement_group(bundles, strategy="PACK", name=f"{self.dir.name}/{'+'.join(names)}")
         options = {"num_cpus": bundle["CPU"], "num_gpus": self.learner_gpus,
                    "resources": {k: v for k, v in bundle.items() if k not in ("CPU", "GPU")},
                    "max_retries": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
                        pg, placement_group_bundle_index=0, placement_group_capture_child_tasks=True)}
-        self.inflight[self.remote.options(**options).remote(run)] = (name, pg)
-        self.groups[name] = pg
-        self.attempts[name] += 1
-        self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
+        self.inflight[self.remote.options(**options).remote(unit)] = (names, pg)
+        for name in names:
+            self.groups[name] = pg
+            self.attempts[name] += 1
+            self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
 
     def _land(self, future) -> None:
-        """A run's task ended: its summary, or its failure (started again from its checkpoint when worth it)."""
+        """A task ended: its runs' summaries, or its failure (started again from the checkpoints when worth it;
+        a pack fails and starts again as a whole)."""
         import ray
 
-        name, pg = self.inflight.pop(future)
+        names, pg = self.inflight.pop(future)
         self._remove(pg)
         try:
-            self.results[name] = {"summary": ray.get(future)}
-            self.status[name] = "done"
+            for name, summary in zip(names, ray.get(future), strict=True):
+                self.results[name] = {"summary": summary}
+                self.status[name] = "done"
         except Exception as e:  # noqa: BLE001 - every failure is recorded; some are retried
             reason = _reason(e)
-            self.results[name] = {"error": reason}
-            if _retryable(e) and self.attempts[name] <= self.args["retries"]:
-                where = ("from its checkpoint" if _resumable(self.by_name[name])
+            label = " + ".join(names)
+            for name in names:
+                self.results[name] = {"error": reason}
+            if _retryable(e) and self.attempts[names[0]] <= self.args["retries"]:
+                where = ("from its checkpoint" if _resumable(self.by_name[names[0]])
                          else "from the start (its replay died with it)")
-                print(f"grid: {name} failed ({reason}); starting it again {where}", file=sys.stderr)
-                self._launch(self.by_name[name])
+                print(f"grid: {label} failed ({reason}); starting it again {where}", file=sys.stderr)
+                self._launch([self.by_name[name] for name in names])
                 return
-            self.status[name] = "failed"
-            print(f"grid: {name} failed: {reason}", file=sys.stderr)
+            for name in names:
+                self.status[name] = "failed"
+            print(f"grid: {label} failed: {reason}", file=sys.stderr)
 
     @staticmethod
     def _remove(pg) -> None:
@@ -312,8 +367,10 @@ class Grid:
         """A run whose placement group no node set of this cluster can hold would wait forever: refuse it
         (a cluster joined with --address may grow: then only warn)."""
         alive = [n["Resources"] for n in nodes if n.get("Alive")]
-        run = max(self.runs, key=lambda r: _actor_bundles(r) * r["actor_cpus"])
-        need = learner_bundle["CPU"] + _actor_bundles(run) * run["actor_cpus"]
+        unit = max(packs(self.runs, self.args["pack_seeds"]),
+                   key=lambda u: sum(_actor_bundles(r) * r["actor_cpus"] for r in u))
+        run = unit[0]
+        need = learner_bundle["CPU"] + sum(_actor_bundles(r) * r["actor_cpus"] for r in unit)
         have = sum(n.get("CPU", 0) for n in alive)
         learner_fits = any(all(n.get(k, 0) >= v for k, v in learner_bundle.items()) for n in alive)
         problem = None
@@ -321,7 +378,9 @@ class Grid:
             problem = (f"no node has the learner's {learner_bundle} (--learner-cpus, --learner-gpus); the "
                        f"largest has {max(alive, key=lambda n: n.get('CPU', 0)) if alive else {}}")
         elif need > have:
-            problem = (f"a run needs {need:g} CPUs (--learner-cpus {learner_bundle['CPU']:g} + --actors "
+            seeds = f"{len(unit)} seeds × " if len(unit) > 1 else ""
+            what = "a pack (--pack-seeds)" if len(unit) > 1 else "a run"
+            problem = (f"{what} needs {need:g} CPUs (--learner-cpus {learner_bundle['CPU']:g} + {seeds}--actors "
                        f"{run['actors']} × --actor-cpus {run['actor_cpus']:g}) but the cluster has {have:g}")
         if problem and not self.args["address"]:
             raise ConfigError("actors", problem)

@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         if status is not None:
             return status
         config, resume = parse_config(argv), None
+        if config.pack_seeds > 1:
+            raise ConfigError("pack_seeds", f"{config.pack_seeds}: packs the seeds of a grid; give them with "
+                                            "--seeds (e.g. --seeds 0-3 --pack-seeds 4)")
         if config.resume:
             config, resume = resume_config(argv)
         cfg, spec = resolve(config)

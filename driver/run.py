@@ -46,8 +46,9 @@ def _json_number(value):
 
 
 class Run:
-    def __init__(self, cfg, spec, resume: dict | None = None):
-        """`resume`: a checkpoint (`driver.cli.resume_config` reads it) to continue from."""
+    def __init__(self, cfg, spec, resume: dict | None = None, learner=None):
+        """`resume`: a checkpoint (`driver.cli.resume_config` reads it) to continue from. `learner`: this seed's
+        seat in a pack (`learner.packed.Seat`; `driver.pack` updates it), else the run makes its own."""
         self.cfg, self.spec, self.resumed = cfg, spec, resume
         self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)
         self.acting = acting(cfg)
@@ -62,7 +63,7 @@ class Run:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
             own_redis = resume is None and cfg.replay == "redis-local" and not (self.out / "redis").exists()
             torch.set_num_threads(cfg.learner_threads)
-            self.learner = Learner(cfg, spec, pick_device(cfg.device))
+            self.learner = learner if learner is not None else Learner(cfg, spec, pick_device(cfg.device))
             self.replay = make_replay(cfg, spec, self.backend, self.out, resuming=resume is not None)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             if resume is not None:
@@ -119,9 +120,28 @@ class Run:
 
     # ---- the loop ----
     def run(self) -> dict:
-        cfg, st = self.cfg, self.state
+        self.open()
         try:
-            self.logger = RunLogger(cfg, self.out, cfg.total_steps, None if self.resumed is None else {
+            self._start()
+            while True:
+                self._collect()
+                if self._round(self._update()):
+                    break
+            return self.finish()
+        except BaseException as e:
+            error = self.failed(e)
+            if error is e:
+                raise
+            raise error from None
+        finally:
+            self.learner.close()
+            self._shutdown()
+
+    def open(self) -> None:
+        """The run's logs (continued on a resume); a run that cannot open them shuts its parts down."""
+        st = self.state
+        try:
+            self.logger = RunLogger(self.cfg, self.out, self.cfg.total_steps, None if self.resumed is None else {
                 "env_steps": st.env_steps, "evals": st.finished_evals(), "wandb_id": st.wandb_id})
             st.wandb_id = self.logger.wandb_id
             self.logger.advance(st.env_steps)
@@ -129,42 +149,48 @@ class Run:
             self._shutdown()
             raise
         self.t0 = self.last_log = time.perf_counter()
+
+    def _round(self, updated: int, block: bool = True) -> bool:
+        """The rest of a round of the loop, after its chunks were handed out and `updated` updates done:
+        evaluations, the end or a checkpoint when nothing is in flight, else finished chunks (waiting for one
+        when `block` and nothing was updated) and the logs. True when the run is over."""
+        self._record_evals(wait=False)
+        if not self.inflight:
+            if self._owes_nothing_at(self.cfg.total_steps):
+                self._milestones()
+                self.clock.stop(self.state.env_steps, self.learner.updates)
+                return True
+            if self._owes_nothing_at(self.next_checkpoint):
+                self._checkpoint()
+            return False
+        self._harvest(block=block and not updated)
+        self._log_when_due()
+        return False
+
+    def finish(self) -> dict:
+        """Every evaluation in, the summary and the last checkpoint written, the logs closed."""
+        self._record_evals(wait=True)
+        summary = self._finish()
+        self.logger.close(summary)
+        return summary
+
+    def failed(self, e: BaseException) -> BaseException:
+        """The logs closed as failed; what to raise. The replay gone or damaged (`ReplayUnavailable`): the
+        evaluations in flight recorded and a checkpoint of what was harvested written first (a resume rewinds
+        the replay to it), and the error is one line saying where to continue."""
+        if not isinstance(e, ReplayUnavailable):  # ReplayDamaged too; also as an actor call's cause
+            self.logger.close(None, failed=True)
+            return e
+        st = self.state
         try:
-            self._start()
-            while True:
-                self._collect()
-                updated = self._update()
-                self._record_evals(wait=False)
-                if not self.inflight:
-                    if self._owes_nothing_at(cfg.total_steps):
-                        self._milestones()
-                        self.clock.stop(st.env_steps, self.learner.updates)
-                        break
-                    if self._owes_nothing_at(self.next_checkpoint):
-                        self._checkpoint()
-                    continue
-                self._harvest(block=not updated)
-                self._log_when_due()
-            self._record_evals(wait=True)
-            summary = self._finish()
-            self.logger.close(summary)
-            return summary
-        except ReplayUnavailable as e:  # ReplayDamaged too; also as an actor call's cause (Ray re-raises it)
-            try:
-                self._record_evals(wait=True)  # evaluations do not use the replay: let them land first
-                self._save_checkpoint()  # what was harvested; a resume rewinds the replay to it
-                where = f"checkpoint written at env step {st.env_steps}: continue with --resume {self.out}"
-            except Exception as save_error:
-                where = f"no checkpoint could be written ({type(save_error).__name__})"
-            self.logger.close(None, failed=True)
-            kind = ReplayDamaged if isinstance(e, ReplayDamaged) else ReplayUnavailable
-            raise kind(f"{str(getattr(e, 'cause', e)).splitlines()[0]}; {where}") from None
-        except BaseException:
-            self.logger.close(None, failed=True)
-            raise
-        finally:
-            self.learner.close()
-            self._shutdown()
+            self._record_evals(wait=True)  # evaluations do not use the replay: let them land first
+            self._save_checkpoint()
+            where = f"checkpoint written at env step {st.env_steps}: continue with --resume {self.out}"
+        except Exception as save_error:
+            where = f"no checkpoint could be written ({type(save_error).__name__})"
+        self.logger.close(None, failed=True)
+        kind = ReplayDamaged if isinstance(e, ReplayDamaged) else ReplayUnavailable
+        return kind(f"{str(getattr(e, 'cause', e)).splitlines()[0]}; {where}")
 
     def _start(self) -> None:
         """Every actor up before the first chunk: a process that starts while the learner is already updating
@@ -210,16 +236,20 @@ class Run:
             t_wait = time.perf_counter()
             batch = self.replay.next_batch()
             t_update = time.perf_counter()
-            metrics = self.learner.update(batch)
-            self.window.add_update(metrics)
-            self._check_finite(metrics["loss"])
-            self.clock.learner(t_update - t_wait, time.perf_counter() - t_update)
+            self._updated(self.learner.update(batch), t_wait, t_update)
             updated += 1
-            self._publish()
-            self._milestones()
             if updated >= HARVEST_EVERY and self.inflight and self.backend.concurrent:
                 break
         return updated
+
+    def _updated(self, metrics: dict, t_wait: float, t_update: float) -> None:
+        """After an update of this run's learner (alone, or with its pack): its metrics, the clock, a weights
+        version when due, and the target copies and evaluations that update makes due."""
+        self.window.add_update(metrics)
+        self._check_finite(metrics["loss"])
+        self.clock.learner(t_update - t_wait, time.perf_counter() - t_update)
+        self._publish()
+        self._milestones()
 
     def _publish(self) -> None:
         """A new weights version every `publish_every` updates; shared when someone asks (`_shared_weights`)."""

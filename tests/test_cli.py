@@ -57,6 +57,8 @@ CASES = [
     (["--env", "CliffWalk,"], "argument --env: an empty item in the list 'CliffWalk,'"),
     (["--algo", "dqn", "--policy-set", "13,cov"], "--policy-set: is a list, but no method of the grid reads it"),
     (["--seeds", "0-1", "--retries", "-1"], "--retries: must be >= 0, got -1"),
+    (["--seeds", "0-1", "--pack-seeds", "0"], "--pack-seeds: must be >= 1, got 0"),
+    (["--pack-seeds", "4"], "--pack-seeds: 4: packs the seeds of a grid; give them with --seeds"),
     (["--learner-gpus", "-2"], "--learner-gpus: must be >= 0, or -1 for automatic, got -2.0"),
     (["--resume", "/nonexistent/grid", "--seeds", "0-1"], "--resume"),
     (["--resume", "/nonexistent/run"], "--resume: no checkpoint.pt in '/nonexistent/run'"),
@@ -157,7 +159,7 @@ def test_what_a_resume_may_change_and_what_is_masked_derive_from_the_fields_role
 
     assert RESUME_MAY_CHANGE == {"address", "device", "progress", "log_every", "wandb", "replay", "json",
                                  "replay_password_file"}
-    assert GRID_RESUME_MAY_CHANGE == {"address", "retries", "progress", "wandb", "replay", "json",
+    assert GRID_RESUME_MAY_CHANGE == {"address", "retries", "pack_seeds", "progress", "wandb", "replay", "json",
                                       "replay_password_file"}
     assert SECRETS == {"replay"}
     saved = public({"replay": "redis://:hunter2@h1:6379,redis://:hunter2@h2:6379", "seed": 3})

@@ -137,7 +137,7 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     # on the machine is not ours to kill)
     def is_run(p) -> bool:
         try:
-            return (p.cmdline() or [""])[0] == "ray::_run_one"
+            return (p.cmdline() or [""])[0] == "ray::_run_unit"
         except psutil.Error:  # gone meanwhile
             return False
 
