@@ -109,38 +109,61 @@ def _prepare(args: dict):
 
 def _run_unit(runs: list[dict]) -> list[dict]:
     """A Ray task: one run, or the seeds of a pack (`driver.pack`), each continued from its checkpoint where it
-    has one. Their summaries, with where they ran.
+    has one. Each run's outcome, in order: {"summary": ...} (with where it ran), or {"error": ...} for a packed
+    seed whose loss diverged.
 
-    A pack's seeds are updated in lockstep, so they continue together only from checkpoints at one update
-    count (those of one moment always are); seeds whose checkpoints differ (the pack was stopped between
-    two seeds' checkpoints) continue in one pack per update count, one after the other."""
+    A seed that finished in an earlier attempt of its pack is not run again. A pack's seeds are updated in
+    lockstep, so they continue together only from checkpoints at one update count (those of one moment
+    always are); seeds whose checkpoints differ (the pack was stopped between two seeds' checkpoints)
+    continue in one pack per update count, one after the other. When one seed's loss diverges the pack
+    cannot go on: every seed of it that has not finished continues alone from its checkpoint, as it would
+    have run solo (the diverging seed stops again or not, on its own)."""
     import ray
 
     from driver.pack import train_pack
-    from driver.run import train
+    from driver.run import NonFiniteLoss, train
 
     started = time.time()
-    prepared = [_prepare(args) for args in runs]
-    if len(prepared) == 1:
-        summaries = [train(*prepared[0])]
+    outcomes: dict[int, dict] = {}
+
+    def finished(i: int) -> bool:
+        out = Path(runs[i]["out"])
+        if (out / "summary.json").is_file() and _made_by_a_grid(out):
+            outcomes.setdefault(i, {"summary": json.loads((out / "summary.json").read_text())})
+            return True
+        return False
+
+    todo = [i for i in range(len(runs)) if not finished(i)]
+    if len(runs) == 1:
+        outcomes[0] = {"summary": train(*_prepare(runs[0]))} if todo else outcomes[0]
     else:
+        prepared = {i: _prepare(runs[i]) for i in todo}
         groups: dict[int, list[int]] = {}
-        for i, (_, _, ckpt) in enumerate(prepared):
+        for i in todo:
+            ckpt = prepared[i][2]
             groups.setdefault(0 if ckpt is None else int(ckpt["learner"]["updates"]), []).append(i)
         if len(groups) > 1:
-            print(f"grid: the pack of {', '.join(Path(r['out']).name for r in runs)} continues as "
+            print(f"grid: the pack of {', '.join(Path(runs[i]['out']).name for i in todo)} continues as "
                   f"{len(groups)} packs, one per update count of their checkpoints", file=sys.stderr)
-        summaries = [None] * len(runs)
         for members in groups.values():
-            done = train_pack([prepared[i][0] for i in members], prepared[members[0]][1],
-                              [prepared[i][2] for i in members])
-            for i, summary in zip(members, done, strict=True):
-                summaries[i] = summary
+            try:
+                done = train_pack([prepared[i][0] for i in members], prepared[members[0]][1],
+                                  [prepared[i][2] for i in members])
+                outcomes.update({i: {"summary": summary} for i, summary in zip(members, done, strict=True)})
+            except NonFiniteLoss:
+                for i in members:
+                    if finished(i):
+                        continue
+                    try:
+                        outcomes[i] = {"summary": train(*_prepare(runs[i]))}
+                    except NonFiniteLoss as e:
+                        outcomes[i] = {"error": _reason(e)}
     task = {"node": ray.get_runtime_context().get_node_id(), "started": started, "ended": time.time(),
             "pack": [Path(r["out"]).name for r in runs] if len(runs) > 1 else None}
-    for summary in summaries:
-        summary["grid_task"] = task
-    return summaries
+    for outcome in outcomes.values():
+        if "summary" in outcome:
+            outcome["summary"]["grid_task"] = task
+    return [outcomes[i] for i in range(len(runs))]
 
 
 def packs(runs: list[dict], size: int) -> list[list[dict]]:
@@ -332,30 +355,42 @@ class Grid:
             self.status[name] = "running" if self.attempts[name] == 1 else f"retry {self.attempts[name] - 1}"
 
     def _land(self, future) -> None:
-        """A task ended: its runs' summaries, or its failure (started again from the checkpoints when worth it;
-        a pack fails and starts again as a whole)."""
+        """A task ended: its runs' outcomes, or its failure. A failed task's runs that had finished keep their
+        summaries; the others start again from their checkpoints when worth it (a pack as a whole)."""
         import ray
 
         names, pg = self.inflight.pop(future)
         self._remove(pg)
         try:
-            for name, summary in zip(names, ray.get(future), strict=True):
-                self.results[name] = {"summary": summary}
-                self.status[name] = "done"
+            outcomes = ray.get(future)
         except Exception as e:  # noqa: BLE001 - every failure is recorded; some are retried
-            reason = _reason(e)
-            label = " + ".join(names)
+            reason, unfinished = _reason(e), []
             for name in names:
-                self.results[name] = {"error": reason}
-            if _retryable(e) and self.attempts[names[0]] <= self.args["retries"]:
-                where = ("from its checkpoint" if _resumable(self.by_name[names[0]])
+                summary = Path(self.by_name[name]["out"]) / "summary.json"
+                if summary.is_file():  # a seed of a pack that ended before the failure
+                    self.results[name] = {"summary": json.loads(summary.read_text())}
+                    self.status[name] = "done"
+                else:
+                    self.results[name] = {"error": reason}
+                    unfinished.append(name)
+            if not unfinished:
+                return
+            label = " + ".join(unfinished)
+            if _retryable(e) and self.attempts[unfinished[0]] <= self.args["retries"]:
+                where = ("from its checkpoint" if _resumable(self.by_name[unfinished[0]])
                          else "from the start (its replay died with it)")
                 print(f"grid: {label} failed ({reason}); starting it again {where}", file=sys.stderr)
-                self._launch([self.by_name[name] for name in names])
+                self._launch([self.by_name[name] for name in unfinished])
                 return
-            for name in names:
+            for name in unfinished:
                 self.status[name] = "failed"
             print(f"grid: {label} failed: {reason}", file=sys.stderr)
+            return
+        for name, outcome in zip(names, outcomes, strict=True):
+            self.results[name] = outcome
+            self.status[name] = "done" if "summary" in outcome else "failed"
+            if "error" in outcome:
+                print(f"grid: {name} failed: {outcome['error']}", file=sys.stderr)
 
     @staticmethod
     def _remove(pg) -> None:

@@ -117,7 +117,9 @@ class RunLogger:
                       *(cfg.variant.split(",") if cfg.variant else [])],
                 config=public(cfg),
                 # no command line in W&B's metadata: it can hold a Redis password (config is redacted)
-                settings=wandb.Settings(x_disable_meta=True, quiet=True))
+                # a W&B run of its own for every seed of a pack (one process): wandb's default would hand the
+                # second init the first seed's run
+                settings=wandb.Settings(x_disable_meta=True, quiet=True, reinit="create_new"))
             # evaluations finish out of order with training logs: plot both against env_steps
             self.wandb.define_metric("env_steps")
             self.wandb.define_metric("train/*", step_metric="env_steps")

@@ -7,12 +7,15 @@ the pack updates when every seed's rate limiter owes an update, so seed k's n-th
 (seeds wait for the slowest; a serial pack does exactly each solo run's updates, in the same places).
 A seed's target copies, weights versions and evaluations stay on its own clock (`Run._updated`).
 
-A pack fails as a whole: every seed's logs are closed as failed, and each keeps its last checkpoint.
+A seed's summary is written when it ends. A pack fails as a whole: the logs of every seed still running are
+closed as failed, and each keeps its last checkpoint (`driver.grid` continues the others when one seed's
+loss diverged).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import torch
@@ -46,6 +49,10 @@ class Pack:
         from learner.packed import PackedLearner
 
         check_packable(cfgs)
+        updates = sorted({0 if r is None else int(r["learner"]["updates"]) for r in resumes})
+        if len(updates) > 1:  # lockstep: seed k's n-th update is the pack's n-th
+            raise ConfigError("resume", f"the seeds of a pack continue together only from checkpoints at one "
+                                        f"update count, got {updates}: continue them in separate packs")
         for cfg, resume in zip(cfgs, resumes, strict=True):  # every seed's directory, before anything starts
             check_run_dir(Path(cfg.out), resume is not None, cfg.overwrite)
         self.cfgs = cfgs
@@ -69,7 +76,7 @@ class Pack:
 
     def run(self) -> list[dict]:
         """Train every seed to the end; their summaries, in the order of `cfgs`."""
-        opened = []
+        opened, summaries = [], {}
         try:
             for run in self.runs:
                 run.open()
@@ -81,14 +88,18 @@ class Pack:
                 for run in active:
                     run._collect()
                 updated = self._update(active)
+                before = sum(run.state.env_steps for run in self.runs)
                 for run in list(active):
                     if run._round(updated, block=False):
                         active.remove(run)
-                if active and not updated:
+                        summaries[id(run)] = run.finish()  # its summary now: the others owe it nothing
+                # nothing updated and no chunk came in: wait for one (a seed that harvested one may update or
+                # collect at once, as a solo run does)
+                if active and not updated and sum(run.state.env_steps for run in self.runs) == before:
                     self._wait(active)
-            return [run.finish() for run in self.runs]
+            return [summaries[id(run)] for run in self.runs]
         except BaseException as e:
-            errors = [run.failed(e) for run in opened]
+            errors = [run.failed(e) for run in opened if id(run) not in summaries]
             error = next((x for x in errors if x is not e), e)
             if error is e:
                 raise
@@ -108,9 +119,9 @@ class Pack:
         updated = 0
         while len(active) == len(self.runs) and all(
                 run.limiter.may_update(run.learner.updates, run.state.env_steps) for run in active):
-            t_wait = _now()
+            t_wait = time.perf_counter()
             batches = [run.replay.next_batch() for run in self.runs]
-            t_update = _now()
+            t_update = time.perf_counter()
             for run, metrics in zip(self.runs, self.learner.update(batches), strict=True):
                 run._updated(metrics, t_wait, t_update)
             updated += 1
@@ -122,17 +133,11 @@ class Pack:
         """Nothing to update: wait until a chunk of any seed is in (each seed harvests its own next round)."""
         futures = [future for run in active for future in run.inflight]
         if futures:
-            t_idle = _now()
+            t_idle = time.perf_counter()
             self.backend.ready(futures, block=True)
-            idle = _now() - t_idle
+            idle = time.perf_counter() - t_idle
             for run in active:
                 run.clock.idle += idle / len(active)
-
-
-def _now() -> float:
-    import time
-
-    return time.perf_counter()
 
 
 def train_pack(cfgs: list, spec, resumes: list[dict | None]) -> list[dict]:

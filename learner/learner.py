@@ -88,33 +88,28 @@ def _cloned(state: dict) -> dict:
     return state
 
 
-class Learner(Networks):
-    def __init__(self, cfg, spec, device: torch.device | None = None):
-        self.cfg, self.spec = cfg, spec
-        self.algo = algorithm(cfg.algo)
-        self.device = device or torch.device("cpu")
-        nets, frozen = make_modules(self.algo, spec, cfg)
-        self.nets, self.frozen = nets.to(self.device), frozen.to(self.device)
-        self.target_names = self.algo.targets(cfg)
-        # on a GPU the whole update (forward, backward, Adam) is one CUDA graph, replayed per batch:
-        # at batch 32 the update is a few hundred tiny kernels, and launching them is the cost
+class Updates:
+    """How an update is run, for one seed (`Learner`) or a pack of seeds (`learner.packed.PackedLearner`):
+    a batch to tensors on the device, the eager update (`_update_eager`, the subclass's), and on a GPU the
+    whole update (forward, backward, Adam) as one CUDA graph replayed per batch: at batch 32 the update is a
+    few hundred tiny kernels, and launching them is the cost."""
+
+    cfg: object
+    device: torch.device
+    optimizers: dict
+
+    def _setup_updates(self, cfg, spec) -> None:
         self.graphed = cfg.cuda_graphs and self.device.type == "cuda"
         self.graph = None
         self.eager_updates = 0  # this process's eager updates before the graph (a resumed run warms up too)
         self.static: dict[str, torch.Tensor] = {}  # graph inputs; metrics are its outputs
         self.static_metrics: dict[str, torch.Tensor] = {}
-        # one Adam per network (fused: one kernel for all its parameters); stepping them all after one
-        # backward of the summed loss is the same as one Adam over every parameter
-        self.optimizers = {name: torch.optim.Adam(net.parameters(), lr=cfg.lr, fused=True, capturable=self.graphed)
-                           for name, net in self.nets.items()}
-        # β-DQN on CPU: β's forward, backward and Adam step on a second thread while Q does its own
-        # (torch releases the GIL inside its kernels; the math is the same as the one-thread update)
-        self.beta_thread = None
-        if hasattr(self.algo, "behaviour_part") and cfg.beta_thread and not self.graphed:
-            self.beta_thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
         self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         self.updates = 0
-        self.version = 0
+
+    def _adam(self, params) -> torch.optim.Adam:
+        """Fused (one kernel for all its parameters); capturable by a CUDA graph where the update is one."""
+        return torch.optim.Adam(params, lr=self.cfg.lr, fused=True, capturable=self.graphed)
 
     def _host_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         # float32 once here, not in every forward pass (3 per β-DQN update); torch.tensor copies the
@@ -127,28 +122,23 @@ class Learner(Networks):
         out["option"] = torch.tensor(batch.get("option", np.zeros(len(batch["action"]))), dtype=torch.int64)
         return out
 
-    def _to_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    def _to_tensors(self, batch) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device, non_blocking=True) for k, v in self._host_tensors(batch).items()}
 
-    def update(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        """One gradient step on Q (and β); returns detached metric tensors (no device sync). With CUDA
-        graphs they are the graph's outputs: read them before the next update."""
-        if self.graphed:
-            metrics = self._update_graphed(batch)
-        elif self.beta_thread is not None:
-            metrics = self._update_overlapped(self._to_tensors(batch))
-        else:
-            metrics = self._update_eager(self._to_tensors(batch))
+    def update(self, batch) -> dict[str, torch.Tensor]:
+        """One gradient step; returns detached metric tensors (no device sync). With CUDA graphs they are the
+        graph's outputs: read them before the next update."""
+        metrics = self._update_graphed(batch) if self.graphed else self._update_now(self._to_tensors(batch))
         self.updates += 1
         return metrics
 
-    def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        loss, metrics = self.algo.loss(self.nets, self.frozen, tensors, self.cfg.gamma, self.cfg)
-        self._step(loss, self.optimizers.values())
-        metrics["loss"] = loss.detach()
-        return metrics
+    def _update_now(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return self._update_eager(tensors)
 
-    def _update_graphed(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def _update_graphed(self, batch) -> dict[str, torch.Tensor]:
         """The first GRAPH_WARMUP updates run eagerly on a side stream (as CUDA graph capture requires),
         the next captures the update once, and every update replays it on new inputs."""
         if self.graph is None:
@@ -183,6 +173,42 @@ class Learner(Networks):
         loss.backward()
         for opt in optimizers:
             opt.step()
+
+    def close(self) -> None:
+        pass
+
+
+class Learner(Networks, Updates):
+    """One seed's learner: its networks (`Networks`) and their update (`Updates`)."""
+
+    def __init__(self, cfg, spec, device: torch.device | None = None):
+        self.cfg, self.spec = cfg, spec
+        self.algo = algorithm(cfg.algo)
+        self.device = device or torch.device("cpu")
+        nets, frozen = make_modules(self.algo, spec, cfg)
+        self.nets, self.frozen = nets.to(self.device), frozen.to(self.device)
+        self.target_names = self.algo.targets(cfg)
+        self._setup_updates(cfg, spec)
+        # one Adam per network; stepping them all after one backward of the summed loss is the same as one
+        # Adam over every parameter
+        self.optimizers = {name: self._adam(net.parameters()) for name, net in self.nets.items()}
+        # β-DQN on CPU: β's forward, backward and Adam step on a second thread while Q does its own
+        # (torch releases the GIL inside its kernels; the math is the same as the one-thread update)
+        self.beta_thread = None
+        if hasattr(self.algo, "behaviour_part") and cfg.beta_thread and not self.graphed:
+            self.beta_thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
+        self.version = 0
+
+    def _update_now(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if self.beta_thread is not None:
+            return self._update_overlapped(tensors)
+        return self._update_eager(tensors)
+
+    def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        loss, metrics = self.algo.loss(self.nets, self.frozen, tensors, self.cfg.gamma, self.cfg)
+        self._step(loss, self.optimizers.values())
+        metrics["loss"] = loss.detach()
+        return metrics
 
     def _update_overlapped(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """β-DQN's update with β on its own thread: β(·|s′) is handed to Q's target as soon as β's

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
-from learner.learner import Learner, Networks, make_modules
+from learner.algorithms import algorithm
+from learner.learner import Networks, Updates, make_modules
 
 TRAINED = "nets."  # the stacked tensors an optimizer steps; the rest ("frozen.") only the loss reads
 
@@ -47,7 +48,7 @@ def _rebind(module: nn.Module, name: str, tensor: torch.Tensor) -> None:
         owner._buffers[leaf] = tensor
 
 
-class PackedLearner(Learner):
+class PackedLearner(Updates):
     """The learners of seeds `cfgs` (one configuration, K seeds) as one; `seats[k]` is seed k's view."""
 
     def __init__(self, cfgs: list, spec, device: torch.device | None = None, vectorised: bool | None = None):
@@ -57,7 +58,7 @@ class PackedLearner(Learner):
         kernels are slower than the solo ones); both end in one optimizer step for the pack."""
         cfg = cfgs[0]
         self.cfg, self.cfgs, self.spec = cfg, cfgs, spec
-        self.algo = algorithm_of(cfg)
+        self.algo = algorithm(cfg.algo)
         self.device = device or torch.device("cpu")
         self.vectorised = self.device.type == "cuda" if vectorised is None else vectorised
         self.target_names = self.algo.targets(cfg)
@@ -75,23 +76,11 @@ class PackedLearner(Learner):
                 _rebind(holder, name, p.detach()[k])
             for name, b in self.buffers.items():
                 _rebind(holder, name, b[k])
-        self.graphed = cfg.cuda_graphs and self.device.type == "cuda"
-        self.graph = None
-        self.eager_updates = 0
-        self.static: dict[str, torch.Tensor] = {}
-        self.static_metrics: dict[str, torch.Tensor] = {}
+        self._setup_updates(cfg, spec)
         # one Adam per network, over its stacked parameters in the solo network's order (so a seed's slice
         # of the optimizer state is the solo optimizer's state)
-        self.optimizers = {
-            name: torch.optim.Adam([self.params[f"{TRAINED}{name}.{pn}"] for pn, _ in net.named_parameters()],
-                                   lr=cfg.lr, fused=True, capturable=self.graphed)
-            for name, net in holders[0].nets.items()}
-        self.beta_thread = None  # the pack is one vectorised update
-        from replay_service.buffer import make_packer
-
-        self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
-        self.updates = 0
-        self.version = 0
+        self.optimizers = {name: self._adam([self.params[f"{TRAINED}{name}.{pn}"] for pn, _ in net.named_parameters()])
+                           for name, net in holders[0].nets.items()}
         self.seats = [Seat(self, k, holder) for k, holder in enumerate(holders)]
 
     @property
@@ -100,7 +89,7 @@ class PackedLearner(Learner):
 
     def _host_tensors(self, batches: list[dict]) -> dict[str, torch.Tensor]:
         """The K seeds' batches (seed k's from its own replay), stacked on a leading seed axis."""
-        each = [Learner._host_tensors(self, batch) for batch in batches]
+        each = [Updates._host_tensors(self, batch) for batch in batches]
         return {key: torch.stack([t[key] for t in each]) for key in each[0]}
 
     def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -131,18 +120,6 @@ class PackedLearner(Learner):
         for seat in self.seats:
             seat.updates += 1
         return [{name: value[k] for name, value in metrics.items()} for k in range(self.size)]
-
-    def state_dict(self) -> dict:
-        raise TypeError("a pack has no state of its own: each seat saves its seed's (Seat.state_dict)")
-
-    def load_state_dict(self, state: dict) -> None:
-        raise TypeError("a pack has no state of its own: each seat loads its seed's (Seat.load_state_dict)")
-
-
-def algorithm_of(cfg):
-    from learner.algorithms import algorithm
-
-    return algorithm(cfg.algo)
 
 
 class Seat(Networks):
