@@ -150,18 +150,19 @@ def main(argv=None) -> int:
     out = Path(args.out or ROOT / "bench" / "results" / f"packed-{os.cpu_count()}cpu-{device.type}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     learner, e2e = [], []
+    host = machine()  # before the first write: the results file is in the repo, and would read as a change
     # every figure is printed and written as it comes: a bench stopped halfway keeps what it measured
     for k in ks:
         learner.append(learner_rates(args, k, device))
         print(json.dumps(learner[-1]), flush=True)
-        write(out, summarise(args, argv, ks, device, t0, learner, e2e))
+        write(out, summarise(args, argv, ks, device, t0, learner, e2e, host))
     if not args.skip_end_to_end:
         for k in ks:  # solo then packed (K = 1: once, it is both)
             for packed in (False, True) if k > 1 else (False,):
                 e2e.append(end_to_end(args, k, packed=packed, gpus=gpus))
                 print(json.dumps(e2e[-1]), flush=True)
-                write(out, summarise(args, argv, ks, device, t0, learner, e2e))
-    result = summarise(args, argv, ks, device, t0, learner, e2e)
+                write(out, summarise(args, argv, ks, device, t0, learner, e2e, host))
+    result = summarise(args, argv, ks, device, t0, learner, e2e, host)
     print_table(result)
     write(out, result)
     print(f"\nwritten: {out}")
@@ -172,7 +173,7 @@ def write(path: Path, result: dict) -> None:
     path.write_text(json.dumps(result, indent=2) + "\n")
 
 
-def summarise(args, argv, ks, device, t0, learner: list, e2e: list) -> dict:
+def summarise(args, argv, ks, device, t0, learner: list, e2e: list, host: dict) -> dict:
     rate = {(r["k"], r["mode"]): r["env_steps_per_s"] for r in e2e}
     return {
         "env": args.env, "algo": args.algo, "actors_per_seed": args.actors, "device": str(device),
@@ -181,7 +182,7 @@ def summarise(args, argv, ks, device, t0, learner: list, e2e: list) -> dict:
                              for k in ks if k > 1 and (k, "packed") in rate},
         "packed_over_one_seed": {str(k): round(rate[(k, "packed")] / rate[(1, "solo")], 3)
                                  for k in ks if k > 1 and (k, "packed") in rate and (1, "solo") in rate},
-        "machine": machine(), "command": "python bench/packed.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": host, "command": "python bench/packed.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "bench_seconds": round(time.perf_counter() - t0, 1), "learner": learner, "end_to_end": e2e,
     }
 
