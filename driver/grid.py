@@ -14,6 +14,7 @@ progress line for all runs, a run that crashed started again from its checkpoint
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -268,12 +269,16 @@ class Grid:
 
     # ---- running it ----
     def run(self) -> dict:
-        import ray
-
         from driver.runtime import RayBackend
 
         t0 = time.perf_counter()
         backend = RayBackend(self.args["address"])
+        with _sigterm_interrupts():  # after Ray's start, which installs a SIGTERM handler of its own (it aborts)
+            return self._run(backend, t0)
+
+    def _run(self, backend, t0: float) -> dict:
+        import ray
+
         self.learner_bundle, self.learner_gpus = self._learner_bundle(ray.cluster_resources())
         try:
             self._check_fits(self.learner_bundle, ray.nodes())
@@ -452,6 +457,23 @@ class Grid:
         summary = self._summary(time.perf_counter() - t0)
         write_whole(self.dir / "grid_summary.json", json.dumps(summary, indent=2) + "\n")
         return summary
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """While a grid runs (in its process's main thread), `kill PID` (SIGTERM) stops it as Ctrl-C does: a grid
+    started in the background by a script (`nohup … &`) ignores SIGINT, so Ctrl-C's signal never reaches it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _actor_bundles(run: dict) -> int:

@@ -171,19 +171,21 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
 
 @pytest.mark.integration
 def test_an_interrupted_grid_resumes_only_its_unfinished_runs(tmp_path):
-    """One run at a time (each declares all but half a CPU for its learner); Ctrl-C after the first finishes;
-    `--resume GRID_DIR` runs the other three and leaves the finished one alone."""
+    """One run at a time (each declares all but half a CPU for its learner); stopped after the first finishes,
+    as a grid started in the background by a script is (SIGINT ignored there: `kill`, SIGTERM, stops it as
+    Ctrl-C would); `--resume GRID_DIR` runs the other three and leaves the finished one alone."""
     grid_dir = tmp_path / "grid"
     cpus = os.cpu_count()
     argv = [sys.executable, "-m", "learner.main", "--algo", "dqn,beta_dqn", "--seeds", "0,1", *SHORT,
             "--checkpoint-every", "1000", "--learner-cpus", str(cpus - 0.5), "--actor-cpus", "0.5",
             "--out", str(grid_dir)]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 180
     while not list(grid_dir.glob("*/summary.json")):
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else ""
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert f"continue it with --resume {grid_dir}" in err
