@@ -209,19 +209,24 @@ class Stop(Exception):
     pass
 
 
+def stop_at_checkpoint(monkeypatch, seeds) -> None:
+    """Stop a pack (raise Stop) right after any of `seeds` writes its 2,000-step checkpoint."""
+    real = Run._checkpoint
+
+    def checkpoint_then_stop(self):
+        real(self)
+        if self.state.env_steps >= 2000 and self.cfg.seed in seeds:
+            raise Stop
+
+    monkeypatch.setattr(Run, "_checkpoint", checkpoint_then_stop)
+
+
 def test_a_stopped_pack_keeps_every_seeds_checkpoint_and_continues_as_its_seeds_would(tmp_path, monkeypatch):
     """A pack that dies leaves each seed its last checkpoint and its directory free (the resume below claims
     it); continued as a pack it ends where each seed continued alone ends."""
     algo, seeds = "beta_dqn", (0, 1)
     made = [short(tmp_path, "p", algo, s, total_steps=3000) for s in seeds]
-    real = Run._checkpoint
-
-    def stop_at_second(self):
-        real(self)
-        if self.state.env_steps >= 2000 and self.cfg.seed == 1:
-            raise Stop
-
-    monkeypatch.setattr(Run, "_checkpoint", stop_at_second)
+    stop_at_checkpoint(monkeypatch, (1,))
     with pytest.raises(Stop):
         train_pack([cfg for cfg, _ in made], made[0][1], [None, None])
     monkeypatch.undo()
@@ -282,14 +287,7 @@ def test_every_seed_of_a_pack_has_its_own_wandb_run(tmp_path):
 
 def test_seeds_at_different_update_counts_are_one_line_for_a_pack(tmp_path, monkeypatch):
     made = [short(tmp_path, "p", "dqn", s, env="CliffWalk", total_steps=3000) for s in (0, 1)]
-    real = Run._checkpoint
-
-    def stop_after_seed_0s_second(self):
-        real(self)
-        if self.state.env_steps >= 2000:
-            raise Stop
-
-    monkeypatch.setattr(Run, "_checkpoint", stop_after_seed_0s_second)
+    stop_at_checkpoint(monkeypatch, (0, 1))
     with pytest.raises(Stop):
         train_pack([cfg for cfg, _ in made], made[0][1], [None, None])
     monkeypatch.undo()
@@ -383,14 +381,7 @@ def test_a_grid_task_continues_a_pack_from_two_update_counts_skips_finished_seed
                                     "--pack-seeds", "3", "--total-steps", "3000", "--checkpoint-every", "1000"))
     grid.write_spec()
     made = [_prepare(run) for run in grid.runs]
-    real = Run._checkpoint
-
-    def stop_after_seed_1s_second(self):
-        real(self)
-        if self.state.env_steps >= 2000 and self.cfg.seed == 1:
-            raise Stop
-
-    monkeypatch.setattr(Run, "_checkpoint", stop_after_seed_1s_second)
+    stop_at_checkpoint(monkeypatch, (1,))
     with pytest.raises(Stop):
         train_pack([cfg for cfg, _, _ in made], made[0][1], [None] * 3)
     monkeypatch.undo()
