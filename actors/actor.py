@@ -1,16 +1,22 @@
 """The episode loop: a few environments stepped together, one batched forward per step.
 
 Plain Python and numpy (no torch, no Ray): `driver.runtime` hosts it in-process or as a Ray actor.
-The actor talks to two ports: an arm source (the bandit for β-DQN) once per episode — `select()` for the
-first episode under an arm, then `report_and_select()` when an episode ends, which reports it and returns
-the arm of the env's next episode in one round trip (asynchronously when the port offers it: that env
-waits while the others step) — and the replay (`insert(chunk)`) once per `collect`.
+The actor talks to two ports: the replay (`insert(chunk)`) once per `collect`, and an arm source (the
+bandit for β-DQN) through `exchange(reports, n)`: finished episodes in, arms for new episodes out. How often
+is `--arm-exchange`:
+* `episode`: when an episode ends, one call reports it and brings the arm of its env's next episode
+  (asynchronously when the port offers it: that env waits while the others step);
+* `chunk` (a central source): the episodes that end in a `collect` are reported together at its end, in one
+  call that also asks the arms of the actor's next episodes (about as many as began in this chunk); they
+  arrive while the actor waits for its next `collect`, and a new episode takes the oldest. Arms are thus
+  chosen up to a chunk ahead; the bandit measures how far (`SlidingWindowBandit.lag`).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +41,7 @@ class Episode:
     arm_steps: int = 0  # steps acted under the arm
     memory: Any = None  # the method's own state of the episode (`Acting.act` keeps it)
     arm_request: Future | None = None  # the arm on its way from the arm source (the env waits for it)
+    stamp: int = -1  # the arm source's stamp of the arm (handed back with the episode's report)
     id: int = -1  # this actor's count of episodes begun (with the actor id, names the episode)
 
 
@@ -50,6 +57,12 @@ class Actor:
         self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0])) for ss in streams[1:]]
         self.obs = [env.reset()[0] for env in self.envs]
         self.acting = acting(cfg)
+        # arms chosen ahead, a chunk at a time (a central arm source: the bandit), or one per episode
+        self.per_chunk = cfg.arm_exchange == "chunk" and self.acting.central
+        self.arms: deque[tuple[int, int]] = deque()  # (arm, stamp) in hand for the next episodes
+        self.unreported: list[tuple] = []  # finished episodes (arm, return, bonus, stamp) to report
+        self.exchange_reply: Future | None = None  # the arms on their way
+        self.arms_taken = 0  # arms taken by episodes in this collect
         self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
@@ -81,14 +94,14 @@ class Actor:
         self.episodes_begun += 1
         return Episode(id=self.episodes_begun - 1, **kw)
 
-    def _report_and_select(self, arm: int, episode_return: float, bonus: float) -> Future:
-        """Report a finished episode and ask for the next arm without waiting (a remote arm source
-        answers with a future; a local one answers now)."""
-        ask = getattr(self.arm_source, "report_and_select_async", None)
+    def _exchange(self, reports: list, n: int, wait: bool) -> Future:
+        """Report finished episodes and ask for `n` arms: a future of (arms, stamp). A remote arm source
+        answers later (unless `wait`), a local one now."""
+        ask = None if wait else getattr(self.arm_source, "exchange_async", None)
         if ask is not None:
-            return ask(arm, episode_return, bonus)
+            return ask(reports, n)
         done: Future = Future()
-        done.set_result(self.arm_source.report_and_select(arm, episode_return, bonus))
+        done.set_result(self.arm_source.exchange(reports, n))
         return done
 
     def _waiting(self, i: int, block: bool = False) -> bool:
@@ -98,8 +111,50 @@ class Actor:
             return False
         if not (block or ep.arm_request.done()):
             return True
-        ep.arm, ep.arm_request = int(ep.arm_request.result()), None
+        arms, ep.stamp = ep.arm_request.result()
+        ep.arm, ep.arm_request = int(arms[0]), None
         return False
+
+    def _take_arm(self, ep: Episode) -> None:
+        """The arm of a new episode: asked now (one call), or with `chunk` the oldest in hand (asking, and
+        waiting, only when none is left)."""
+        if not self.per_chunk:
+            arms, ep.stamp = self._exchange([], 1, wait=True).result()
+            ep.arm = int(arms[0])
+            return
+        if not self.arms:
+            self._receive_arms()
+        if not self.arms:  # none in hand or on the way: report what ended so far and ask now
+            reports, self.unreported = self.unreported, []
+            self.exchange_reply = self._exchange(reports, max(1, self.arms_taken), wait=True)
+            self._receive_arms()
+        arm, ep.stamp = self.arms.popleft()
+        ep.arm = int(arm)
+        self.arms_taken += 1
+
+    def _receive_arms(self) -> None:
+        """The arms on their way, into hand (waiting for them)."""
+        if self.exchange_reply is not None:
+            arms, stamp = self.exchange_reply.result()
+            self.arms.extend((int(a), stamp) for a in arms)
+            self.exchange_reply = None
+
+    def settle(self) -> None:
+        """Wait for the answers to every report sent (then the arm source holds them all): before the run
+        saves the bandit's state."""
+        self._receive_arms()
+        for i in range(len(self.envs)):
+            self._waiting(i, block=True)
+
+    def _exchange_for_next_chunk(self) -> None:
+        """`chunk`: report this chunk's finished episodes and ask the arms of the next chunk's new episodes
+        (one more than began in this one, less those in hand), without waiting for them."""
+        self._receive_arms()
+        want = max(0, self.arms_taken + 1 - len(self.arms))
+        if self.unreported or want:
+            reports, self.unreported = self.unreported, []
+            self.exchange_reply = self._exchange(reports, want, wait=False)
+        self.arms_taken = 0
 
     def collect(self, n_steps: int, weights=None, version: int = -1, global_step: int = 0) -> dict:
         """Step the environments for `n_steps` env steps in all, insert them as one chunk, report stats.
@@ -122,6 +177,8 @@ class Actor:
             self._begin_episodes(active, global_step + produced)
             self._step(active, global_step + produced, rows, finished, visits)
             produced += len(active)
+        if self.per_chunk:
+            self._exchange_for_next_chunk()
         self.replay.insert(self._chunk(rows))
         stats = {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}
         if visits is not None:
@@ -144,7 +201,7 @@ class Actor:
             if self.episodes[i] is None:
                 self.episodes[i] = self._new_episode()
             if self.episodes[i].arm is None and step + j >= self.cfg.learning_starts:
-                self.episodes[i].arm = self.arm_source.select()
+                self._take_arm(self.episodes[i])
 
     def _step(self, active: list[int], step: int, rows: dict[str, list], finished: list[dict],
               visits: np.ndarray | None) -> None:
@@ -170,12 +227,15 @@ class Actor:
             self.obs[i] = next_obs
 
     def _end_episode(self, i: int, ep: Episode, info: dict) -> dict:
-        """Env i's episode ended: report it with one round trip, which also asks the arm of its next one."""
+        """Env i's episode ended: report it (`episode`: now, in one round trip that also asks the arm of its
+        next one; `chunk`: at the chunk's end)."""
+        self.episodes[i] = None
         if ep.arm is not None:
-            self.episodes[i] = self._new_episode(arm_request=self._report_and_select(
-                ep.arm, ep.ret, self.acting.bonus(ep)))
-        else:
-            self.episodes[i] = None
+            report = (ep.arm, ep.ret, self.acting.bonus(ep), ep.stamp)
+            if self.per_chunk:
+                self.unreported.append(report)
+            else:
+                self.episodes[i] = self._new_episode(arm_request=self._exchange([report], 1, wait=False))
         success = info.get("success") if self.spec.has_success else None
         return {"return": ep.ret, "length": ep.length, "arm": ep.arm, "success": success}
 

@@ -67,7 +67,9 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
     return out
 
 
-def actor_rows(env: str, seconds: float) -> list[dict]:
+def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)) -> list[dict]:
+    """One actor's `collect` in this process, per algorithm and envs per actor in `layouts` (β-DQN's bandit
+    asked once per episode, as the serial runner does: a call costs nothing here)."""
     from actors.actor import Actor
     from actors.numpy_net import NumpyNet
     from driver.config import Config, resolve
@@ -77,8 +79,9 @@ def actor_rows(env: str, seconds: float) -> list[dict]:
 
     rows = []
     for algo in ("beta_dqn", "dqn"):
-        for epa in (1, 2, 4, 8):
-            cfg, spec = resolve(Config(env=env, algo=algo, envs_per_actor=epa, learning_starts=0, wandb="disabled"))
+        for epa in layouts:
+            cfg, spec = resolve(Config(env=env, algo=algo, envs_per_actor=epa, learning_starts=0, wandb="disabled",
+                                       runtime="serial"))
             learner = Learner(cfg, spec)
             arms = SlidingWindowBandit(13, cfg.bandit_window, 0) if algo == "beta_dqn" else FixedArm()
             replay = ReplayBuffer(cfg.replay_capacity, learner.packer.packed_shape, learner.packer.packed_dtype.name)

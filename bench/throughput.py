@@ -9,8 +9,12 @@ noisy machine falls on both), each a real `driver.run.Run` on a fresh local Ray 
 replay ratio 0.25, batch 32 and networks. Rates are taken in the steady state (from the first update to
 the last); startup is the time from the run's construction (Ray's start included) until the first
 transition and until every actor has delivered its first chunk. Then it measures the actors alone
-(the learner paused: every actor collecting back to back for a fixed time). It prints a table and writes
-JSON with the machine, the versions, every measurement, and the headline keys of the best configuration.
+(the learner paused: the largest actor count collecting back to back for a fixed time): DQN, and β-DQN with
+its actors reaching the bandit once per chunk (`--arm-exchange chunk`, Ray's default) and once per episode,
+with the bandit's arm lag; and one actor in this process (`bench/breakdown.py`'s measurement, no Ray), so the
+β-DQN/DQN cost ratio of the actors on Ray can be set against the ratio of their arithmetic. It prints a
+table and writes JSON with the machine, the versions, every measurement, and the headline keys of the best
+configuration. `--skip-end-to-end` measures only the actors.
 
 With `--baseline DIR` (a checkout of other code, e.g. `git worktree add DIR <commit>`), the same bench runs
 `--repeats` times on each, alternating (ABBA), each as a process of its own; it prints every configuration's
@@ -64,11 +68,12 @@ def machine() -> dict:
             "date": time.strftime("%Y-%m-%d")}
 
 
-def config(args, algo: str, actors: int, out: str):
+def config(args, algo: str, actors: int, out: str, arm_exchange: str = "auto"):
     from driver.config import Config, resolve
 
     extra = {"envs_per_actor": args.envs_per_actor} if args.envs_per_actor else {}
     cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps, **extra,
+                 arm_exchange=arm_exchange,
                  learning_starts=args.learning_starts, eval_every=10**9, eval_episodes=1, device=args.device,
                  out=out, wandb="disabled", progress=False, log_every=1.0, seed=args.seed)
     return resolve(cfg)
@@ -92,13 +97,15 @@ def end_to_end(args, algo: str, actors: int) -> dict:
             "peak_rss_gb": summary["peak_rss_gb"], "steady_seconds": t["steady_seconds"]}
 
 
-def actors_only(args, algo: str, actors: int, seconds: float) -> dict:
-    """The actors with the learner paused: every actor collects chunks back to back for `seconds`."""
+def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str = "auto") -> dict:
+    """The actors with the learner paused: every actor collects chunks back to back for `seconds` (β-DQN: and
+    how late the bandit's arms were, `SlidingWindowBandit.lag`)."""
     from driver.runtime import RayBackend, build, make_replay
     from learner.learner import Learner
 
+    lag = None
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, spec = config(args, algo, actors, tmp)
+        cfg, spec = config(args, algo, actors, tmp, arm_exchange)
         backend = RayBackend(cfg.address)
         try:
             parts = build(cfg, spec, backend, make_replay(cfg, spec, backend, Path(tmp)).ports)
@@ -118,9 +125,40 @@ def actors_only(args, algo: str, actors: int, seconds: float) -> dict:
                     inflight[backend.call(h, "collect", cfg.chunk_steps, None, 0, cfg.learning_starts)] = h
             wall = time.perf_counter() - t0
             backend.get(list(inflight))
+            if not parts["arm_local"]:
+                lag = backend.get(backend.call(parts["arm_source"], "summary"))["lag"]
         finally:
             backend.shutdown()
-    return {"algo": algo, "actors": actors, "env_steps_per_s": steps / wall}
+    return {"algo": algo, "actors": actors, "arm_exchange": cfg.arm_exchange if algo == "beta_dqn" else None,
+            "env_steps_per_s": steps / wall, "arm_lag": lag}
+
+
+def actors_alone(args, actors: int) -> dict:
+    """The actors' β-DQN/DQN cost ratio on Ray (learner paused; β-DQN with each `--arm-exchange`) against the
+    same ratio for one actor in this process (no Ray, no round trips)."""
+    from bench.breakdown import actor_rows
+
+    rows = [actors_only(args, "beta_dqn", actors, args.actor_seconds, "chunk"),
+            actors_only(args, "dqn", actors, args.actor_seconds),
+            actors_only(args, "beta_dqn", actors, args.actor_seconds, "episode")]
+    for r in rows:
+        print(f"  actors alone: {r['algo']:9s} {r['arm_exchange'] or '':8s} {r['env_steps_per_s']:7.0f} env steps/s",
+              file=sys.stderr)
+    from driver.config import Config
+
+    layout = args.envs_per_actor or Config.envs_per_actor
+    local = actor_rows(args.env, args.in_process_seconds, layouts=(layout,))
+    speed = {r["algo"]: r["env_steps_per_s"] for r in local}
+    in_process = speed["dqn"] / speed["beta_dqn"]
+    dqn = rows[1]["env_steps_per_s"]
+    ratio = {r["arm_exchange"]: dqn / r["env_steps_per_s"] for r in rows if r["algo"] == "beta_dqn"}
+    return {"rows": rows, "in_process": [{k: r[k] for k in ("algo", "envs_per_actor", "env_steps_per_s")}
+                                         for r in local],
+            "in_process_ratio": round(in_process, 3),
+            "actors_only_ratio": round(ratio["chunk"], 3), "actors_only_ratio_episode": round(ratio["episode"], 3),
+            # the issue's goal: ≤ 1.2 (the actors on Ray cost no more, relatively, than their arithmetic)
+            "actors_only_over_in_process": round(ratio["chunk"] / in_process, 3),
+            "actors_only_over_in_process_episode": round(ratio["episode"] / in_process, 3)}
 
 
 def parse(argv=None):
@@ -130,7 +168,9 @@ def parse(argv=None):
     p.add_argument("--steps", type=int, default=20_000, help="steady-state env steps per run (after warm-up)")
     p.add_argument("--learning-starts", type=int, default=5_000)
     p.add_argument("--envs-per-actor", type=int, default=0, help="0: the run's default")
-    p.add_argument("--actor-seconds", type=float, default=8.0, help="seconds of the actors-only measurement")
+    p.add_argument("--actor-seconds", type=float, default=8.0, help="seconds of each actors-only measurement")
+    p.add_argument("--in-process-seconds", type=float, default=4.0, help="seconds of each in-process measurement")
+    p.add_argument("--skip-end-to-end", action="store_true", help="measure only the actors (alone and in-process)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="", help="JSON path (default bench/results/throughput-<cpus>cpu-<device>.json)")
@@ -197,38 +237,43 @@ def main(argv=None) -> int:
     info = machine()
     t_start = time.perf_counter()
     runs = []
-    for k, n in enumerate(args.actor_counts):
+    for k, n in enumerate([] if args.skip_end_to_end else args.actor_counts):
         for algo in (ALGOS if k % 2 == 0 else ALGOS[::-1]):  # ABBA across actor counts
             row = end_to_end(args, algo, n)
             runs.append(row)
             print(f"  {algo:9s} {n:3d} actors: {row['env_steps_per_s']:7.0f} env steps/s", file=sys.stderr)
-    most = max(args.actor_counts)
-    actor_rows = [actors_only(args, algo, most, args.actor_seconds) for algo in ALGOS]
+    alone = actors_alone(args, max(args.actor_counts))
+    result = {"env": args.env, "machine": info}
+    if runs:
+        def find(algo, n):
+            return next(r for r in runs if r["algo"] == algo and r["actors"] == n)
 
-    def find(algo, n):
-        return next(r for r in runs if r["algo"] == algo and r["actors"] == n)
+        best_n = max(args.actor_counts, key=lambda n: find("beta_dqn", n)["env_steps_per_s"])
+        beta, dqn = find("beta_dqn", best_n), find("dqn", best_n)
+        big = [r for r in runs if r["actors"] == 32]
+        result.update({
+            "beta_dqn_env_steps_per_s": round(beta["env_steps_per_s"], 1),
+            "dqn_env_steps_per_s": round(dqn["env_steps_per_s"], 1),
+            # wall-clock cost per env step of β-DQN relative to DQN (the paper's "computational cost")
+            "cost_ratio_beta_over_dqn": round(dqn["env_steps_per_s"] / beta["env_steps_per_s"], 3),
+            "actors32_ready_s": max(r["first_transition_s"] for r in big) if big else None,  # all up, first chunk in
+            "actors32_peak_rss_gb": round(max(r["peak_rss_gb"] for r in big), 2) if big else None,
+            "learner_wait_fraction": round(beta["learner_wait_fraction"], 4),
+            "staleness_p95": beta["staleness_p95"],
+            "replay_ratio_achieved": round(beta["replay_ratio"], 4),
+            "best_actors": best_n, "device": beta["device"]})
+    else:
+        from learner.learner import pick_device
 
-    best_n = max(args.actor_counts, key=lambda n: find("beta_dqn", n)["env_steps_per_s"])
-    beta, dqn = find("beta_dqn", best_n), find("dqn", best_n)
-    big = [r for r in runs if r["actors"] == 32]
-    result = {
-        "beta_dqn_env_steps_per_s": round(beta["env_steps_per_s"], 1),
-        "dqn_env_steps_per_s": round(dqn["env_steps_per_s"], 1),
-        # wall-clock cost per env step of β-DQN relative to DQN (the paper's "computational cost")
-        "cost_ratio_beta_over_dqn": round(dqn["env_steps_per_s"] / beta["env_steps_per_s"], 3),
-        "actors32_ready_s": max(r["first_transition_s"] for r in big) if big else None,  # all up, first chunk in
-        "actors32_peak_rss_gb": round(max(r["peak_rss_gb"] for r in big), 2) if big else None,
-        "learner_wait_fraction": round(beta["learner_wait_fraction"], 4),
-        "staleness_p95": beta["staleness_p95"],
-        "replay_ratio_achieved": round(beta["replay_ratio"], 4),
-        "best_actors": best_n,
-        "env": args.env, "device": beta["device"], "machine": info,
+        result["device"] = str(pick_device(args.device))
+    result.update({
+        **{k: v for k, v in alone.items() if k not in ("rows", "in_process")},
         "command": "python bench/throughput.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "bench_seconds": round(time.perf_counter() - t_start, 1),
-        "runs": runs, "actors_only": actor_rows,
-    }
+        "runs": runs, "actors_only": alone["rows"], "in_process": alone["in_process"],
+    })
     print_table(result)
-    device = "gpu" if beta["device"].startswith("cuda") else "cpu"
+    device = "gpu" if result["device"].startswith("cuda") else "cpu"
     out = Path(args.out or ROOT / "bench" / "results" / f"throughput-{info['cpu_count']}cpu-{device}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
@@ -250,13 +295,21 @@ def print_table(result: dict) -> None:
                           f"{r['staleness_median']:.0f}/{r['staleness_p95']:.0f}", f"{r['first_transition_s']:.1f}",
                           f"{r['all_actors_ready_s']:.1f}", f"{r['peak_rss_gb']:.2f}"]))
     for r in result["actors_only"]:
-        print(f"actors only ({r['algo']}, {r['actors']} actors, learner paused): "
-              f"{r['env_steps_per_s']:.0f} env steps/s")
+        lag = r["arm_lag"]
+        how = f", --arm-exchange {r['arm_exchange']}" if r["arm_exchange"] else ""
+        late = f"; arm lag median {lag['median']:.0f}, p95 {lag['p95']:.0f}, max {lag['max']} episodes" if lag else ""
+        print(f"actors only ({r['algo']}{how}, {r['actors']} actors, learner paused): "
+              f"{r['env_steps_per_s']:.0f} env steps/s{late}")
+    for r in result["in_process"]:
+        print(f"one actor in this process ({r['algo']}, {r['envs_per_actor']} envs): {r['env_steps_per_s']:.0f} "
+              "env steps/s")
     print()
     for k in ("beta_dqn_env_steps_per_s", "dqn_env_steps_per_s", "cost_ratio_beta_over_dqn", "actors32_ready_s",
               "actors32_peak_rss_gb", "learner_wait_fraction", "staleness_p95", "replay_ratio_achieved",
-              "best_actors"):
-        print(f"{k:28s} {result[k]}")
+              "best_actors", "in_process_ratio", "actors_only_ratio", "actors_only_ratio_episode",
+              "actors_only_over_in_process", "actors_only_over_in_process_episode"):
+        if k in result:
+            print(f"{k:36s} {result[k]}")
 
 
 if __name__ == "__main__":

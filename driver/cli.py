@@ -151,6 +151,7 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
                                     "data is gone, so the run cannot continue exactly")
     merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir),
               "resume": args["resume"]}
+    merged.setdefault("arm_exchange", "episode")  # a checkpoint from before --arm-exchange: what it ran with
     # config.json and checkpoints keep no passwords
     merged["replay"] = restore_password(merged["replay"], "run", merged.get("replay_password_file", ""))
     known = {f.name for f in dataclasses.fields(Config)}

@@ -23,6 +23,7 @@ ALGOS = tuple(METHODS)
 LOSSES = ("huber", "mse")
 COUNT_MODES = ("augment", "simple", "off")
 BANDIT_RETURNS = ("minmax", "raw")
+ARM_EXCHANGES = ("auto", "episode", "chunk")
 DEVICES = ("auto", "cpu", "cuda")
 RUNTIMES = ("ray", "serial")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -111,6 +112,11 @@ class Config:
     envs_per_actor: int = _opt(4, "environments stepped together per actor")
     actor_cpus: float = _run(0.0, "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors")
     chunk_steps: int = _opt(64, "env steps an actor collects per call; transitions travel as one chunk")
+    arm_exchange: str = _beta("auto", "how actors reach the bandit: episode (one call per finished episode: "
+                                      "it reports the episode and brings its env's next arm), chunk (one call "
+                                      "per chunk: its finished episodes, and the arms of the actor's next "
+                                      "episodes, chosen ahead), auto (episode on --runtime serial, chunk on "
+                                      "Ray)")
     replay_shards: int = _opt(1, "replay shards")
     replay: str = _opt("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
                                  "--replay-shards redis-servers with a generated password, on 127.0.0.1, or on "
@@ -278,6 +284,7 @@ def validate(cfg: Config) -> None:
     _choice(cfg, "loss", LOSSES)
     _choice(cfg, "count_mode", COUNT_MODES)
     _choice(cfg, "bandit_returns", BANDIT_RETURNS)
+    _choice(cfg, "arm_exchange", ARM_EXCHANGES)
     _choice(cfg, "policy_set", tuple(POLICY_SETS))
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
@@ -376,8 +383,12 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
     # a password file's absolute path: a resume from another working directory finds it
     password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
+    arm_exchange = cfg.arm_exchange
+    if arm_exchange == "auto" and cfg.algo == "beta_dqn":  # a call per episode costs nothing in one process
+        arm_exchange = "episode" if cfg.runtime == "serial" else "chunk"
     cfg = dataclasses.replace(
         cfg, env=spec.name, out=out, replay_shards=shards, run_id=run_id, replay_password_file=password_file,
+        arm_exchange=arm_exchange,
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
         lr=spec.learning_rate if cfg.lr is None else cfg.lr)
     return cfg, spec

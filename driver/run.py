@@ -343,8 +343,15 @@ class Run:
     # ---- checkpoint ----
     def _checkpoint(self) -> None:
         self._record_evals(wait=True)  # evaluations started so far belong to this checkpoint
+        self._settle_reports()
         self._save_checkpoint()
         self.next_checkpoint += self.cfg.checkpoint_every
+
+    def _settle_reports(self) -> None:
+        """Every episode the run counted is in the bandit before its state is saved: the actors (idle now)
+        wait for the answers to the reports they sent."""
+        if self.acting.central and self.backend.concurrent:
+            self.backend.get([self.backend.call(a, "settle") for a in self.parts["actors"]])
 
     def _save_checkpoint(self) -> None:
         """Everything needed to continue: the replay's files first (memory replay; Redis keeps its own data),
@@ -389,10 +396,9 @@ class Run:
         return self.backend.get(self.backend.call(source, method, *args))
 
     def _bandit(self) -> dict:
-        """β-DQN's meta-controller now: per arm N(π), μ(π) and b(π) over its window [eq:policy select]."""
-        plays, mu, bonus = self._arm("statistics")
-        return {"plays": [int(n) for n in plays], "mu": [round(float(m), 4) for m in mu],
-                "bonus": [round(float(b), 4) for b in bonus]}
+        """β-DQN's meta-controller now: per arm N(π), μ(π) and b(π) over its window [eq:policy select], and
+        how many episodes late its arms were chosen (`lag`: median, p95, max)."""
+        return self._arm("summary")
 
     def _log_when_due(self) -> None:
         now = time.perf_counter()
@@ -413,7 +419,7 @@ class Run:
         rejected = self.replay.rejected()  # records the learner refused so far (by kind), as in the summary
         if rejected is not None:
             row["replay_rejected"] = rejected
-        bandit = self._bandit() if self.acting.central else None  # one call: N(π), μ(π), b(π)
+        bandit = self._bandit() if self.acting.central else None  # one call: N(π), μ(π), b(π), lag
         if bandit is not None:
             plays = np.asarray(bandit["plays"], dtype=float)
             props = plays / max(plays.sum(), 1.0)
@@ -427,6 +433,8 @@ class Run:
                                              if gg == g))
         if bandit is not None:
             row["arm_mu"], row["arm_bonus"] = bandit["mu"], bandit["bonus"]
+            if bandit["lag"]:
+                row["arm_lag_median"], row["arm_lag_p95"] = bandit["lag"]["median"], bandit["lag"]["p95"]
         return row
 
     def _finish(self) -> dict:
@@ -437,6 +445,7 @@ class Run:
             self.logger.log(self._metrics(time.perf_counter() - self.last_log, wall))
         final = st.evals.get(cfg.total_steps) or {}
         shard_stats = self.replay.stats()
+        self._settle_reports()
         self._save_checkpoint()
         summary = {
             "env": cfg.env, "algo": cfg.algo, "seed": cfg.seed, "runtime": cfg.runtime, "actors": cfg.actors,

@@ -112,26 +112,21 @@ class SerialBackend:
 class _RemotePort:
     """What an actor holds to reach the bandit or a replay shard across processes.
 
-    `select`, `report_and_select` and `insert` wait for their answer (the arm is needed now; an
-    acknowledged insert is what the learner's step count relies on); `report` is fire-and-forget.
+    `exchange` and `insert` wait for their answer (an arm needed now; an acknowledged insert is what the
+    learner's step count relies on); `exchange_async` answers with a future (the actor steps meanwhile).
     """
 
     def __init__(self, handle):
         self.handle = handle
 
-    def select(self) -> int:
+    def exchange(self, reports: list, n: int) -> tuple[list[int], int]:
         import ray
 
-        return ray.get(self.handle.select.remote())
+        return ray.get(self.handle.exchange.remote(reports, n))
 
-    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
-        import ray
-
-        return ray.get(self.handle.report_and_select.remote(arm, episode_return, bonus))
-
-    def report_and_select_async(self, arm: int, episode_return: float, bonus: float):
-        """The same, as a concurrent.futures.Future: the actor steps its other envs meanwhile."""
-        return self.handle.report_and_select.remote(arm, episode_return, bonus).future()
+    def exchange_async(self, reports: list, n: int):
+        """The same, as a concurrent.futures.Future."""
+        return self.handle.exchange.remote(reports, n).future()
 
     def insert(self, chunk) -> int:
         import ray

@@ -2,8 +2,9 @@
 
 Plain and seeded; `driver.runtime` hosts it as a Ray actor. The arm sources of the other
 algorithms (`UniformArm`: Bootstrapped DQN's head; `FixedArm`: one policy for DQN, εz-greedy, RND, LESSON)
-share the same `select()/report_and_select()` contract, so choosing a policy per episode is one mechanism
-for every method.
+share the same contract, so choosing a policy per episode is one mechanism for every method. Actors use one
+call of it, `exchange(reports, n)`: finished episodes in, arms for the next `n` episodes out (one episode
+and one arm per call with `--arm-exchange episode`; an actor's chunk of them with `chunk`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,15 @@ class ArmSource(Protocol):
     def select(self) -> int:
         """The arm of a new episode."""
 
-    def report(self, arm: int, episode_return: float, bonus: float) -> None:
-        """A finished episode: its arm, return and exploration bonus."""
+    def report(self, arm: int, episode_return: float, bonus: float, stamp: int | None = None) -> None:
+        """A finished episode: its arm, return and exploration bonus (and its arm's stamp, when known)."""
 
     def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
         """`report`, then `select` for the next episode (one round trip for a remote source)."""
+
+    def exchange(self, reports: list, n: int) -> tuple[list[int], int]:
+        """`report` each finished episode `(arm, return, bonus, stamp)`, then `select` `n` arms: the arms and
+        their stamp (the source's count of reports when it chose them, handed back with each report)."""
 
     def proportions(self) -> np.ndarray:
         """Each arm's share of the episodes it counts."""
@@ -38,7 +43,26 @@ class ArmSource(Protocol):
         """Continue from `state_dict()`'s data."""
 
 
-class SlidingWindowBandit:
+class _Source:
+    """`report_and_select` and `exchange` from a source's own `report` and `select`."""
+
+    reported = 0  # reports received, over the run (an arm's stamp)
+
+    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
+        """`report` a finished episode, then `select` the arm of the next one (one call per episode)."""
+        self.report(arm, episode_return, bonus)
+        return self.select()
+
+    def exchange(self, reports: list, n: int) -> tuple[list[int], int]:
+        for arm, episode_return, bonus, stamp in reports:
+            self.report(arm, episode_return, bonus, stamp)
+        return self.select_many(n), self.reported
+
+    def select_many(self, n: int) -> list[int]:
+        return [self.select() for _ in range(n)]
+
+
+class SlidingWindowBandit(_Source):
     """Window of the last L finished episodes (all actors together).
 
     In the window: N(π) plays, μ(π) the mean return — normalised to [0, 1] by the window's min and max
@@ -46,6 +70,11 @@ class SlidingWindowBandit:
     published text reads) — and b(π) the mean exploration bonus. `select` returns an arm with
     N(π) = 0 first — arms handed to episodes still running count as played, so concurrent actors
     spread over the unplayed arms — otherwise argmax μ + b with ties broken by the seeded rng.
+
+    Each arm it hands out carries a stamp, its count of reports at that moment; a report that brings the
+    stamp back adds to `lag()`: how many episodes (of any actor) the bandit heard of between choosing an arm
+    and hearing of the episode that played it. One actor stepping one env (the paper's loop) has lag 0;
+    concurrent episodes and arms chosen ahead (`--arm-exchange chunk`) make it larger.
     """
 
     RETURNS = ("minmax", "raw")
@@ -60,6 +89,9 @@ class SlidingWindowBandit:
         self._new_window(window)
         self.pending = np.zeros(n_arms, dtype=np.int64)
         self.rng = np.random.default_rng(seed)
+        self.reported = 0
+        self.lags = np.zeros(window, dtype=np.int64)  # the lags of the last `window` arms reported, a ring
+        self.lags_filled = 0
 
     def _new_window(self, size: int) -> None:
         # a ring of the last `size` episodes as arrays: statistics are a few vectorised passes, so
@@ -96,7 +128,15 @@ class SlidingWindowBandit:
         return plays, mu, bonus
 
     def select(self) -> int:
-        plays, mu, bonus = self.statistics()
+        return self._pick(*self.statistics())
+
+    def select_many(self, n: int) -> list[int]:
+        """`n` arms, as `n` selects in a row (the window does not change between them: its statistics are
+        computed once; each arm handed out counts as pending for the next)."""
+        stats = self.statistics()
+        return [self._pick(*stats) for _ in range(n)]
+
+    def _pick(self, plays: np.ndarray, mu: np.ndarray, bonus: np.ndarray) -> int:
         unplayed = np.flatnonzero(plays + self.pending == 0)
         if unplayed.size:
             arm = int(unplayed[0])
@@ -110,8 +150,9 @@ class SlidingWindowBandit:
         self.pending[arm] += 1
         return arm
 
-    def report(self, arm: int, episode_return: float, bonus: float) -> None:
-        """A finished episode played with `arm`: return R and bonus B (fraction of exploratory steps)."""
+    def report(self, arm: int, episode_return: float, bonus: float, stamp: int | None = None) -> None:
+        """A finished episode played with `arm`: return R and bonus B (fraction of exploratory steps);
+        `stamp`, when given, is the one its arm was handed out with."""
         if not 0 <= arm < self.n_arms:
             raise ValueError(f"arm {arm} outside [0, {self.n_arms})")
         if self.pending[arm] > 0:
@@ -120,11 +161,24 @@ class SlidingWindowBandit:
         self.arms[i], self.returns[i], self.bonuses[i] = int(arm), float(episode_return), float(bonus)
         self.cursor = (i + 1) % self.size
         self.filled = min(self.filled + 1, self.size)
+        if stamp is not None and 0 <= stamp <= self.reported:
+            self.lags[self.lags_filled % self.lags.size] = self.reported - stamp
+            self.lags_filled += 1
+        self.reported += 1
 
-    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
-        """`report` a finished episode, then `select` the arm of the next one (one call per episode)."""
-        self.report(arm, episode_return, bonus)
-        return self.select()
+    def lag(self) -> dict:
+        """Median, 95th percentile and largest lag of the last `window` arms whose episodes came back (in
+        episodes the bandit heard of between choosing the arm and hearing of its episode; empty before any)."""
+        lags = self.lags[:min(self.lags_filled, self.lags.size)]
+        if not lags.size:
+            return {}
+        return {"median": float(np.median(lags)), "p95": float(np.percentile(lags, 95)), "max": int(lags.max())}
+
+    def summary(self) -> dict:
+        """Per arm N(π), μ(π), b(π) over the window, and the arms' `lag()`: what the run logs (one call)."""
+        plays, mu, bonus = self.statistics()
+        return {"plays": [int(n) for n in plays], "mu": [round(float(m), 4) for m in mu],
+                "bonus": [round(float(b), 4) for b in bonus], "lag": self.lag()}
 
     def proportions(self) -> np.ndarray:
         """Share of each arm among the window's episodes."""
@@ -134,7 +188,7 @@ class SlidingWindowBandit:
     def state_dict(self) -> dict:
         return {"n_arms": self.n_arms, "window_size": self.size,
                 "window": [list(e) for e in self.window], "pending": self.pending.tolist(),
-                "rng": self.rng.bit_generator.state}
+                "rng": self.rng.bit_generator.state, "reported": self.reported}
 
     def load_state_dict(self, state: dict) -> None:
         self.n_arms = int(state["n_arms"])
@@ -145,9 +199,11 @@ class SlidingWindowBandit:
             self.filled = min(self.filled + 1, self.size)
         self.pending = np.asarray(state["pending"], dtype=np.int64)
         self.rng.bit_generator.state = state["rng"]
+        # stamps count on from the checkpoint's (a checkpoint written before stamps: from the window's episodes)
+        self.reported = int(state.get("reported", self.filled))
 
 
-class FixedArm:
+class FixedArm(_Source):
     """One policy for every episode (DQN): arm 0, nothing learned; counts the episodes reported."""
 
     n_arms = 1
@@ -158,12 +214,8 @@ class FixedArm:
     def select(self) -> int:
         return 0
 
-    def report(self, arm: int, episode_return: float, bonus: float) -> None:
+    def report(self, arm: int, episode_return: float, bonus: float, stamp: int | None = None) -> None:
         self.episodes += 1
-
-    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
-        self.report(arm, episode_return, bonus)
-        return 0
 
     def proportions(self) -> np.ndarray:
         return np.ones(1)
@@ -175,7 +227,7 @@ class FixedArm:
         self.episodes = int(state["episodes"])
 
 
-class UniformArm:
+class UniformArm(_Source):
     """One of `n_arms` drawn uniformly per episode, from a seeded rng (Bootstrapped DQN's head per episode);
     counts the episodes each arm played."""
 
@@ -189,14 +241,10 @@ class UniformArm:
     def select(self) -> int:
         return int(self.rng.integers(self.n_arms))
 
-    def report(self, arm: int, episode_return: float, bonus: float) -> None:
+    def report(self, arm: int, episode_return: float, bonus: float, stamp: int | None = None) -> None:
         if not 0 <= arm < self.n_arms:
             raise ValueError(f"arm {arm} outside [0, {self.n_arms})")
         self.plays[arm] += 1
-
-    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
-        self.report(arm, episode_return, bonus)
-        return self.select()
 
     def proportions(self) -> np.ndarray:
         return np.asarray(self.plays) / max(sum(self.plays), 1)

@@ -20,9 +20,10 @@ class FakeArms:
     def report(self, arm, ret, bonus):
         self.reports.append((arm, ret, bonus))
 
-    def report_and_select(self, arm, ret, bonus):
-        self.report(arm, ret, bonus)
-        return self.select()
+    def exchange(self, reports, n):
+        for arm, ret, bonus, _stamp in reports:
+            self.report(arm, ret, bonus)
+        return [self.select() for _ in range(n)], len(self.reports)
 
 
 class FakeReplay:
@@ -104,7 +105,7 @@ class SlowFuture:
 
     def result(self):
         self.taken = True
-        return self.arm
+        return [self.arm], 0
 
 
 class AsyncArms(FakeArms):
@@ -112,14 +113,16 @@ class AsyncArms(FakeArms):
         super().__init__(arm)
         self.futures = []
 
-    def report_and_select_async(self, arm, ret, bonus):
-        self.report(arm, ret, bonus)
+    def exchange_async(self, reports, n):
+        assert n == 1 and len(reports) == 1  # --arm-exchange episode: one episode, one arm
+        self.report(*reports[0][:3])
         self.futures.append(SlowFuture(self.arm, polls=5))
         return self.futures[-1]
 
 
 def test_an_env_waiting_for_its_next_arm_lets_the_others_step():
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=1, envs_per_actor=2, wandb="disabled"))
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=1, envs_per_actor=2, arm_exchange="episode",
+                               wandb="disabled"))
     arms, replay = AsyncArms(12), FakeReplay()  # π_cor(1) goes down: 100-step episodes to the time limit
     actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
@@ -156,3 +159,71 @@ def test_actor_streams_are_independent_of_each_other():
     # the acting rng and each environment's rng come from distinct seeds
     draws = [a.rng.random()] + [env.np_random.random() for env in a.envs]
     assert len(set(draws)) == len(draws)
+
+
+class CountingArms(FakeArms):
+    """Hands out arms 12 and 2 in turn (both 100-step CliffWalk episodes here); records every exchange."""
+
+    def __init__(self):
+        super().__init__(12)
+        self.calls, self.handed = [], []
+
+    def exchange(self, reports, n):
+        self.calls.append((list(reports), n))
+        for arm, ret, bonus, _stamp in reports:
+            self.report(arm, ret, bonus)
+        arms = [(12, 2)[len(self.handed) + k & 1] for k in range(n)]
+        self.handed += arms
+        return arms, len(self.reports)
+
+
+def test_chunk_exchange_is_one_call_per_collect_and_arms_are_taken_in_the_order_handed_out():
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange="chunk",
+                               wandb="disabled"))
+    assert cfg.arm_exchange == "chunk"
+    arms, replay = CountingArms(), FakeReplay()
+    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
+    actor.collect(400, weights, version=0)  # 2 envs × two 100-step episodes; nothing in hand at first
+    first = len(arms.calls)
+    # it asked as it went (1, 1, then 2 arms with the 2 episodes that had ended), then at its end: the other
+    # 2 episodes and 4 + 1 arms for the next chunk
+    assert [(len(reports), n) for reports, n in arms.calls] == [(0, 1), (0, 1), (2, 2), (2, 5)]
+    for _ in range(3):  # from then on: the arms in hand serve the chunk, and one call at its end
+        stats = actor.collect(400, None, version=0)
+        assert len(arms.calls) == first + 1
+        first += 1
+        reports, n = arms.calls[-1]
+        assert len(reports) == 4 and n == 4
+        assert [r[0] for r in reports] == [ep["arm"] for ep in stats["episodes"]]
+        assert all(r[3] >= 0 for r in reports)  # each report carries its arm's stamp
+    # every arm handed out was played in the order it came (the newest are still in hand or on their way)
+    played = [report[0] for call in arms.calls for report in call[0]]
+    assert len(played) == 16 and played == arms.handed[:16]
+
+
+def test_chunk_exchange_keeps_the_pending_rule_across_actors():
+    from meta_controller.bandit import SlidingWindowBandit
+
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange="chunk",
+                               wandb="disabled"))
+    bandit = SlidingWindowBandit(13, cfg.bandit_window, 0)
+    handed = []
+    real = bandit.exchange
+
+    def exchange(reports, n):
+        arms, stamp = real(reports, n)
+        handed.extend(arms)
+        return arms, stamp
+
+    bandit.exchange = exchange
+    weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
+    actors = [Actor(cfg, spec, i, bandit, FakeReplay()) for i in range(3)]
+    for actor in actors:  # each actor begins 2 episodes and asks the arms of its next chunk ahead
+        actor.collect(100, weights, version=0)
+        actor._receive_arms()
+    # the arms held for the next chunk count as pending: the 13 arms are each handed out once before any twice
+    assert len(handed) > 13 and handed[:13] == list(range(13))
+    held = [arm for actor in actors for arm, _ in actor.arms]
+    running = [ep.arm for actor in actors for ep in actor.episodes if ep is not None]
+    assert held and sorted(np.flatnonzero(bandit.pending).tolist()) == sorted(set(held + running))

@@ -111,3 +111,44 @@ def test_report_and_select_is_a_report_then_a_select():
         b.report(b.pending.argmax(), 0.0, 0.0)
     assert a.window == b.window and len(a.window) == 4
     np.testing.assert_array_equal(a.pending, b.pending)
+
+
+def test_an_exchange_is_its_reports_then_n_selects():
+    a, b = SlidingWindowBandit(n_arms=5, window=6, seed=3), SlidingWindowBandit(n_arms=5, window=6, seed=3)
+    rng = np.random.default_rng(1)
+    held_a: list = []
+    for _ in range(8):  # an actor's chunks: the episodes that ended, and arms for the next ones
+        n = int(rng.integers(0, 4))
+        reports = [(arm, float(rng.integers(0, 3)), float(rng.random()), stamp) for arm, stamp in held_a]
+        for arm, ret, bonus, _ in reports:
+            b.report(arm, ret, bonus)
+        arms, stamp = a.exchange(reports, n)
+        assert arms == [b.select() for _ in range(n)]
+        assert stamp == a.reported == b.reported  # the count of reports when these arms were chosen
+        held_a = [(arm, stamp) for arm in arms]
+    assert a.window == b.window
+    np.testing.assert_array_equal(a.pending, b.pending)
+
+
+def test_lag_counts_the_episodes_heard_of_between_an_arms_choice_and_its_report():
+    b = SlidingWindowBandit(n_arms=3, window=10, seed=0)
+    assert b.lag() == {}
+    # one actor, one env (the paper's loop): each arm is reported before the next is chosen -> lag 0
+    (arm,), stamp = b.exchange([], 1)
+    for _ in range(5):
+        (arm,), stamp = b.exchange([(arm, 1.0, 0.0, stamp)], 1)
+    assert b.lag() == {"median": 0.0, "p95": 0.0, "max": 0}
+    # four arms chosen at once, reported one after the other: 0, 1, 2 and 3 episodes late
+    c = SlidingWindowBandit(n_arms=3, window=10, seed=0)
+    arms, stamp = c.exchange([], 4)
+    c.exchange([(arm, 1.0, 0.0, stamp) for arm in arms], 0)
+    assert c.lag()["max"] == 3 and c.lag()["median"] == 1.5
+    c.report(0, 1.0, 0.0)  # a report without a stamp (one from before stamps) adds no lag
+    assert c.lag()["max"] == 3 and c.reported == 5
+    # the count of reports carries over a checkpoint; a checkpoint from before stamps counts its window
+    d = SlidingWindowBandit(n_arms=3, window=10, seed=0)
+    d.load_state_dict(c.state_dict())
+    assert d.reported == 5
+    old = {k: v for k, v in c.state_dict().items() if k != "reported"}
+    d.load_state_dict(old)
+    assert d.reported == len(c.window)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from driver.cli import build_parser, parse_config
-from driver.config import ConfigError
+from driver.config import ConfigError, resolve
 
 CASES = [
     (["--env", "Pong"], "--env: unknown env 'Pong'; known: CliffWalk"),
@@ -51,6 +51,7 @@ CASES = [
     (["--algo", "dqn,ppo"], "--algo: 'ppo' is not one of"),
     (["--env", "CliffWalk,Pong", "--algo", "dqn"], "--env: unknown env 'Pong'"),
     (["--bandit-returns", "minmax,mean"], "--bandit-returns: 'mean' is not one of: minmax, raw"),
+    (["--arm-exchange", "step"], "--arm-exchange: 'step' is not one of: auto, episode, chunk"),
     (["--bandit-returns", "raw", "--seeds", "0", "--actors", "1,x"], "argument --actors: invalid int value: '1,x'"),
     (["--count-mode", "off,off"], "argument --count-mode: 'off' appears twice in the list 'off,off'"),
     (["--seed", "0,1"], "argument --seed: invalid int value: '0,1'"),
@@ -120,6 +121,9 @@ def test_defaults_are_the_papers_configuration():
     # the baselines' (spec §7)
     assert (cfg.boot_heads, cfg.ez_mu, cfg.rnd_scale, cfg.lesson_tau) == (10, 2.0, 10.0, 0.02)
     assert not cfg.two_q
+    # β-DQN's actors reach the bandit once per episode in one process, once per chunk on Ray
+    assert resolve(cfg)[0].arm_exchange == "chunk"
+    assert resolve(parse_config(["--runtime", "serial"]))[0].arm_exchange == "episode"
     help_text = build_parser().format_help()
     for flag in ("--env", "--algo", "--actors", "--total-steps", "--seed", "--out", "--eval-every",
                  "--eval-episodes", "--device", "--address", "--beta-eps", "--replay-ratio"):

@@ -11,10 +11,10 @@ from driver.run import Run
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.parametrize("replay,shards", [("memory", 1), ("redis-local", 2)])
-def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards):
+@pytest.mark.parametrize("replay,shards,arm_exchange", [("memory", 1, "chunk"), ("redis-local", 2, "episode")])
+def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards, arm_exchange):
     cfg, spec = resolve(Config(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2, replay=replay,
-                               replay_shards=shards,
+                               replay_shards=shards, arm_exchange=arm_exchange,
                                total_steps=12_000, learning_starts=1000, chunk_steps=64, eval_every=4000,
                                eval_episodes=5, wandb="disabled", progress=False, log_every=0.5,
                                out=str(tmp_path / "ray")))
@@ -25,12 +25,15 @@ def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards):
     # weights reach the actors: each actor acted with several, increasing versions
     for first, last in run.actor_versions:
         assert 0 <= first < last <= summary["weight_versions"]
-    # the bandit receives every finished episode that was played under an arm
+    # the bandit receives every finished episode that was played under an arm, before the checkpoint
     ckpt = torch.load(tmp_path / "ray" / "checkpoint.pt")
     assert summary["arm_episodes"] > 20
-    assert len(ckpt["arm_source"]["window"]) == summary["arm_episodes"]
-    # episodes still running at the end hold their arms as pending, no more
-    assert sum(ckpt["arm_source"]["pending"]) <= cfg.actors * cfg.envs_per_actor
+    assert len(ckpt["arm_source"]["window"]) == summary["arm_episodes"] == ckpt["arm_source"]["reported"]
+    # episodes still running at the end hold their arms as pending, no more (with `chunk`, and the arms each
+    # actor holds for its next episodes: at most one more than it began in a chunk)
+    ahead = cfg.chunk_steps + 1 if arm_exchange == "chunk" else 0
+    assert sum(ckpt["arm_source"]["pending"]) <= cfg.actors * (cfg.envs_per_actor + ahead)
+    assert summary["bandit"]["lag"]["max"] >= 1  # two actors' episodes overlap: arms are chosen late
     # both actors collected at the same time
     assert run.max_inflight == cfg.actors
     # the replay ratio is held within ±5% over the run

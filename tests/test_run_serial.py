@@ -199,3 +199,33 @@ def test_a_person_reads_a_few_lines_and_a_script_reads_json(tmp_path, capsys):
     assert any(f"python -m learner.report {tmp_path / 'a'}" in line for line in lines)
     assert main([*argv, "--out", str(tmp_path / "b"), "--json", "true"]) == 0
     assert json.loads(capsys.readouterr().out)["final_eval"] == summary["final_eval"]  # deterministic
+
+
+def test_arm_exchange_per_episode_or_per_chunk_and_the_lag_it_costs(tmp_path):
+    """The serial runner asks the bandit once per episode (auto): one actor stepping one env is the paper's loop,
+    every arm chosen knowing every earlier episode (lag 0). Arms chosen a chunk ahead (as on Ray) are late
+    by a few episodes, every episode still reported before the checkpoint."""
+    from driver.cli import resume_config
+
+    cfg, spec = short(tmp_path, "paper", env="CliffWalk", actors=1, envs_per_actor=1)
+    assert cfg.arm_exchange == "episode"
+    summary = train(cfg, spec)
+    assert summary["bandit"]["lag"] == {"median": 0.0, "p95": 0.0, "max": 0}
+    cfg, spec = short(tmp_path, "chunk", env="CliffWalk", arm_exchange="chunk")
+    summary = train(cfg, spec)
+    assert summary["bandit"]["lag"]["max"] > 0 and summary["arm_episodes"] > 20
+    ckpt = torch.load(tmp_path / "chunk" / "checkpoint.pt")
+    assert len(ckpt["arm_source"]["window"]) == summary["arm_episodes"] == ckpt["arm_source"]["reported"]
+    assert ckpt["config"]["arm_exchange"] == "chunk"
+    lines = [json.loads(line) for line in (tmp_path / "chunk" / "metrics.jsonl").read_text().splitlines()]
+    assert any("arm_lag_p95" in line for line in lines)
+    # a checkpoint from before --arm-exchange continues as it ran: an exchange per episode
+    for path in (tmp_path / "chunk" / "checkpoint.pt", tmp_path / "chunk" / "config.json"):
+        if path.suffix == ".pt":
+            ckpt["config"].pop("arm_exchange")
+            torch.save(ckpt, path)
+        else:
+            config = json.loads(path.read_text())
+            config.pop("arm_exchange")
+            path.write_text(json.dumps(config))
+    assert resume_config(["--resume", str(tmp_path / "chunk")])[0].arm_exchange == "episode"
