@@ -7,9 +7,10 @@ is `--arm-exchange`:
 * `episode`: when an episode ends, one call reports it and brings the arm of its env's next episode
   (asynchronously when the port offers it: that env waits while the others step);
 * `chunk` (a central source): the episodes that end in a `collect` are reported together at its end, in one
-  call that also asks the arms of the actor's next episodes (about as many as began in this chunk); they
-  arrive while the actor waits for its next `collect`, and a new episode takes the oldest. Arms are thus
-  chosen up to a chunk ahead; the bandit measures how far (`SlidingWindowBandit.lag`).
+  call that also gives back the arms no episode took and asks fresh arms for the actor's next episodes (one
+  more than began in this chunk); they arrive while the actor waits for its next `collect`, and a new
+  episode takes the oldest. An arm is thus chosen at most a chunk before its episode begins (unless the
+  actor runs out and asks, waiting); the bandit measures how late (`SlidingWindowBandit.lag`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class Actor:
         self.obs = [env.reset()[0] for env in self.envs]
         self.acting = acting(cfg)
         # arms chosen ahead, a chunk at a time (a central arm source: the bandit), or one per episode
+        if cfg.arm_exchange not in ("episode", "chunk") and self.acting.central:
+            raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: driver.config.resolve settles it first")
         self.per_chunk = cfg.arm_exchange == "chunk" and self.acting.central
         self.arms: deque[tuple[int, int]] = deque()  # (arm, stamp) in hand for the next episodes
         self.unreported: list[tuple] = []  # finished episodes (arm, return, bonus, stamp) to report
@@ -94,14 +97,15 @@ class Actor:
         self.episodes_begun += 1
         return Episode(id=self.episodes_begun - 1, **kw)
 
-    def _exchange(self, reports: list, n: int, wait: bool) -> Future:
-        """Report finished episodes and ask for `n` arms: a future of (arms, stamp). A remote arm source
-        answers later (unless `wait`), a local one now."""
+    def _exchange(self, reports: list, n: int, wait: bool, returned: list | tuple = ()) -> Future:
+        """Give back unplayed arms, report finished episodes and ask for `n` arms: a future of (arms, stamp).
+        A remote arm source answers later (unless `wait`), a local one now."""
         ask = None if wait else getattr(self.arm_source, "exchange_async", None)
+        holder = (self.actor_id, self.instance)
         if ask is not None:
-            return ask(reports, n)
+            return ask(reports, n, returned, holder)
         done: Future = Future()
-        done.set_result(self.arm_source.exchange(reports, n))
+        done.set_result(self.arm_source.exchange(reports, n, returned, holder))
         return done
 
     def _waiting(self, i: int, block: bool = False) -> bool:
@@ -147,13 +151,14 @@ class Actor:
             self._waiting(i, block=True)
 
     def _exchange_for_next_chunk(self) -> None:
-        """`chunk`: report this chunk's finished episodes and ask the arms of the next chunk's new episodes
-        (one more than began in this one, less those in hand), without waiting for them."""
+        """`chunk`: report this chunk's finished episodes, give back the arms still in hand (chosen a chunk
+        ago) and ask fresh ones for the next chunk's new episodes (one more than began in this one), without
+        waiting for them."""
         self._receive_arms()
-        want = max(0, self.arms_taken + 1 - len(self.arms))
-        if self.unreported or want:
-            reports, self.unreported = self.unreported, []
-            self.exchange_reply = self._exchange(reports, want, wait=False)
+        returned = [arm for arm, _ in self.arms]
+        self.arms.clear()
+        reports, self.unreported = self.unreported, []
+        self.exchange_reply = self._exchange(reports, self.arms_taken + 1, wait=False, returned=returned)
         self.arms_taken = 0
 
     def collect(self, n_steps: int, weights=None, version: int = -1, global_step: int = 0) -> dict:

@@ -128,6 +128,8 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     if ckpt.get("format", 1) != CHECKPOINT_FORMAT:
         raise ConfigError("resume", f"{path} has checkpoint format {ckpt.get('format', 1)}, written by another version "
                                     f"of this program; this one continues format {CHECKPOINT_FORMAT} only")
+    if saved.get("algo") == "beta_dqn":  # a checkpoint from before --arm-exchange asked once per episode
+        saved.setdefault("arm_exchange", "episode")
     given = {k: v for k, v in args.items() if v != parser.get_default(k)}
     if given.get("overwrite"):
         raise ConfigError("overwrite", f"--resume continues the run in {args['resume']!r}; --overwrite true starts "
@@ -151,7 +153,6 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
                                     "data is gone, so the run cannot continue exactly")
     merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir),
               "resume": args["resume"]}
-    merged.setdefault("arm_exchange", "episode")  # a checkpoint from before --arm-exchange: what it ran with
     # config.json and checkpoints keep no passwords
     merged["replay"] = restore_password(merged["replay"], "run", merged.get("replay_password_file", ""))
     known = {f.name for f in dataclasses.fields(Config)}

@@ -449,6 +449,8 @@ def run_command(config: dict, device: str = "cpu") -> str:
 
     spec = env_spec(config["env"])
     values = {k: v for k, v in config.items() if k in FIELDS and (k in AXES or k == "seed")}
+    if config.get("algo") == "beta_dqn":  # a run made before --arm-exchange asked once per episode
+        values.setdefault("arm_exchange", "episode")
     for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
         if values.get(name) == default:
             del values[name]

@@ -143,6 +143,10 @@ def _load_run(run_dir: Path) -> RunData:
     return RunData(run_dir.name, config, summary, evals, metrics)
 
 
+# fields added since runs were first made, with what those runs did (not the new default)
+LEGACY = {"arm_exchange": "episode"}  # one call to the bandit per episode
+
+
 def check_comparable(runs: list[RunData]) -> None:
     """Within an environment, runs of one column agree in everything but the seed and bookkeeping, and
     columns differ only in their method and their variant's axes; ReportError names the first field that
@@ -151,10 +155,16 @@ def check_comparable(runs: list[RunData]) -> None:
     for run in runs:
         by_env[run.env].append(run)
 
-    def value(run: RunData, key: str):  # a field added after the run was made has its default there
-        return run.config.get(key, FIELDS[key].default if key in FIELDS else None)
+    def value(run: RunData, key: str):
+        # a field added after the run was made has its default there, or what such runs did (LEGACY)
+        got = run.config.get(key, LEGACY.get(key, FIELDS[key].default if key in FIELDS else None))
+        if key == "arm_exchange" and got == "auto":  # as `driver.config.resolve` settles it
+            got = "episode" if value(run, "runtime") == "serial" else "chunk"
+        return got
 
     def compare(a: RunData, b: RunData, free: set[str]) -> None:
+        if "runtime" in free:  # the bandit's exchange follows the runtime (--arm-exchange auto)
+            free = free | {"arm_exchange"}
         for key in sorted((set(a.config) | set(b.config)) - BOOKKEEPING - {"algo", "seed"} - free):
             if _reads(a.algo, key) and _reads(b.algo, key) and value(a, key) != value(b, key):
                 raise ReportError(

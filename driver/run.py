@@ -349,7 +349,8 @@ class Run:
 
     def _settle_reports(self) -> None:
         """Every episode the run counted is in the bandit before its state is saved: the actors (idle now)
-        wait for the answers to the reports they sent."""
+        wait for the answers to the reports they sent. (Not on the way out of a failed run: an actor that
+        died with a report on its way cannot be waited for, and its report may be lost.)"""
         if self.acting.central and self.backend.concurrent:
             self.backend.get([self.backend.call(a, "settle") for a in self.parts["actors"]])
 
@@ -439,13 +440,13 @@ class Run:
 
     def _finish(self) -> dict:
         cfg, st, learner = self.cfg, self.state, self.learner
+        self._settle_reports()  # the last logs, the summary and the checkpoint see every episode in the bandit
         wall = time.perf_counter() - self.t0
         self.peak_rss = max(self.peak_rss, process_tree_rss())
         if self.window.updates or self.window.steps:
             self.logger.log(self._metrics(time.perf_counter() - self.last_log, wall))
         final = st.evals.get(cfg.total_steps) or {}
         shard_stats = self.replay.stats()
-        self._settle_reports()
         self._save_checkpoint()
         summary = {
             "env": cfg.env, "algo": cfg.algo, "seed": cfg.seed, "runtime": cfg.runtime, "actors": cfg.actors,

@@ -119,14 +119,14 @@ class _RemotePort:
     def __init__(self, handle):
         self.handle = handle
 
-    def exchange(self, reports: list, n: int) -> tuple[list[int], int]:
+    def exchange(self, reports: list, n: int, returned=(), holder=None) -> tuple[list[int], int]:
         import ray
 
-        return ray.get(self.handle.exchange.remote(reports, n))
+        return ray.get(self.handle.exchange.remote(reports, n, returned, holder))
 
-    def exchange_async(self, reports: list, n: int):
+    def exchange_async(self, reports: list, n: int, returned=(), holder=None):
         """The same, as a concurrent.futures.Future."""
-        return self.handle.exchange.remote(reports, n).future()
+        return self.handle.exchange.remote(reports, n, returned, holder).future()
 
     def insert(self, chunk) -> int:
         import ray

@@ -9,6 +9,7 @@ and one arm per call with `--arm-exchange episode`; an actor's chunk of them wit
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Protocol
 
 import numpy as np
@@ -26,15 +27,17 @@ class ArmSource(Protocol):
     def report(self, arm: int, episode_return: float, bonus: float, stamp: int | None = None) -> None:
         """A finished episode: its arm, return and exploration bonus (and its arm's stamp, when known)."""
 
-    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
-        """`report`, then `select` for the next episode (one round trip for a remote source)."""
-
-    def exchange(self, reports: list, n: int) -> tuple[list[int], int]:
-        """`report` each finished episode `(arm, return, bonus, stamp)`, then `select` `n` arms: the arms and
-        their stamp (the source's count of reports when it chose them, handed back with each report)."""
+    def exchange(self, reports: list, n: int, returned: list | tuple = (), holder: tuple | None = None
+                 ) -> tuple[list[int], int]:
+        """Take back the arms `returned` unplayed, `report` each finished episode `(arm, return, bonus,
+        stamp)`, then `select` `n` arms: the arms and their stamp (the source's count of reports when it
+        chose them, handed back with each report). `holder`: the asking actor (its id and process)."""
 
     def proportions(self) -> np.ndarray:
         """Each arm's share of the episodes it counts."""
+
+    def summary(self) -> dict:
+        """A central source's (β-DQN's bandit) state for the logs: per arm N, μ, b, and how late its arms were."""
 
     def state_dict(self) -> dict:
         """Its state as plain data (checkpoints)."""
@@ -44,19 +47,19 @@ class ArmSource(Protocol):
 
 
 class _Source:
-    """`report_and_select` and `exchange` from a source's own `report` and `select`."""
+    """`exchange` from a source's own `report` and `select`."""
 
     reported = 0  # reports received, over the run (an arm's stamp)
 
-    def report_and_select(self, arm: int, episode_return: float, bonus: float) -> int:
-        """`report` a finished episode, then `select` the arm of the next one (one call per episode)."""
-        self.report(arm, episode_return, bonus)
-        return self.select()
-
-    def exchange(self, reports: list, n: int) -> tuple[list[int], int]:
+    def exchange(self, reports: list, n: int, returned: list | tuple = (), holder: tuple | None = None
+                 ) -> tuple[list[int], int]:
+        self.take_back(returned)
         for arm, episode_return, bonus, stamp in reports:
             self.report(arm, episode_return, bonus, stamp)
         return self.select_many(n), self.reported
+
+    def take_back(self, arms: list | tuple) -> None:
+        """Arms handed out and not played (nothing to undo for a source that keeps no pending count)."""
 
     def select_many(self, n: int) -> list[int]:
         return [self.select() for _ in range(n)]
@@ -88,6 +91,7 @@ class SlidingWindowBandit(_Source):
         self.normalise = returns == "minmax"
         self._new_window(window)
         self.pending = np.zeros(n_arms, dtype=np.int64)
+        self.holders: dict[int, tuple[str, Counter]] = {}  # actor id -> (process instance, arms it holds)
         self.rng = np.random.default_rng(seed)
         self.reported = 0
         self.lags = np.zeros(window, dtype=np.int64)  # the lags of the last `window` arms reported, a ring
@@ -150,6 +154,36 @@ class SlidingWindowBandit(_Source):
         self.pending[arm] += 1
         return arm
 
+    def exchange(self, reports: list, n: int, returned: list | tuple = (), holder: tuple | None = None
+                 ) -> tuple[list[int], int]:
+        """`_Source.exchange`, counting the arms each actor holds (`holder`: its id and process instance):
+        when an actor's process is replaced (Ray restarted it), the arms its old process held (running
+        episodes, arms in hand) are no longer pending: they will never be reported."""
+        held = None
+        if holder is not None:
+            actor, instance = holder
+            known = self.holders.get(actor)
+            if known is not None and known[0] != instance:
+                self.take_back(list(known[1].elements()))
+                known = None
+            if known is None:
+                known = self.holders[actor] = (instance, Counter())
+            held = known[1]
+            held.subtract(returned)
+            held.subtract(report[0] for report in reports)
+        arms, stamp = super().exchange(reports, n, returned)
+        if held is not None:
+            held.update(arms)
+        return arms, stamp
+
+    def take_back(self, arms: list | tuple) -> None:
+        """Arms handed out that no episode played: no longer pending."""
+        for arm in arms:
+            if not 0 <= arm < self.n_arms:
+                raise ValueError(f"arm {arm} outside [0, {self.n_arms})")
+            if self.pending[arm] > 0:
+                self.pending[arm] -= 1
+
     def report(self, arm: int, episode_return: float, bonus: float, stamp: int | None = None) -> None:
         """A finished episode played with `arm`: return R and bonus B (fraction of exploratory steps);
         `stamp`, when given, is the one its arm was handed out with."""
@@ -198,6 +232,7 @@ class SlidingWindowBandit(_Source):
             self.cursor = (self.cursor + 1) % self.size
             self.filled = min(self.filled + 1, self.size)
         self.pending = np.asarray(state["pending"], dtype=np.int64)
+        self.holders = {}
         self.rng.bit_generator.state = state["rng"]
         # stamps count on from the checkpoint's (a checkpoint written before stamps: from the window's episodes)
         self.reported = int(state.get("reported", self.filled))

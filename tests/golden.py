@@ -56,6 +56,14 @@ def runs() -> dict[str, list[str]]:
 
 
 TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "placement", "replay_servers")
+# measurements added since (no run computes anything from them), left out so that outputs of code from before
+# them compare: the bandit's count of reports and the lag of its arms
+MEASURED = {"arm_source": ("reported",), "bandit": ("lag",)}
+
+
+def without_measurements(state: dict) -> dict:
+    return {k: {kk: vv for kk, vv in v.items() if kk not in MEASURED[k]} if k in MEASURED and isinstance(v, dict)
+            else v for k, v in state.items()}
 FILES = ("evals.csv", "params.sha256", "checkpoint.sha256", "summary.json")
 
 
@@ -97,9 +105,9 @@ def record(out: Path, repo: Path) -> None:
 
             ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True, map_location="cpu")
             (out / name / "params.sha256").write_text(checksum(ckpt["learner"]) + "\n")
-            rest = {k: v for k, v in ckpt.items() if k != "config"}
+            rest = without_measurements({k: v for k, v in ckpt.items() if k != "config"})
             (out / name / "checkpoint.sha256").write_text(checksum(rest) + "\n")
-            summary = json.loads((run_dir / "summary.json").read_text())
+            summary = without_measurements(json.loads((run_dir / "summary.json").read_text()))
             (out / name / "summary.json").write_text(
                 json.dumps({k: v for k, v in summary.items() if k not in TIMING}, indent=1, sort_keys=True) + "\n")
             print(f"{name:45s} {(out / name / 'params.sha256').read_text().strip()[:16]}", flush=True)

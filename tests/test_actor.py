@@ -20,7 +20,7 @@ class FakeArms:
     def report(self, arm, ret, bonus):
         self.reports.append((arm, ret, bonus))
 
-    def exchange(self, reports, n):
+    def exchange(self, reports, n, returned=(), holder=None):
         for arm, ret, bonus, _stamp in reports:
             self.report(arm, ret, bonus)
         return [self.select() for _ in range(n)], len(self.reports)
@@ -113,8 +113,8 @@ class AsyncArms(FakeArms):
         super().__init__(arm)
         self.futures = []
 
-    def exchange_async(self, reports, n):
-        assert n == 1 and len(reports) == 1  # --arm-exchange episode: one episode, one arm
+    def exchange_async(self, reports, n, returned=(), holder=None):
+        assert n == 1 and len(reports) == 1 and not returned  # --arm-exchange episode: one episode, one arm
         self.report(*reports[0][:3])
         self.futures.append(SlowFuture(self.arm, polls=5))
         return self.futures[-1]
@@ -166,14 +166,14 @@ class CountingArms(FakeArms):
 
     def __init__(self):
         super().__init__(12)
-        self.calls, self.handed = [], []
+        self.calls, self.handed = [], 0
 
-    def exchange(self, reports, n):
-        self.calls.append((list(reports), n))
+    def exchange(self, reports, n, returned=(), holder=None):
         for arm, ret, bonus, _stamp in reports:
             self.report(arm, ret, bonus)
-        arms = [(12, 2)[len(self.handed) + k & 1] for k in range(n)]
-        self.handed += arms
+        arms = [(12, 2)[self.handed + k & 1] for k in range(n)]
+        self.handed += n
+        self.calls.append({"reports": [r[0] for r in reports], "n": n, "returned": list(returned), "arms": arms})
         return arms, len(self.reports)
 
 
@@ -185,21 +185,18 @@ def test_chunk_exchange_is_one_call_per_collect_and_arms_are_taken_in_the_order_
     actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
     actor.collect(400, weights, version=0)  # 2 envs × two 100-step episodes; nothing in hand at first
-    first = len(arms.calls)
     # it asked as it went (1, 1, then 2 arms with the 2 episodes that had ended), then at its end: the other
-    # 2 episodes and 4 + 1 arms for the next chunk
-    assert [(len(reports), n) for reports, n in arms.calls] == [(0, 1), (0, 1), (2, 2), (2, 5)]
+    # 2 episodes, and 4 + 1 arms for the next chunk
+    assert [(len(c["reports"]), c["n"], c["returned"]) for c in arms.calls] == [(0, 1, []), (0, 1, []), (2, 2, []),
+                                                                               (2, 5, [])]
     for _ in range(3):  # from then on: the arms in hand serve the chunk, and one call at its end
+        before = arms.calls[-1]
         stats = actor.collect(400, None, version=0)
-        assert len(arms.calls) == first + 1
-        first += 1
-        reports, n = arms.calls[-1]
-        assert len(reports) == 4 and n == 4
-        assert [r[0] for r in reports] == [ep["arm"] for ep in stats["episodes"]]
-        assert all(r[3] >= 0 for r in reports)  # each report carries its arm's stamp
-    # every arm handed out was played in the order it came (the newest are still in hand or on their way)
-    played = [report[0] for call in arms.calls for report in call[0]]
-    assert len(played) == 16 and played == arms.handed[:16]
+        call = arms.calls[-1]
+        assert len(arms.calls) == 5 + _
+        # its 4 episodes played the first 4 arms handed out a chunk ago, in order; the fifth comes back
+        assert call["reports"] == before["arms"][:4] == [ep["arm"] for ep in stats["episodes"]]
+        assert call["returned"] == before["arms"][4:] and call["n"] == 5
 
 
 def test_chunk_exchange_keeps_the_pending_rule_across_actors():
@@ -211,19 +208,61 @@ def test_chunk_exchange_keeps_the_pending_rule_across_actors():
     handed = []
     real = bandit.exchange
 
-    def exchange(reports, n):
-        arms, stamp = real(reports, n)
+    def exchange(reports, n, returned=(), holder=None):
+        arms, stamp = real(reports, n, returned, holder)
         handed.extend(arms)
         return arms, stamp
 
     bandit.exchange = exchange
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
     actors = [Actor(cfg, spec, i, bandit, FakeReplay()) for i in range(3)]
-    for actor in actors:  # each actor begins 2 episodes and asks the arms of its next chunk ahead
-        actor.collect(100, weights, version=0)
-        actor._receive_arms()
-    # the arms held for the next chunk count as pending: the 13 arms are each handed out once before any twice
-    assert len(handed) > 13 and handed[:13] == list(range(13))
-    held = [arm for actor in actors for arm, _ in actor.arms]
-    running = [ep.arm for actor in actors for ep in actor.episodes if ep is not None]
-    assert held and sorted(np.flatnonzero(bandit.pending).tolist()) == sorted(set(held + running))
+    for round_ in range(6):
+        for actor in actors:  # each actor's episodes, and the arms it asks ahead for its next chunk
+            actor.collect(100, weights if round_ == 0 else None, version=0)
+            actor._receive_arms()
+        # pending counts exactly the arms of running episodes and the arms held for the next ones
+        running = [ep.arm for actor in actors for ep in actor.episodes if ep is not None and ep.arm is not None]
+        held = [arm for actor in actors for arm, _ in actor.arms]
+        assert held and bandit.pending.tolist() == np.bincount(running + held, minlength=13).tolist()
+    # before any arm was played twice, the 13 arms were each handed out once (held ones count as played)
+    assert handed[:13] == list(range(13))
+    assert bandit.reported > 10 and bandit.lag()["max"] > 0
+
+
+class LateArms(FakeArms):
+    """A remote arm source whose answers come late: the report counts only once its answer is taken."""
+
+    def __init__(self, arm):
+        super().__init__(arm)
+        self.futures = []
+
+    def exchange_async(self, reports, n, returned=(), holder=None):
+        arms = self
+
+        class Late(SlowFuture):
+            def result(self):
+                if not self.taken:
+                    for arm, ret, bonus, _stamp in reports:
+                        arms.report(arm, ret, bonus)
+                self.taken = True
+                return [arms.arm] * n, 0
+
+        self.futures.append(Late(self.arm, polls=10**9))  # never done by itself
+        return self.futures[-1]
+
+
+@pytest.mark.parametrize("arm_exchange", ["episode", "chunk"])
+def test_settle_waits_for_the_answer_to_every_report_sent(arm_exchange):
+    """Before the run saves the bandit's state it settles every actor: each report the actor sent is then
+    answered (the bandit has it), so the checkpoint's bandit holds every episode the run counted."""
+    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange=arm_exchange,
+                               wandb="disabled"))
+    arms, replay = LateArms(12), FakeReplay()
+    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
+    finished = 0
+    for _ in range(3):
+        finished += len(actor.collect(250, weights, version=0)["episodes"])
+    assert finished >= 4 and len(arms.reports) < finished  # answers still on their way
+    actor.settle()
+    assert len(arms.reports) == finished and all(f.taken for f in arms.futures)

@@ -98,21 +98,6 @@ def test_state_round_trip_continues_identically():
     assert list(b.window) == list(c.window)
 
 
-def test_report_and_select_is_a_report_then_a_select():
-    a, b = SlidingWindowBandit(n_arms=3, window=4, seed=2), SlidingWindowBandit(n_arms=3, window=4, seed=2)
-    rng = np.random.default_rng(0)
-    for _ in range(12):  # past the window: the ring forgets the oldest episodes in both
-        arm_a, arm_b = a.select(), b.select()
-        assert arm_a == arm_b
-        ret, bonus = float(rng.integers(0, 3)), float(rng.random())
-        b.report(arm_b, ret, bonus)
-        assert a.report_and_select(arm_a, ret, bonus) == b.select()
-        a.report(a.pending.argmax(), 0.0, 0.0)  # finish the episode the combined call started
-        b.report(b.pending.argmax(), 0.0, 0.0)
-    assert a.window == b.window and len(a.window) == 4
-    np.testing.assert_array_equal(a.pending, b.pending)
-
-
 def test_an_exchange_is_its_reports_then_n_selects():
     a, b = SlidingWindowBandit(n_arms=5, window=6, seed=3), SlidingWindowBandit(n_arms=5, window=6, seed=3)
     rng = np.random.default_rng(1)
@@ -128,6 +113,14 @@ def test_an_exchange_is_its_reports_then_n_selects():
         held_a = [(arm, stamp) for arm in arms]
     assert a.window == b.window
     np.testing.assert_array_equal(a.pending, b.pending)
+    # arms handed out and given back unplayed are no longer pending (and nothing is reported of them)
+    before = a.pending.copy()
+    arms, _ = a.exchange([], 3)
+    a.exchange([], 0, returned=arms)
+    np.testing.assert_array_equal(a.pending, before)
+    assert a.window == b.window
+    with pytest.raises(ValueError, match="arm 9 outside"):
+        a.exchange([], 0, returned=[9])
 
 
 def test_lag_counts_the_episodes_heard_of_between_an_arms_choice_and_its_report():
@@ -152,3 +145,15 @@ def test_lag_counts_the_episodes_heard_of_between_an_arms_choice_and_its_report(
     old = {k: v for k, v in c.state_dict().items() if k != "reported"}
     d.load_state_dict(old)
     assert d.reported == len(c.window)
+
+
+def test_the_arms_a_restarted_actors_old_process_held_are_no_longer_pending():
+    b = SlidingWindowBandit(n_arms=4, window=10, seed=0)
+    arms, stamp = b.exchange([], 3, holder=(0, "first"))  # actor 0: two running episodes and one in hand
+    other, _ = b.exchange([], 1, holder=(1, "x"))
+    b.exchange([(arms[0], 1.0, 0.0, stamp)], 1, returned=[arms[2]], holder=(0, "first"))
+    # arm 0 reported, arm 2 given back then handed out again (unplayed), arm 1 still running, arm 3 actor 1's
+    assert b.pending.tolist() == [0, 1, 1, 1]
+    # actor 0's process died; its new process asks: what the old one held will never come back
+    b.exchange([], 0, holder=(0, "second"))
+    assert b.pending.tolist() == [0, 0, 0, 1] and other == [3]

@@ -88,8 +88,8 @@ def test_uniform_head_per_episode_is_seeded_and_counts_plays():
     draws = [a.select() for _ in range(2000)]
     assert draws == [b.select() for _ in range(2000)]
     assert set(draws) == set(range(10)) and max(np.bincount(draws)) < 260  # ~200 each
-    a.report_and_select(3, 1.0, 0.0)
-    assert a.proportions()[3] == 1.0
+    arms, _ = a.exchange([(3, 1.0, 0.0, -1)], 2)  # the actor's one call: an episode reported, two heads drawn
+    assert a.proportions()[3] == 1.0 and arms == [b.select() for _ in range(2)]
 
 
 # ---- εz-greedy ----

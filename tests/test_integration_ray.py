@@ -29,10 +29,10 @@ def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards, arm_exchange):
     ckpt = torch.load(tmp_path / "ray" / "checkpoint.pt")
     assert summary["arm_episodes"] > 20
     assert len(ckpt["arm_source"]["window"]) == summary["arm_episodes"] == ckpt["arm_source"]["reported"]
-    # episodes still running at the end hold their arms as pending, no more (with `chunk`, and the arms each
-    # actor holds for its next episodes: at most one more than it began in a chunk)
-    ahead = cfg.chunk_steps + 1 if arm_exchange == "chunk" else 0
-    assert sum(ckpt["arm_source"]["pending"]) <= cfg.actors * (cfg.envs_per_actor + ahead)
+    # with `episode`, episodes still running at the end hold their arms as pending, no more (with `chunk`,
+    # the arms held for the next episodes too: tests/test_actor.py counts them exactly)
+    if arm_exchange == "episode":
+        assert sum(ckpt["arm_source"]["pending"]) <= cfg.actors * cfg.envs_per_actor
     assert summary["bandit"]["lag"]["max"] >= 1  # two actors' episodes overlap: arms are chosen late
     # both actors collected at the same time
     assert run.max_inflight == cfg.actors

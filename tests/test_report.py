@@ -115,6 +115,24 @@ def test_a_methods_own_flags_may_differ_from_the_others_but_not_between_its_seed
         write_report(tmp_path / "bad")
 
 
+def test_runs_from_before_the_arm_exchange_flag_compare_with_runs_that_asked_per_episode(tmp_path):
+    old = make_run(tmp_path / "mixed", "CliffWalk", "beta_dqn", 0, 1.0, 500.0, arm_exchange="episode")
+    config = json.loads((old / "config.json").read_text())
+    del config["arm_exchange"]  # a run made before the flag asked the bandit once per episode
+    (old / "config.json").write_text(json.dumps(config))
+    make_run(tmp_path / "mixed", "CliffWalk", "beta_dqn", 1, 1.0, 500.0, arm_exchange="episode")
+    assert "(n=2)" in write_report(tmp_path / "mixed").read_text()
+    make_run(tmp_path / "mixed", "CliffWalk", "beta_dqn", 2, 1.0, 500.0, arm_exchange="chunk")
+    with pytest.raises(ReportError, match=r"runs differ in arm_exchange .*'episode'.*'chunk'"):
+        write_report(tmp_path / "mixed")
+    # a grid over --runtime: each runtime's own exchange (auto) is part of that axis
+    for runtime in ("serial", "ray"):
+        for seed in (0, 1):
+            make_run(tmp_path / "runtimes", "CliffWalk", "beta_dqn", seed, 1.0, 500.0, runtime=runtime,
+                     variant=f"runtime={runtime}")
+    assert write_report(tmp_path / "runtimes").read_text().count("(n=2)") >= 2
+
+
 def test_a_run_counted_twice_is_refused(tmp_path):
     make_run(tmp_path / "a", "CliffWalk", "dqn", 0, 1.0, 1000.0)
     make_run(tmp_path / "b", "CliffWalk", "dqn", 0, 1.0, 1000.0)
@@ -147,8 +165,9 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
     study = json.loads((tmp_path / "report" / "study.json").read_text())
     row = next(r for r in study["runs"] if r["variant"] == "bandit-returns=raw" and r["seed"] == 1)
     assert row["final_success"] == 0.95 and row["first_success_step"] == 2000 and row["algo"] == "beta_dqn"
+    # (a Ray run's exchange with the bandit, settled when it was made, is part of what it computed)
     assert row["cmd"] == ("python -m learner.main --env CliffWalk --algo beta_dqn --seed 1 --total-steps 2000 "
-                          "--device cpu --bandit-returns raw --eval-every 1000")
+                          "--arm-exchange chunk --device cpu --bandit-returns raw --eval-every 1000")
     make_run(tmp_path, "CliffWalk", "beta_dqn", 2, 1.0, 500.0, variant="bandit-returns=raw", bandit_returns="raw",
              count_mode="off")
     with pytest.raises(ReportError, match="runs differ in count_mode"):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from driver.config import Config, resolve
+from driver.config import Config, ConfigError, resolve
 from driver.run import Run, train
 
 
@@ -228,4 +228,8 @@ def test_arm_exchange_per_episode_or_per_chunk_and_the_lag_it_costs(tmp_path):
             config = json.loads(path.read_text())
             config.pop("arm_exchange")
             path.write_text(json.dumps(config))
-    assert resume_config(["--resume", str(tmp_path / "chunk")])[0].arm_exchange == "episode"
+    resume = ["--resume", str(tmp_path / "chunk")]
+    assert resume_config(resume)[0].arm_exchange == "episode"
+    assert resume_config([*resume, "--arm-exchange", "episode"])[0].arm_exchange == "episode"
+    with pytest.raises(ConfigError, match="arm_exchange|arm-exchange"):
+        resume_config([*resume, "--arm-exchange", "chunk"])
