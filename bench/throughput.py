@@ -3,6 +3,7 @@
     python bench/throughput.py                       # MinAtar/Breakout, 1, 2, 4 and 32 actors, both algorithms
     python bench/throughput.py --actors 4 --steps 10000 --out /tmp/t.json
     python bench/throughput.py --actors 4 --baseline /tmp/before   # this checkout against another one
+    python bench/throughput.py --skip-end-to-end --actors 32        # the actors alone (bench/results/actors-*)
 
 For every actor count it runs β-DQN and DQN back to back (ABBA order across actor counts, so drift in a
 noisy machine falls on both), each a real `driver.run.Run` on a fresh local Ray cluster at the paper's
@@ -173,7 +174,8 @@ def parse(argv=None):
     p.add_argument("--skip-end-to-end", action="store_true", help="measure only the actors (alone and in-process)")
     p.add_argument("--device", default="auto")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="", help="JSON path (default bench/results/throughput-<cpus>cpu-<device>.json)")
+    p.add_argument("--out", default="", help="JSON path (default bench/results/throughput-<cpus>cpu-<device>.json; "
+                                              "with --skip-end-to-end actors-<cpus>cpu-<device>.json)")
     p.add_argument("--baseline", default="", help="another checkout: run the bench on it too, alternating")
     p.add_argument("--repeats", type=int, default=2, help="with --baseline: runs on each side")
     args = p.parse_args(argv)
@@ -274,7 +276,8 @@ def main(argv=None) -> int:
     })
     print_table(result)
     device = "gpu" if result["device"].startswith("cuda") else "cpu"
-    out = Path(args.out or ROOT / "bench" / "results" / f"throughput-{info['cpu_count']}cpu-{device}.json")
+    kind = "actors" if args.skip_end_to_end else "throughput"  # a partial bench keeps the full one's file
+    out = Path(args.out or ROOT / "bench" / "results" / f"{kind}-{info['cpu_count']}cpu-{device}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwrote {out}")
