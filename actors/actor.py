@@ -150,14 +150,13 @@ class Actor:
         for i in range(len(self.envs)):
             self._waiting(i, block=True)
 
-    def _exchange_for_next_chunk(self) -> None:
+    def _exchange_for_next_chunk(self, reports: list) -> None:
         """`chunk`: report this chunk's finished episodes, give back the arms still in hand (chosen a chunk
         ago) and ask fresh ones for the next chunk's new episodes (one more than began in this one), without
         waiting for them."""
         self._receive_arms()
         returned = [arm for arm, _ in self.arms]
         self.arms.clear()
-        reports, self.unreported = self.unreported, []
         self.exchange_reply = self._exchange(reports, self.arms_taken + 1, wait=False, returned=returned)
         self.arms_taken = 0
 
@@ -182,9 +181,11 @@ class Actor:
             self._begin_episodes(active, global_step + produced)
             self._step(active, global_step + produced, rows, finished, visits)
             produced += len(active)
-        if self.per_chunk:
-            self._exchange_for_next_chunk()
+        # `chunk`: the chunk's episodes are reported once it is in the replay (a chunk lost is not reported)
+        reports, self.unreported = self.unreported, []
         self.replay.insert(self._chunk(rows))
+        if self.per_chunk:
+            self._exchange_for_next_chunk(reports)
         stats = {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}
         if visits is not None:
             stats["visits"] = visits

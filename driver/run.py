@@ -347,6 +347,11 @@ class Run:
         self._save_checkpoint()
         self.next_checkpoint += self.cfg.checkpoint_every
 
+    def _wall(self) -> float:
+        """The run's seconds so far: this sitting's, and earlier sittings' up to the checkpoint it resumed from
+        (the steps after that checkpoint were taken again in this one)."""
+        return self.state.wall_before + time.perf_counter() - self.t0
+
     def _settle_reports(self) -> None:
         """Every episode the run counted is in the bandit before its state is saved: the actors (idle now)
         wait for the answers to the reports they sent. (Not on the way out of a failed run: an actor that
@@ -365,7 +370,8 @@ class Run:
         except OSError as e:  # the snapshot's own files; the last checkpoint names older ones, still there
             raise OutputError.of(self.out / "replay", e) from None
         write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": public(self.cfg),
-                                    "learner": learner.state_dict(), **self.state.to_checkpoint(learner.updates),
+                                    "learner": learner.state_dict(),
+                                    **self.state.to_checkpoint(learner.updates, self._wall()),
                                     "arm_source": self._arm("state_dict"), **replay})
         self.replay.checkpoint_written(self.out, replay)
 
@@ -405,7 +411,7 @@ class Run:
         now = time.perf_counter()
         if now - self.last_log >= self.cfg.log_every:
             self.peak_rss = max(self.peak_rss, process_tree_rss())
-            self.logger.log(self._metrics(now - self.last_log, now - self.t0))
+            self.logger.log(self._metrics(now - self.last_log, self._wall()))
             self.window = Window()
             self.last_log = now
 
@@ -441,7 +447,7 @@ class Run:
     def _finish(self) -> dict:
         cfg, st, learner = self.cfg, self.state, self.learner
         self._settle_reports()  # the last logs, the summary and the checkpoint see every episode in the bandit
-        wall = time.perf_counter() - self.t0
+        wall = self._wall()
         self.peak_rss = max(self.peak_rss, process_tree_rss())
         if self.window.updates or self.window.steps:
             self.logger.log(self._metrics(time.perf_counter() - self.last_log, wall))

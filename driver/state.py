@@ -123,6 +123,7 @@ class RunState:
     next_target: int = 0  # env step of the next target copy
     next_eval: int = 0  # env step of the next evaluation
     wandb_id: str | None = None
+    wall_before: float = 0.0  # seconds the run took in earlier sittings, up to the checkpoint it resumed from
 
     @classmethod
     def new(cls, cfg, spec) -> RunState:
@@ -140,14 +141,15 @@ class RunState:
                    evals={int(e["env_steps"]): e for e in ckpt["evals"]},
                    target_syncs=[tuple(t) for t in ckpt["target_syncs"]],
                    next_target=int(ckpt["next"]["target"]), next_eval=int(ckpt["next"]["eval"]),
-                   wandb_id=ckpt.get("wandb_id"))
+                   wandb_id=ckpt.get("wandb_id"), wall_before=float(c.get("wall_seconds", 0.0)))
 
-    def to_checkpoint(self, updates: int) -> dict:
-        """Plain data for checkpoint.pt; an evaluation still running is started again after a resume."""
+    def to_checkpoint(self, updates: int, wall: float) -> dict:
+        """Plain data for checkpoint.pt (`wall`: the run's seconds so far, every sitting); an evaluation
+        still running is started again after a resume."""
         running = [k for k, v in self.evals.items() if v is None]
         return {"counters": {"env_steps": self.env_steps, "updates": updates, "episodes": self.episodes,
                              "arm_episodes": self.arm_episodes, "dispatched": self.dispatched,
-                             "generation": self.generation},
+                             "generation": self.generation, "wall_seconds": wall},
                 "visits": None if self.visits is None else self.visits.tolist(),
                 "evals": self.finished_evals(),
                 "target_syncs": [list(t) for t in self.target_syncs],

@@ -16,8 +16,9 @@ import numpy as np
 
 
 class ArmSource(Protocol):
-    """Where each episode's arm comes from: asked at an episode's start, told its return at its end. A
-    central source (β-DQN's bandit) also answers `statistics()`: per arm N(π), μ(π), b(π)."""
+    """Where each episode's arm comes from: arms handed out in `exchange`s (before or as episodes begin), told
+    each episode's return at its end. A central source (β-DQN's bandit) also answers `statistics()` (per arm
+    N(π), μ(π), b(π)) and `summary()` (those and the arms' lag, for the logs)."""
 
     n_arms: int
 
@@ -49,7 +50,7 @@ class ArmSource(Protocol):
 class _Source:
     """`exchange` from a source's own `report` and `select`."""
 
-    reported = 0  # reports received, over the run (an arm's stamp)
+    reported = 0  # reports received over the run, an arm's stamp (a source that measures no lag keeps 0)
 
     def exchange(self, reports: list, n: int, returned: list | tuple = (), holder: tuple | None = None
                  ) -> tuple[list[int], int]:
@@ -92,6 +93,7 @@ class SlidingWindowBandit(_Source):
         self._new_window(window)
         self.pending = np.zeros(n_arms, dtype=np.int64)
         self.holders: dict[int, tuple[str, Counter]] = {}  # actor id -> (process instance, arms it holds)
+        self.retired: set[str] = set()  # instances of actor processes that were replaced
         self.rng = np.random.default_rng(seed)
         self.reported = 0
         self.lags = np.zeros(window, dtype=np.int64)  # the lags of the last `window` arms reported, a ring
@@ -164,6 +166,9 @@ class SlidingWindowBandit(_Source):
             actor, instance = holder
             known = self.holders.get(actor)
             if known is not None and known[0] != instance:
+                if instance in self.retired:  # a call of a replaced process that arrives late: its arms were
+                    return super().exchange(reports, 0, returned)  # released, and it takes no more
+                self.retired.add(known[0])
                 self.take_back(list(known[1].elements()))
                 known = None
             if known is None:
@@ -174,6 +179,7 @@ class SlidingWindowBandit(_Source):
         arms, stamp = super().exchange(reports, n, returned)
         if held is not None:
             held.update(arms)
+            held += Counter()  # only the arms it holds (none below 0)
         return arms, stamp
 
     def take_back(self, arms: list | tuple) -> None:
@@ -232,7 +238,7 @@ class SlidingWindowBandit(_Source):
             self.cursor = (self.cursor + 1) % self.size
             self.filled = min(self.filled + 1, self.size)
         self.pending = np.asarray(state["pending"], dtype=np.int64)
-        self.holders = {}
+        self.holders, self.retired = {}, set()
         self.rng.bit_generator.state = state["rng"]
         # stamps count on from the checkpoint's (a checkpoint written before stamps: from the window's episodes)
         self.reported = int(state.get("reported", self.filled))

@@ -57,13 +57,16 @@ def runs() -> dict[str, list[str]]:
 
 TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "placement", "replay_servers")
 # measurements added since (no run computes anything from them), left out so that outputs of code from before
-# them compare: the bandit's count of reports and the lag of its arms
-MEASURED = {"arm_source": ("reported",), "bandit": ("lag",)}
+# them compare: the bandit's count of reports and the lag of its arms, the run's seconds in its checkpoint
+MEASURED = {"arm_source": ("reported",), "bandit": ("lag",), "counters": ("wall_seconds",)}
 
 
 def without_measurements(state: dict) -> dict:
+    """`state` (a checkpoint's or a summary's top level) without the MEASURED keys."""
     return {k: {kk: vv for kk, vv in v.items() if kk not in MEASURED[k]} if k in MEASURED and isinstance(v, dict)
             else v for k, v in state.items()}
+
+
 FILES = ("evals.csv", "params.sha256", "checkpoint.sha256", "summary.json")
 
 

@@ -157,3 +157,11 @@ def test_the_arms_a_restarted_actors_old_process_held_are_no_longer_pending():
     # actor 0's process died; its new process asks: what the old one held will never come back
     b.exchange([], 0, holder=(0, "second"))
     assert b.pending.tolist() == [0, 0, 0, 1] and other == [3]
+    # the new process holds an arm; a call the old one sent before it died arrives late: nothing of the new
+    # process' is released, and the dead process is handed no arm
+    (arm,), _ = b.exchange([], 1, holder=(0, "second"))
+    pending = b.pending.tolist()
+    assert b.exchange([], 2, holder=(0, "first"))[0] == [] and b.pending.tolist() == pending
+    assert b.holders[0][0] == "second" and b.holders[0][1] == {arm: 1}
+    b.exchange([], 0, returned=[arm], holder=(0, "second"))
+    assert b.holders[0][1] == {} and arm not in b.holders[0][1]

@@ -122,6 +122,8 @@ def test_runs_from_before_the_arm_exchange_flag_compare_with_runs_that_asked_per
     (old / "config.json").write_text(json.dumps(config))
     make_run(tmp_path / "mixed", "CliffWalk", "beta_dqn", 1, 1.0, 500.0, arm_exchange="episode")
     assert "(n=2)" in write_report(tmp_path / "mixed").read_text()
+    study = json.loads((tmp_path / "mixed" / "report" / "study.json").read_text())
+    assert all("--arm-exchange episode" in r["cmd"] for r in study["runs"])  # the old run computed again
     make_run(tmp_path / "mixed", "CliffWalk", "beta_dqn", 2, 1.0, 500.0, arm_exchange="chunk")
     with pytest.raises(ReportError, match=r"runs differ in arm_exchange .*'episode'.*'chunk'"):
         write_report(tmp_path / "mixed")

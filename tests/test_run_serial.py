@@ -172,9 +172,11 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
         heard = {"beta_dqn": len(arms.get("window", [])), "bootstrapped_dqn": sum(arms.get("plays", []))}
         assert heard.get(algo, arms.get("episodes")) == summary["arm_episodes"]
         # resume from the copy taken at 600 steps: the method's whole state loads and the run finishes
+        first = torch.load(Path(f"{out}-at600") / "checkpoint.pt")["counters"]["wall_seconds"]
         assert main(["--resume", f"{out}-at600", "--progress", "false", "--json", "true"]) == 0
         resumed = json.loads(capsys.readouterr().out)
         assert (resumed["env_steps"], resumed["updates"]) == (1200, 200)
+        assert 0 < first < resumed["wall_seconds"]  # its seconds: the first sitting's to its checkpoint, and this one's
         with open(f"{out}-at600/evals.csv") as f:
             assert [int(r["env_steps"]) for r in csv.DictReader(f)] == [600, 1200]
 

@@ -47,8 +47,8 @@ class Acting(Protocol):
     """How a method acts: where an episode's arm comes from, the action at each step, what it keeps per
     episode, and how it is evaluated. Pure numpy (actors import no torch); randomness from the rng given."""
 
-    central: bool  # arms come from one source for the run (β-DQN's bandit, with `statistics()`); else every
-    #                actor holds a copy
+    central: bool  # arms come from one source for the run (β-DQN's bandit, with `statistics()` and `summary()`,
+    #                reached per `--arm-exchange`); else every actor holds a copy
     logs_arms: bool  # the logs show each arm's share of the episodes (β-DQN's policies, Bootstrapped DQN's heads)
     arm_groups: tuple[str, ...] | None  # β-DQN: each arm's group (cov, cor, cor0), for the logs' shares
     eval_policies: tuple[str, ...]  # the evaluation's policies: "main" (the method's score) first
