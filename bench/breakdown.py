@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     for r in actors:
         print(f"{r['algo']} | {r['envs_per_actor']} | {r['env_steps_per_s']:.0f} | {r['us_per_step']:.0f} | "
               f"{r['forward_share']:.0%} | {r['env_share']:.0%} | {r['rest_share']:.0%}")
-    from bench.throughput import machine
+    from bench.machine import machine
 
     result = {"env": args.env, "machine": machine(), "learner": learner, "actor": actors,
               "command": "python bench/breakdown.py " + " ".join(argv if argv is not None else sys.argv[1:])}

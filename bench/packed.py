@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.throughput import machine  # noqa: E402
+from bench.machine import machine  # noqa: E402
 
 
 def learner_rates(args, k: int, device) -> dict:

@@ -132,7 +132,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     import ray
 
-    from bench.throughput import machine
+    from bench.machine import machine
 
     info = machine()
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)

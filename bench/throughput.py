@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -37,36 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import machine  # noqa: E402
+
 ALGOS = ("beta_dqn", "dqn")
-
-
-def machine() -> dict:
-    import gymnasium
-    import numpy
-    import ray
-    import torch
-
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    try:
-        def git(*args):
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-        commit = git("rev-parse", "--short", "HEAD") + ("-dirty" if git("status", "--porcelain", "-uno") else "")
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    import psutil
-
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
-            "gpu": gpu, "python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__,
-            "numpy": numpy.__version__, "gymnasium": gymnasium.__version__, "commit": commit,
-            "date": time.strftime("%Y-%m-%d")}
 
 
 def config(args, algo: str, actors: int, out: str, arm_exchange: str = "auto"):

@@ -1,0 +1,40 @@
+"""What a benchmark ran on: the machine, the versions and the commit (every bench's JSON records it)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def machine() -> dict:
+    import gymnasium
+    import numpy
+    import ray
+    import torch
+
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    try:
+        def git(*args):
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        commit = git("rev-parse", "--short", "HEAD") + ("-dirty" if git("status", "--porcelain", "-uno") else "")
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    import psutil
+
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
+            "gpu": gpu, "python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__,
+            "numpy": numpy.__version__, "gymnasium": gymnasium.__version__, "commit": commit,
+            "date": time.strftime("%Y-%m-%d")}
