@@ -128,9 +128,8 @@ class Actor:
             return
         if not self.arms:
             self._receive_arms()
-        if not self.arms:  # none in hand or on the way: report what ended so far and ask now
-            reports, self.unreported = self.unreported, []
-            self.exchange_reply = self._exchange(reports, max(1, self.arms_taken), wait=True)
+        if not self.arms:  # none in hand or on the way: ask now (the chunk's episodes wait for its end)
+            self.exchange_reply = self._exchange([], max(1, self.arms_taken), wait=True)
             self._receive_arms()
         arm, ep.stamp = self.arms.popleft()
         ep.arm = int(arm)

@@ -166,14 +166,15 @@ class CountingArms(FakeArms):
 
     def __init__(self):
         super().__init__(12)
-        self.calls, self.handed = [], 0
+        self.calls, self.handed, self.replay = [], 0, None
 
     def exchange(self, reports, n, returned=(), holder=None):
         for arm, ret, bonus, _stamp in reports:
             self.report(arm, ret, bonus)
         arms = [(12, 2)[self.handed + k & 1] for k in range(n)]
         self.handed += n
-        self.calls.append({"reports": [r[0] for r in reports], "n": n, "returned": list(returned), "arms": arms})
+        self.calls.append({"reports": [r[0] for r in reports], "n": n, "returned": list(returned), "arms": arms,
+                           "chunks_in_replay": len(self.replay.chunks) if self.replay else None})
         return arms, len(self.reports)
 
 
@@ -182,13 +183,15 @@ def test_chunk_exchange_is_one_call_per_collect_and_arms_are_taken_in_the_order_
                                wandb="disabled"))
     assert cfg.arm_exchange == "chunk"
     arms, replay = CountingArms(), FakeReplay()
+    arms.replay = replay
     actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
     actor.collect(400, weights, version=0)  # 2 envs × two 100-step episodes; nothing in hand at first
-    # it asked as it went (1, 1, then 2 arms with the 2 episodes that had ended), then at its end: the other
-    # 2 episodes, and 4 + 1 arms for the next chunk
-    assert [(len(c["reports"]), c["n"], c["returned"]) for c in arms.calls] == [(0, 1, []), (0, 1, []), (2, 2, []),
-                                                                               (2, 5, [])]
+    # it asked as it went (1, 1, then 2 arms when the first 2 episodes had ended), then at its end: the
+    # chunk's 4 episodes (once the chunk was in the replay), and 4 + 1 arms for the next chunk
+    assert [(len(c["reports"]), c["n"], c["returned"]) for c in arms.calls] == [(0, 1, []), (0, 1, []), (0, 2, []),
+                                                                               (4, 5, [])]
+    assert arms.calls[-1]["chunks_in_replay"] == 1  # reported after the chunk's insert
     for _ in range(3):  # from then on: the arms in hand serve the chunk, and one call at its end
         before = arms.calls[-1]
         stats = actor.collect(400, None, version=0)
