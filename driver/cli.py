@@ -18,6 +18,7 @@ from driver.config import (
     flag,
     flag_text,
     restore_password,
+    with_legacy,
 )
 
 
@@ -128,8 +129,7 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     if ckpt.get("format", 1) != CHECKPOINT_FORMAT:
         raise ConfigError("resume", f"{path} has checkpoint format {ckpt.get('format', 1)}, written by another version "
                                     f"of this program; this one continues format {CHECKPOINT_FORMAT} only")
-    if saved.get("algo") == "beta_dqn":  # a checkpoint from before --arm-exchange asked once per episode
-        saved.setdefault("arm_exchange", "episode")
+    saved = with_legacy(saved)  # a checkpoint from before a field: as it ran
     given = {k: v for k, v in args.items() if v != parser.get_default(k)}
     if given.get("overwrite"):
         raise ConfigError("overwrite", f"--resume continues the run in {args['resume']!r}; --overwrite true starts "

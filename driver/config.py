@@ -24,6 +24,8 @@ LOSSES = ("huber", "mse")
 COUNT_MODES = ("augment", "simple", "off")
 BANDIT_RETURNS = ("minmax", "raw")
 ARM_EXCHANGES = ("auto", "episode", "chunk")
+# what runs made before a field existed did: read in place of its default where a saved run lacks it
+LEGACY = {"arm_exchange": "episode"}  # one bandit call per episode
 DEVICES = ("auto", "cpu", "cuda")
 RUNTIMES = ("ray", "serial")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -352,6 +354,20 @@ def parse_seeds(text: str) -> list[int]:
     return list(seeds)
 
 
+def settled_arm_exchange(algo: str, runtime: str, value: str) -> str:
+    """`--arm-exchange auto` for β-DQN: a call per episode on the serial runtime (it costs nothing in one
+    process), per chunk on Ray."""
+    if value == "auto" and algo == "beta_dqn":
+        return "episode" if runtime == "serial" else "chunk"
+    return value
+
+
+def with_legacy(config: dict) -> dict:
+    """A saved run's configuration with the fields it predates as such runs had them (`LEGACY`, for the
+    methods that read them)."""
+    return {**{k: v for k, v in LEGACY.items() if reads(config["algo"], k)}, **config}
+
+
 def resolve(cfg: Config) -> tuple[Config, object]:
     """Fill environment defaults (γ, lr, out) and return (config, EnvSpec); unknown env -> ConfigError."""
     from actors.envs import UnknownEnvError, env_spec
@@ -383,12 +399,9 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
     # a password file's absolute path: a resume from another working directory finds it
     password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
-    arm_exchange = cfg.arm_exchange
-    if arm_exchange == "auto" and cfg.algo == "beta_dqn":  # a call per episode costs nothing in one process
-        arm_exchange = "episode" if cfg.runtime == "serial" else "chunk"
     cfg = dataclasses.replace(
         cfg, env=spec.name, out=out, replay_shards=shards, run_id=run_id, replay_password_file=password_file,
-        arm_exchange=arm_exchange,
+        arm_exchange=settled_arm_exchange(cfg.algo, cfg.runtime, cfg.arm_exchange),
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
         lr=spec.learning_rate if cfg.lr is None else cfg.lr)
     return cfg, spec
@@ -448,9 +461,7 @@ def run_command(config: dict, device: str = "cpu") -> str:
     from actors.envs import env_spec
 
     spec = env_spec(config["env"])
-    values = {k: v for k, v in config.items() if k in FIELDS and (k in AXES or k == "seed")}
-    if config.get("algo") == "beta_dqn":  # a run made before --arm-exchange asked once per episode
-        values.setdefault("arm_exchange", "episode")
+    values = {k: v for k, v in with_legacy(config).items() if k in FIELDS and (k in AXES or k == "seed")}
     for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
         if values.get(name) == default:
             del values[name]

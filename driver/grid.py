@@ -24,6 +24,7 @@ from pathlib import Path
 
 from driver.config import (
     GRID_RESUME_MAY_CHANGE,
+    LEGACY,
     ConfigError,
     OutputError,
     parse_seeds,
@@ -536,9 +537,8 @@ def grid_from_args(args: dict) -> Grid:
             raise ConfigError("resume", f"{path} has grid format {saved.get('format')}; this program reads "
                                         f"{GRID_FORMAT} and 1")
         defaults = vars(parser.parse_args([]))  # fields added since the grid was written keep their default
-        # (a grid from before --arm-exchange ran its β-DQN runs with an exchange per episode)
-        saved["args"] = {**defaults, "arm_exchange": "episode",
-                         **{k: v for k, v in saved["args"].items() if k in defaults}}
+        # (or, for what runs made before it did, LEGACY: its runs keep what they ran with)
+        saved["args"] = {**defaults, **LEGACY, **{k: v for k, v in saved["args"].items() if k in defaults}}
         for key, value in given.items():
             if key not in GRID_RESUME_MAY_CHANGE and saved["args"].get(key) != value:
                 raise ConfigError(key, f"{value!r} differs from the grid being resumed "

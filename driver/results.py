@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import BOOKKEEPING, FIELDS, reads
+from driver.config import BOOKKEEPING, FIELDS, LEGACY, reads, settled_arm_exchange
 from learner.algorithms import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
@@ -143,10 +143,6 @@ def _load_run(run_dir: Path) -> RunData:
     return RunData(run_dir.name, config, summary, evals, metrics)
 
 
-# fields added since runs were first made, with what those runs did (not the new default)
-LEGACY = {"arm_exchange": "episode"}  # one call to the bandit per episode
-
-
 def check_comparable(runs: list[RunData]) -> None:
     """Within an environment, runs of one column agree in everything but the seed and bookkeeping, and
     columns differ only in their method and their variant's axes; ReportError names the first field that
@@ -158,8 +154,8 @@ def check_comparable(runs: list[RunData]) -> None:
     def value(run: RunData, key: str):
         # a field added after the run was made has its default there, or what such runs did (LEGACY)
         got = run.config.get(key, LEGACY.get(key, FIELDS[key].default if key in FIELDS else None))
-        if key == "arm_exchange" and got == "auto":  # as `driver.config.resolve` settles it
-            got = "episode" if value(run, "runtime") == "serial" else "chunk"
+        if key == "arm_exchange":
+            got = settled_arm_exchange(run.algo, value(run, "runtime"), got)
         return got
 
     def compare(a: RunData, b: RunData, free: set[str]) -> None:

@@ -83,7 +83,7 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert saved["format"] == 2 and saved["args"]["eps_decay_steps"] == [1_000_000, 10_000]
     # a grid written before the axes (format 1: --algo and --env as comma-separated text, and none of the
     # fields added since) resumes as the same grid
-    old = {k: v for k, v in args_of([]).items() if k not in ("variant", "bandit_returns", "json")}
+    old = {k: v for k, v in args_of([]).items() if k not in ("variant", "bandit_returns", "json", "arm_exchange")}
     old.update(algo="beta_dqn,dqn", env="CliffWalk,DoorKey", seeds="0,1", out=str(tmp_path / "old"))
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "grid.json").write_text(json.dumps({"format": 1, "args": old, "runs": []}))
@@ -91,6 +91,8 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert sorted(Path(r["out"]).name for r in resumed.runs) == sorted(
         f"{e}_{a}_s{s}" for e in ("CliffWalk", "DoorKey") for a in ("beta_dqn", "dqn") for s in (0, 1))
     assert {r["bandit_returns"] for r in resumed.runs} == {"minmax"}
+    # its β-DQN runs keep asking the bandit once per episode, as they did
+    assert {r["arm_exchange"] for r in resumed.runs if r["algo"] == "beta_dqn"} == {"episode"}
 
 
 @pytest.mark.integration
