@@ -8,6 +8,9 @@ RUNS_DIR/report):
   CliffWalk, return elsewhere — as the mean over seeds with a 95% bootstrap confidence interval and the
   number of seeds; domain averages; computational cost relative to DQN (seconds per env step, the runs'
   own) and performance/cost ((score / DQN's score) / cost, spec §8);
+- per environment and column: seeds solved, the first evaluation at ≥ 0.9, and what the behaviour did at the
+  end (the training episodes of the last 100k env steps: their success rate or mean return), which tells a
+  greedy score of 0 that learned nothing from one whose behaviour succeeds;
 - learning curves (mean over seeds, shaded 95% bootstrap interval) per environment;
 - β-DQN's policy-selection proportions over training (π_cov, π_cor(α>0), π_cor(0));
 - β-DQN's three basic policies (pure exploitation, argmin β, argmax Q), when the runs evaluated them;
@@ -35,6 +38,7 @@ from driver.figures import basic_policies, learning_curves, selection_proportion
 from driver.results import (
     ALGO_LABELS,
     SOLVED,
+    TRAIN_TAIL,
     ReportError,
     RunData,
     bandit_arms,
@@ -47,6 +51,8 @@ from driver.results import (
     first_solved,
     load_runs,
     metric,
+    steps_text,
+    train_score,
     value_order,
     window_shares,
 )
@@ -114,10 +120,11 @@ def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
 
 
 def variant_rows(runs: list[RunData], env: str) -> list[str]:
-    """One row per column: the final score, seeds solved, the first evaluation at ≥ 0.9 and β-DQN's
-    window shares at the end."""
+    """One row per column: the final score, seeds solved, the first evaluation at ≥ 0.9, the training
+    episodes' score over the last TRAIN_TAIL steps and β-DQN's window shares at the end."""
     success = metric(env) == "success_rate"
     head = ["column", "final score", *(["seeds ≥ 0.9", "first eval ≥ 0.9: median (range)"] if success else []),
+            f"training episodes, last {steps_text(TRAIN_TAIL)} steps: {'success' if success else 'return'}",
             "window at end: π_cov / π_cor(α>0) / π_cor(0)"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for column in columns_of([r for r in runs if r.env == env]):
@@ -129,6 +136,12 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
             cells.append(f"{sum(final_score(r) >= SOLVED for r in group)} of {len(group)}")
             cells.append(f"{np.median(firsts) / 1e3:.0f}k ({min(firsts) / 1e3:.0f}k–{max(firsts) / 1e3:.0f}k), "
                          f"{len(firsts)} of {len(group)} seeds" if firsts else "never")
+        trained = [t for t in (train_score(r) for r in group) if t is not None]
+        if trained:
+            mean, lo, hi = bootstrap_ci(trained)
+            cells.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(trained)})")
+        else:
+            cells.append("—")
         shares = [s for s in (window_shares(r) for r in group) if s]
         cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
                      if shares else "—")
@@ -257,20 +270,23 @@ def write_report(root: Path, out: Path | None = None) -> Path:
     return out / "report.md"
 
 
-RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "wall_seconds", "env_steps_per_s",
-            "commit")
+RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score", "wall_seconds",
+            "env_steps_per_s", "commit")
 
 
 def write_runs_csv(runs: list, path: Path) -> None:
     """One row per run: what it ran, its final score (success rate on MiniGrid and CliffWalk, return elsewhere),
+    its training episodes' score over the last TRAIN_TAIL env steps (same metric; empty when none was logged),
     how long and how fast, and the commit of the code that ran it."""
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(RUNS_CSV)
         for r in sorted(runs, key=lambda r: (domain(r.env), r.env, r.algo, r.variant, int(r.config["seed"]))):
+            trained = train_score(r)
             writer.writerow([r.env, r.algo, r.variant, r.config["seed"], r.summary.get("env_steps", ""),
-                             f"{final_score(r):.6g}", metric(r.env), r.summary.get("wall_seconds", ""),
-                             r.summary["env_steps_per_s"], r.summary.get("commit", "")])
+                             f"{final_score(r):.6g}", metric(r.env), "" if trained is None else f"{trained:.6g}",
+                             r.summary.get("wall_seconds", ""), r.summary["env_steps_per_s"],
+                             r.summary.get("commit", "")])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
 PAPER_ORDER = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")  # Table 1's columns; then others
 BOOTSTRAP_SAMPLES = 10_000
 SOLVED = 0.9  # a success rate at or above this counts as solved (seeds ≥ 0.9, first evaluation ≥ 0.9)
+TRAIN_TAIL = 100_000  # env steps of training episodes beside the final evaluation: the paper's evaluation interval
 
 class ReportError(ValueError):
     """The runs cannot be reported as asked: one line for the user."""
@@ -127,9 +128,13 @@ def _load_run(run_dir: Path) -> RunData:
                                               for row in csv.DictReader(io.StringIO(text))])
     metrics = []
     if (run_dir / "metrics.jsonl").is_file():
-        keep = ("env_steps", "arms_cov", "arms_cor", "arms_cor0")
+        keep = ("env_steps", "arms_cov", "arms_cor", "arms_cor0", "train_episodes", "train_return_mean",
+                "train_success_rate")
         metrics = read("metrics.jsonl", lambda text: [{k: row[k] for k in keep if k in row} for row in
                                                       (json.loads(line) for line in text.splitlines() if line.strip())])
+    if any(not isinstance(row.get("env_steps"), (int, float)) or
+           not all(isinstance(v, (int, float)) for v in row.values()) for row in metrics):
+        raise _Damaged(f"{run_dir / 'metrics.jsonl'} has a line without env_steps, or a value not a number")
     config, summary = read("config.json", json.loads), read("summary.json", json.loads)
     for name, document, keys in (("config.json", config, ("env", "algo", "seed", "total_steps")),
                                  ("summary.json", summary, ("env_steps_per_s", "final_eval"))):
@@ -201,6 +206,19 @@ def final_score(run: RunData) -> float:
     if value is None:
         raise ReportError(f"{run.name} has no final {metric(run.env)} in its summary.json")
     return float(value)
+
+
+def train_score(run: RunData) -> float | None:
+    """What the behaviour did while the final greedy policy was learned: the training episodes of the run's
+    last TRAIN_TAIL env steps, their success rate (MiniGrid, CliffWalk) or mean return (elsewhere), each
+    logged interval weighted by its episodes. None when no training episode was logged there."""
+    key = "train_success_rate" if metric(run.env) == "success_rate" else "train_return_mean"
+    end = run.summary.get("env_steps") or (run.metrics[-1]["env_steps"] if run.metrics else 0)
+    rows = [m for m in run.metrics if m["env_steps"] > end - TRAIN_TAIL and m.get("train_episodes") and key in m]
+    if not rows:
+        return None
+    episodes = np.array([m["train_episodes"] for m in rows], dtype=np.float64)
+    return float(np.dot(episodes, [m[key] for m in rows]) / episodes.sum())
 
 
 def columns_of(runs: list[RunData]) -> list[tuple[str, str]]:

@@ -42,7 +42,11 @@ def make_run(root: Path, env: str, algo: str, seed: int, final: float, rate: flo
             row = {"env_steps": step, "return_mean": 0.0 if success else value, "return_std": 0.0,
                    "success_rate": value if success else "", **{k: 0.1 for k in BASIC}}
             w.writerow([row[k] for k in fields])
-    lines = [{"env_steps": s, "arms_cov": 0.2, "arms_cor": 0.5, "arms_cor0": 0.3} for s in (500, 1500)]
+    # training episodes: 10 at 60% of the final score, then 30 at it (their episode-weighted mean: 90%)
+    lines = [{"env_steps": s, "arms_cov": 0.2, "arms_cor": 0.5, "arms_cor0": 0.3, "train_episodes": n,
+              "train_return_mean": 0.0 if success else part * final, **({"train_success_rate": part * final}
+                                                                        if success else {})}
+             for s, n, part in ((500, 10, 0.6), (1500, 30, 1.0))]
     (out / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return out
 
@@ -72,13 +76,13 @@ def test_table_one_by_hand(tmp_path):
     with open(out / "runs.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 12 and list(rows[0]) == ["env", "algo", "variant", "seed", "env_steps", "score", "metric",
-                                                  "wall_seconds", "env_steps_per_s", "commit"]
+                                                  "train_score", "wall_seconds", "env_steps_per_s", "commit"]
     assert rows[0] == {"env": "CliffWalk", "algo": "beta_dqn", "variant": "", "seed": "0", "env_steps": "2000",
-                       "score": "1", "metric": "success_rate", "wall_seconds": "", "env_steps_per_s": "500.0",
-                       "commit": ""}
+                       "score": "1", "metric": "success_rate", "train_score": "0.9", "wall_seconds": "",
+                       "env_steps_per_s": "500.0", "commit": ""}
     breakout_dqn = [r for r in rows if r["env"] == "MinAtar/Breakout" and r["algo"] == "dqn"]
-    assert [(r["seed"], r["score"], r["metric"]) for r in breakout_dqn] == [("0", "4", "return_mean"),
-                                                                            ("1", "6", "return_mean")]
+    assert [(r["seed"], r["score"], r["metric"], r["train_score"]) for r in breakout_dqn] == [
+        ("0", "4", "return_mean", "3.6"), ("1", "6", "return_mean", "5.4")]  # (10 × 0.6 × final + 30 × final) / 40
     for name in ("curves_CliffWalk.png", "curves_MinAtar-Breakout.png", "selection_CliffWalk.png",
                  "basic_CliffWalk.png", "cliffwalk_visits.png"):
         data = (out / name).read_bytes()
@@ -159,7 +163,7 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
         in report
     # one seed of minmax solves at its last evaluation (2000), none at the first (1.0 / 2 < 0.9); raw: both
     assert "| β-DQN [bandit-returns=minmax] | 0.50 [0.00, 1.00] (n=2) | 1 of 2 | 2k (2k–2k), 1 of 2 seeds | " \
-           "0.10 / 0.90 / 0.00 |" in report
+           "0.45 [0.00, 0.90] (n=2) | 0.10 / 0.90 / 0.00 |" in report  # training: 0.9 × final
     assert ("| β-DQN [bandit-returns=raw] | 0 | 1.00 | 2k | π_cor(1): 0.90, 1.00, 0.30 | "
             "π_cov(0.05): 0.10, 0.50, 0.90 |") in report
     assert "| β-DQN | bandit-returns=minmax | 0.50 [0.00, 1.00] (n=2) | 1 of 2 |" in report  # the axis' effect
@@ -183,12 +187,13 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
         write_report(other)
 
 
-@pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics", "final_eval"])
+@pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics", "metrics_value", "final_eval"])
 def test_a_damaged_run_is_left_out_with_a_warning_naming_its_file(tmp_path, capsys, damage):
     fixture(tmp_path / "runs")
     run = tmp_path / "runs" / "MinAtar-Breakout_dqn_s1"
     name, text = {"summary": ("summary.json", '{"env": '), "evals": ("evals.csv", "env_steps,return_mean\nx,y\n"),
                   "config": ("config.json", "{}"), "metrics": ("metrics.jsonl", '{"env_steps": 1}\n{"env_st'),
+                  "metrics_value": ("metrics.jsonl", '{"env_steps": 1, "train_episodes": "many"}\n'),
                   "final_eval": ("summary.json", '{"env_steps_per_s": 1.0, "final_eval": null}')}[damage]
     (run / name).write_text(text)
     report = write_report(tmp_path / "runs").read_text()
@@ -197,3 +202,26 @@ def test_a_damaged_run_is_left_out_with_a_warning_naming_its_file(tmp_path, caps
     assert warning[0].endswith("the report leaves this run out")
     assert "11 finished runs (1 unfinished or damaged left out)" in report
     assert "| MinAtar | MinAtar/Breakout | 4.00 [4.00, 4.00] (n=1) | 9.00 [8.00, 10.00] (n=2) |" in report
+
+
+def test_training_score_is_the_last_100k_steps_episodes_weighted_by_their_count(tmp_path):
+    """What the behaviour did at the end: the training episodes logged in the last 100k env steps (the paper's
+    evaluation interval), each interval weighted by its episodes; a run that logged none shows a dash."""
+    for seed in (0, 1):
+        make_run(tmp_path, "CliffWalk", "dqn", seed, 0.0, 1000.0)
+        make_run(tmp_path, "CliffWalk", "beta_dqn", seed, 0.0, 500.0)
+    run = tmp_path / "CliffWalk_beta_dqn_s0"
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "env_steps": 300_000}))
+    # 200k is outside (300k − 100k, 300k]: left out; then 0.5 over 10 episodes and 1.0 over 30 → 0.875
+    rows = [(200_000, 50, 0.0), (210_000, 10, 0.5), (300_000, 30, 1.0)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"env_steps": s, "train_episodes": n,
+                                                           "train_return_mean": 0.0, "train_success_rate": v}) + "\n"
+                                               for s, n, v in rows))
+    for seed, algo in ((1, "beta_dqn"), (0, "dqn"), (1, "dqn")):  # runs from before the training columns
+        (tmp_path / f"CliffWalk_{algo}_s{seed}" / "metrics.jsonl").write_text(json.dumps({"env_steps": 1000}) + "\n")
+    report = write_report(tmp_path).read_text()
+    assert "| DQN | 0.00 [0.00, 0.00] (n=2) | 0 of 2 | never | — | — |" in report
+    assert "| β-DQN | 0.00 [0.00, 0.00] (n=2) | 0 of 2 | never | 0.88 [0.88, 0.88] (n=1) | — |" in report
+    with open(tmp_path / "report" / "runs.csv") as f:
+        assert [r["train_score"] for r in csv.DictReader(f)] == ["0.875", "", "", ""]
