@@ -37,7 +37,9 @@ def final_success(tmp_path, algo: str, seed: int, steps: int = STEPS) -> tuple[f
 @pytest.mark.parametrize("algo", ["beta_dqn", "dqn"])
 def test_cliffwalk_reaches_the_goal(tmp_path, algo):
     results = {}
-    for seed in SEEDS:
+    # β-DQN's seed 0 last (it stays at 0, above): a passing suite runs two seeds, not three. The verdict, at least
+    # NEEDED of SEEDS, is the same in any order; the order moves only how soon it is reached
+    for seed in (1, 2, 0) if algo == "beta_dqn" else SEEDS:
         results[seed] = final_success(tmp_path, algo, seed)
         passed = sum(s >= BAR for s, _ in results.values())
         if passed >= NEEDED or passed + len(SEEDS) - len(results) < NEEDED:
