@@ -9,8 +9,8 @@ RUNS_DIR/report):
   number of seeds; domain averages; computational cost relative to DQN (seconds per env step, the runs'
   own) and performance/cost ((score / DQN's score) / cost, spec §8);
 - per environment and column: seeds solved, the first evaluation at ≥ 0.9, and what the behaviour did at the
-  end (the training episodes of the last 100k env steps: their success rate or mean return), which tells a
-  greedy score of 0 that learned nothing from one whose behaviour succeeds;
+  end (the training episodes of the last evaluation interval, 100k env steps by default: their success rate
+  or mean return), which tells a greedy score of 0 that learned nothing from one whose behaviour succeeds;
 - learning curves (mean over seeds, shaded 95% bootstrap interval) per environment;
 - β-DQN's policy-selection proportions over training (π_cov, π_cor(α>0), π_cor(0));
 - β-DQN's three basic policies (pure exploitation, argmin β, argmax Q), when the runs evaluated them;
@@ -38,7 +38,6 @@ from driver.figures import basic_policies, learning_curves, selection_proportion
 from driver.results import (
     ALGO_LABELS,
     SOLVED,
-    TRAIN_TAIL,
     ReportError,
     RunData,
     bandit_arms,
@@ -53,6 +52,7 @@ from driver.results import (
     metric,
     steps_text,
     train_score,
+    train_window,
     value_order,
     window_shares,
 )
@@ -121,10 +121,11 @@ def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
 
 def variant_rows(runs: list[RunData], env: str) -> list[str]:
     """One row per column: the final score, seeds solved, the first evaluation at ≥ 0.9, the training
-    episodes' score over the last TRAIN_TAIL steps and β-DQN's window shares at the end."""
+    episodes' score over the last evaluation interval and β-DQN's window shares at the end."""
     success = metric(env) == "success_rate"
+    window = "/".join(steps_text(w) for w in sorted({train_window(r) for r in runs if r.env == env}))
     head = ["column", "final score", *(["seeds ≥ 0.9", "first eval ≥ 0.9: median (range)"] if success else []),
-            f"training episodes, last {steps_text(TRAIN_TAIL)} steps: {'success' if success else 'return'}",
+            f"training episodes, last {window} steps: {'success' if success else 'return'}",
             "window at end: π_cov / π_cor(α>0) / π_cor(0)"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for column in columns_of([r for r in runs if r.env == env]):
@@ -276,7 +277,8 @@ RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "t
 
 def write_runs_csv(runs: list, path: Path) -> None:
     """One row per run: what it ran, its final score (success rate on MiniGrid and CliffWalk, return elsewhere),
-    its training episodes' score over the last TRAIN_TAIL env steps (same metric; empty when none was logged),
+    its training episodes' score over its last evaluation interval (`train_window`; same metric; empty when none
+    was logged),
     how long and how fast, and the commit of the code that ran it."""
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,7 +27,6 @@ ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
 PAPER_ORDER = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")  # Table 1's columns; then others
 BOOTSTRAP_SAMPLES = 10_000
 SOLVED = 0.9  # a success rate at or above this counts as solved (seeds ≥ 0.9, first evaluation ≥ 0.9)
-TRAIN_TAIL = 100_000  # env steps of training episodes beside the final evaluation: the paper's evaluation interval
 
 class ReportError(ValueError):
     """The runs cannot be reported as asked: one line for the user."""
@@ -116,6 +116,10 @@ class _Damaged(Exception):
     pass
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _load_run(run_dir: Path) -> RunData:
     def read(name: str, parse):
         try:
@@ -132,17 +136,20 @@ def _load_run(run_dir: Path) -> RunData:
                 "train_success_rate")
         metrics = read("metrics.jsonl", lambda text: [{k: row[k] for k in keep if k in row} for row in
                                                       (json.loads(line) for line in text.splitlines() if line.strip())])
-    if any(not isinstance(row.get("env_steps"), (int, float)) or
-           not all(isinstance(v, (int, float)) for v in row.values()) for row in metrics):
-        raise _Damaged(f"{run_dir / 'metrics.jsonl'} has a line without env_steps, or a value not a number")
+    if any("env_steps" not in row or not all(_finite(v) for v in row.values()) or row.get("train_episodes", 0) < 0
+           for row in metrics):
+        raise _Damaged(f"{run_dir / 'metrics.jsonl'} has a line without env_steps, a value that is not a finite "
+                       "number, or a negative episode count")
     config, summary = read("config.json", json.loads), read("summary.json", json.loads)
     for name, document, keys in (("config.json", config, ("env", "algo", "seed", "total_steps")),
                                  ("summary.json", summary, ("env_steps_per_s", "final_eval"))):
         missing = [k for k in keys if k not in document] if isinstance(document, dict) else ["any key"]
         if missing:
             raise _Damaged(f"{run_dir / name} lacks {', '.join(missing)}")
-    if not isinstance(summary["final_eval"], dict) or not isinstance(summary["env_steps_per_s"], (int, float)):
-        raise _Damaged(f"{run_dir / 'summary.json'}: final_eval is not an object or env_steps_per_s not a number")
+    if not isinstance(summary["final_eval"], dict) or not _finite(summary["env_steps_per_s"]) or \
+            not _finite(summary.get("env_steps", 0)):
+        raise _Damaged(f"{run_dir / 'summary.json'}: final_eval is not an object, or env_steps_per_s or env_steps "
+                       "not a number")
     if not evals or any(not isinstance(row.get("env_steps"), float) for row in evals):
         raise _Damaged(f"{run_dir / 'evals.csv'} has no evaluation, or a row without env_steps")
     return RunData(run_dir.name, config, summary, evals, metrics)
@@ -208,17 +215,29 @@ def final_score(run: RunData) -> float:
     return float(value)
 
 
+def train_window(run: RunData) -> int:
+    """The env steps whose training episodes `train_score` reads: the run's last evaluation interval (the
+    paper's 100k by default), or the whole run when it is shorter."""
+    return min(int(run.config.get("eval_every") or 100_000), int(run.config["total_steps"]))
+
+
 def train_score(run: RunData) -> float | None:
     """What the behaviour did while the final greedy policy was learned: the training episodes of the run's
-    last TRAIN_TAIL env steps, their success rate (MiniGrid, CliffWalk) or mean return (elsewhere), each
-    logged interval weighted by its episodes. None when no training episode was logged there."""
+    last `train_window` env steps, their success rate (MiniGrid, CliffWalk: every episode there reports
+    success or failure) or mean return (elsewhere). Each logged interval (a metrics.jsonl line, every few
+    seconds) counts with its episodes times the share of its env steps inside the window. None when no
+    training episode was logged there."""
     key = "train_success_rate" if metric(run.env) == "success_rate" else "train_return_mean"
     end = run.summary.get("env_steps") or (run.metrics[-1]["env_steps"] if run.metrics else 0)
-    rows = [m for m in run.metrics if m["env_steps"] > end - TRAIN_TAIL and m.get("train_episodes") and key in m]
-    if not rows:
-        return None
-    episodes = np.array([m["train_episodes"] for m in rows], dtype=np.float64)
-    return float(np.dot(episodes, [m[key] for m in rows]) / episodes.sum())
+    cut, start, weights, values = end - train_window(run), 0, [], []
+    for row in run.metrics:
+        stop = row["env_steps"]
+        inside = stop - max(start, cut)
+        if inside > 0 and row.get("train_episodes") and key in row:
+            weights.append(row["train_episodes"] * inside / (stop - start))
+            values.append(row[key])
+        start = max(start, stop)
+    return float(np.dot(weights, values) / np.sum(weights)) if weights else None
 
 
 def columns_of(runs: list[RunData]) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ import pytest
 
 from driver.config import Config, resolve
 from driver.report import ReportError, bootstrap_ci, write_report
+from driver.results import load_runs, train_window
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -42,11 +43,12 @@ def make_run(root: Path, env: str, algo: str, seed: int, final: float, rate: flo
             row = {"env_steps": step, "return_mean": 0.0 if success else value, "return_std": 0.0,
                    "success_rate": value if success else "", **{k: 0.1 for k in BASIC}}
             w.writerow([row[k] for k in fields])
-    # training episodes: 10 at 60% of the final score, then 30 at it (their episode-weighted mean: 90%)
+    # training episodes of the last evaluation interval (1000 < steps ≤ 2000): the line at 500 is outside, the
+    # one at 1500 half inside (10 of its 20 episodes count), the last all inside: (10 × 0.6 + 10 × 1.0) / 20 = 0.8
     lines = [{"env_steps": s, "arms_cov": 0.2, "arms_cor": 0.5, "arms_cor0": 0.3, "train_episodes": n,
               "train_return_mean": 0.0 if success else part * final, **({"train_success_rate": part * final}
                                                                         if success else {})}
-             for s, n, part in ((500, 10, 0.6), (1500, 30, 1.0))]
+             for s, n, part in ((500, 10, 0.2), (1500, 20, 0.6), (2000, 10, 1.0))]
     (out / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return out
 
@@ -78,11 +80,11 @@ def test_table_one_by_hand(tmp_path):
     assert len(rows) == 12 and list(rows[0]) == ["env", "algo", "variant", "seed", "env_steps", "score", "metric",
                                                   "train_score", "wall_seconds", "env_steps_per_s", "commit"]
     assert rows[0] == {"env": "CliffWalk", "algo": "beta_dqn", "variant": "", "seed": "0", "env_steps": "2000",
-                       "score": "1", "metric": "success_rate", "train_score": "0.9", "wall_seconds": "",
+                       "score": "1", "metric": "success_rate", "train_score": "0.8", "wall_seconds": "",
                        "env_steps_per_s": "500.0", "commit": ""}
     breakout_dqn = [r for r in rows if r["env"] == "MinAtar/Breakout" and r["algo"] == "dqn"]
     assert [(r["seed"], r["score"], r["metric"], r["train_score"]) for r in breakout_dqn] == [
-        ("0", "4", "return_mean", "3.6"), ("1", "6", "return_mean", "5.4")]  # (10 × 0.6 × final + 30 × final) / 40
+        ("0", "4", "return_mean", "3.2"), ("1", "6", "return_mean", "4.8")]  # 0.8 × final (make_run)
     for name in ("curves_CliffWalk.png", "curves_MinAtar-Breakout.png", "selection_CliffWalk.png",
                  "basic_CliffWalk.png", "cliffwalk_visits.png"):
         data = (out / name).read_bytes()
@@ -163,7 +165,7 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
         in report
     # one seed of minmax solves at its last evaluation (2000), none at the first (1.0 / 2 < 0.9); raw: both
     assert "| β-DQN [bandit-returns=minmax] | 0.50 [0.00, 1.00] (n=2) | 1 of 2 | 2k (2k–2k), 1 of 2 seeds | " \
-           "0.45 [0.00, 0.90] (n=2) | 0.10 / 0.90 / 0.00 |" in report  # training: 0.9 × final
+           "0.40 [0.00, 0.80] (n=2) | 0.10 / 0.90 / 0.00 |" in report  # training: 0.8 × final
     assert ("| β-DQN [bandit-returns=raw] | 0 | 1.00 | 2k | π_cor(1): 0.90, 1.00, 0.30 | "
             "π_cov(0.05): 0.10, 0.50, 0.90 |") in report
     assert "| β-DQN | bandit-returns=minmax | 0.50 [0.00, 1.00] (n=2) | 1 of 2 |" in report  # the axis' effect
@@ -187,13 +189,17 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
         write_report(other)
 
 
-@pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics", "metrics_value", "final_eval"])
+@pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics", "metrics_value", "metrics_bool",
+                                    "metrics_nan", "summary_steps", "final_eval"])
 def test_a_damaged_run_is_left_out_with_a_warning_naming_its_file(tmp_path, capsys, damage):
     fixture(tmp_path / "runs")
     run = tmp_path / "runs" / "MinAtar-Breakout_dqn_s1"
     name, text = {"summary": ("summary.json", '{"env": '), "evals": ("evals.csv", "env_steps,return_mean\nx,y\n"),
                   "config": ("config.json", "{}"), "metrics": ("metrics.jsonl", '{"env_steps": 1}\n{"env_st'),
                   "metrics_value": ("metrics.jsonl", '{"env_steps": 1, "train_episodes": "many"}\n'),
+                  "metrics_bool": ("metrics.jsonl", '{"env_steps": true}\n'),
+                  "metrics_nan": ("metrics.jsonl", '{"env_steps": 1, "train_return_mean": NaN}\n'),
+                  "summary_steps": ("summary.json", '{"env_steps_per_s": 1.0, "env_steps": "2000", "final_eval": {}}'),
                   "final_eval": ("summary.json", '{"env_steps_per_s": 1.0, "final_eval": null}')}[damage]
     (run / name).write_text(text)
     report = write_report(tmp_path / "runs").read_text()
@@ -204,24 +210,28 @@ def test_a_damaged_run_is_left_out_with_a_warning_naming_its_file(tmp_path, caps
     assert "| MinAtar | MinAtar/Breakout | 4.00 [4.00, 4.00] (n=1) | 9.00 [8.00, 10.00] (n=2) |" in report
 
 
-def test_training_score_is_the_last_100k_steps_episodes_weighted_by_their_count(tmp_path):
-    """What the behaviour did at the end: the training episodes logged in the last 100k env steps (the paper's
-    evaluation interval), each interval weighted by its episodes; a run that logged none shows a dash."""
+def test_training_score_reads_the_last_evaluation_interval_each_log_line_by_its_share_in_it(tmp_path):
+    """What the behaviour did at the end: the training episodes of the last evaluation interval (eval_every,
+    1000 steps here; the whole run if shorter), a log line that straddles its start counting with the share
+    of its steps inside; a run that logged no training episode shows a dash."""
     for seed in (0, 1):
         make_run(tmp_path, "CliffWalk", "dqn", seed, 0.0, 1000.0)
         make_run(tmp_path, "CliffWalk", "beta_dqn", seed, 0.0, 500.0)
-    run = tmp_path / "CliffWalk_beta_dqn_s0"
-    summary = json.loads((run / "summary.json").read_text())
-    (run / "summary.json").write_text(json.dumps({**summary, "env_steps": 300_000}))
-    # 200k is outside (300k − 100k, 300k]: left out; then 0.5 over 10 episodes and 1.0 over 30 → 0.875
-    rows = [(200_000, 50, 0.0), (210_000, 10, 0.5), (300_000, 30, 1.0)]
-    (run / "metrics.jsonl").write_text("".join(json.dumps({"env_steps": s, "train_episodes": n,
-                                                           "train_return_mean": 0.0, "train_success_rate": v}) + "\n"
-                                               for s, n, v in rows))
+    # 900 is outside (1000, 2000]; the line at 1200 covers (900, 1200]: 2/3 inside, 20 × 2/3 of its episodes
+    # count; the last line all 30: (40/3 × 0.5 + 30 × 1.0) / (40/3 + 30) = 11/13
+    rows = [(900, 50, 0.0), (1200, 20, 0.5), (2000, 30, 1.0)]
+    (tmp_path / "CliffWalk_beta_dqn_s0" / "metrics.jsonl").write_text("".join(
+        json.dumps({"env_steps": s, "train_episodes": n, "train_return_mean": 0.0, "train_success_rate": v}) + "\n"
+        for s, n, v in rows))
     for seed, algo in ((1, "beta_dqn"), (0, "dqn"), (1, "dqn")):  # runs from before the training columns
         (tmp_path / f"CliffWalk_{algo}_s{seed}" / "metrics.jsonl").write_text(json.dumps({"env_steps": 1000}) + "\n")
     report = write_report(tmp_path).read_text()
+    assert "| training episodes, last 1k steps: success |" in report
     assert "| DQN | 0.00 [0.00, 0.00] (n=2) | 0 of 2 | never | — | — |" in report
-    assert "| β-DQN | 0.00 [0.00, 0.00] (n=2) | 0 of 2 | never | 0.88 [0.88, 0.88] (n=1) | — |" in report
+    assert "| β-DQN | 0.00 [0.00, 0.00] (n=2) | 0 of 2 | never | 0.85 [0.85, 0.85] (n=1) | — |" in report
     with open(tmp_path / "report" / "runs.csv") as f:
-        assert [r["train_score"] for r in csv.DictReader(f)] == ["0.875", "", "", ""]
+        assert [r["train_score"] for r in csv.DictReader(f)] == [f"{11 / 13:.6g}", "", "", ""]
+    run = load_runs(tmp_path)[0][0]
+    assert train_window(run) == 1000
+    run.config["eval_every"] = 5000  # longer than the run: the whole run
+    assert train_window(run) == 2000
