@@ -224,9 +224,10 @@ def train_window(run: RunData) -> int:
 def train_score(run: RunData) -> float | None:
     """What the behaviour did while the final greedy policy was learned: the training episodes of the run's
     last `train_window` env steps, their success rate (MiniGrid, CliffWalk: every episode there reports
-    success or failure) or mean return (elsewhere). Each logged interval (a metrics.jsonl line, every few
-    seconds) counts with its episodes times the share of its env steps inside the window. None when no
-    training episode was logged there."""
+    success or failure) or mean return (elsewhere). Each logged interval (a metrics.jsonl line, written every
+    `log_every` seconds) counts with its episodes times the share of its env steps inside the window: exact
+    when a line starts at the window's start, otherwise close (where the log lines fall depends on the
+    machine's speed). None when no training episode was logged there."""
     key = "train_success_rate" if metric(run.env) == "success_rate" else "train_return_mean"
     end = run.summary.get("env_steps") or (run.metrics[-1]["env_steps"] if run.metrics else 0)
     cut, start, weights, values = end - train_window(run), 0, [], []
