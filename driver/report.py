@@ -277,9 +277,8 @@ RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "t
 
 def write_runs_csv(runs: list, path: Path) -> None:
     """One row per run: what it ran, its final score (success rate on MiniGrid and CliffWalk, return elsewhere),
-    its training episodes' score over its last evaluation interval (`train_window`; same metric; empty when none
-    was logged),
-    how long and how fast, and the commit of the code that ran it."""
+    its training episodes' score over its last evaluation interval (`train_score`, same metric; empty when none
+    was logged), how long and how fast, and the commit of the code that ran it."""
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(RUNS_CSV)
