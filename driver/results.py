@@ -218,7 +218,7 @@ def final_score(run: RunData) -> float:
 def train_window(run: RunData) -> int:
     """The env steps whose training episodes `train_score` reads: the run's last evaluation interval (the
     paper's 100k by default), or the whole run when it is shorter."""
-    return min(int(run.config.get("eval_every") or 100_000), int(run.config["total_steps"]))
+    return min(int(run.config.get("eval_every") or FIELDS["eval_every"].default), int(run.config["total_steps"]))
 
 
 def train_score(run: RunData) -> float | None:
