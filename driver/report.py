@@ -1,8 +1,9 @@
-"""`python -m learner.report RUNS_DIR`: the paper's table and figures from finished runs.
+"""`python -m learner.report RUNS_DIR [RUNS_DIR ...]`: the paper's table and figures from finished runs.
 
-Reads every run under RUNS_DIR (a directory with `summary.json`, `config.json`, `evals.csv` and
+Reads every run under each RUNS_DIR (a directory with `summary.json`, `config.json`, `evals.csv` and
 `metrics.jsonl`; grids nest them one level down) and writes `report.md` and PNG figures (default: into
-RUNS_DIR/report):
+RUNS_DIR/report; with several, `--out` says where), e.g. one Table 1 from one grid per domain:
+`python -m learner.report runs/table1-minigrid runs/table1-minatar --out results/table1`.
 
 - Table 1's layout: per environment and algorithm the final score — success rate on MiniGrid and
   CliffWalk, return elsewhere — as the mean over seeds with a 95% bootstrap confidence interval and the
@@ -194,15 +195,16 @@ def bandit_rows(runs: list[RunData], env: str) -> list[str]:
     return lines
 
 
-def study(runs: list[RunData], root: Path) -> dict:
+def study(runs: list[RunData], roots: list[Path]) -> dict:
     """Every run with the command line that computes it again, its final score and its first evaluation at
-    ≥ 0.9; and the grid's command when `root` is a grid."""
+    ≥ 0.9; and the command of each root that is a grid."""
     from driver.config import command_line, run_command
 
-    command = None
-    if (root / "grid.json").is_file():
-        args = json.loads((root / "grid.json").read_text())["args"]
-        command = command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")})
+    commands = []
+    for root in roots:
+        if (root / "grid.json").is_file():
+            args = json.loads((root / "grid.json").read_text())["args"]
+            commands.append(command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")}))
     rows = []
     for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
         success = metric(r.env) == "success_rate"
@@ -210,21 +212,27 @@ def study(runs: list[RunData], root: Path) -> dict:
                      "cmd": run_command(r.config, r.summary.get("device", "cpu")), "final_score": final_score(r),
                      "final_success": final_score(r) if success else None,
                      "first_success_step": first_solved(r) if success else None})
-    return {"command": command, "runs": rows}
+    return {"commands": commands, "runs": rows}
 
 
-def write_report(root: Path, out: Path | None = None) -> Path:
-    runs, unfinished = load_runs(root)
+def write_report(roots: Path | list[Path], out: Path | None = None) -> Path:
+    """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
+    root's `report/`)."""
+    roots = [roots] if isinstance(roots, Path) else list(roots)
+    if out is None and len(roots) > 1:
+        raise ReportError(f"{len(roots)} RUNS_DIRs need --out (where their one report goes)")
+    runs, unfinished = load_runs(*roots)
     if not runs:
-        raise ReportError(f"no finished run (a directory with summary.json) under {root}")
+        raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}")
     check_comparable(runs)
-    out = out or root / "report"
+    out = out or roots[0] / "report"
     out.mkdir(parents=True, exist_ok=True)
     header, rows, numbers = table(runs)
-    described = study(runs, root)
-    lines = [f"# Report: {root.name}", ""]
-    if described["command"]:
-        lines += ["```bash", described["command"], f"python -m learner.report {root}", "```", ""]
+    described = study(runs, roots)
+    lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
+    if described["commands"]:
+        again = f"python -m learner.report {' '.join(map(str, roots))}" + (f" --out {out}" if len(roots) > 1 else "")
+        lines += ["```bash", *described["commands"], again, "```", ""]
     lines += [
         f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished or damaged left out)" if unfinished
                                         else "") + ". "
@@ -293,15 +301,17 @@ def write_runs_csv(runs: list, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m learner.report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs_dir", help="a directory of runs (a grid's, or any tree of run directories)")
-    parser.add_argument("--out", default="", help="where report.md and the figures go (default RUNS_DIR/report)")
+    parser.add_argument("runs_dir", nargs="+",
+                        help="a directory of runs (a grid's, or any tree of run directories); several make one report")
+    parser.add_argument("--out", default="", help="where report.md and the figures go (default RUNS_DIR/report; "
+                                                  "needed with several RUNS_DIRs)")
     args = parser.parse_args(argv)
-    root = Path(args.runs_dir)
-    if not root.is_dir():
-        print(f"python -m learner.report: error: {args.runs_dir!r} is not a directory", file=sys.stderr)
-        return 2
+    for name in args.runs_dir:
+        if not Path(name).is_dir():
+            print(f"python -m learner.report: error: {name!r} is not a directory", file=sys.stderr)
+            return 2
     try:
-        path = write_report(root, Path(args.out) if args.out else None)
+        path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None)
     except ReportError as e:
         print(f"python -m learner.report: error: {e}", file=sys.stderr)
         return 2

@@ -95,12 +95,16 @@ def _number(text: str) -> float:
     return float("nan") if text in ("", "None", "nan") else float(text)
 
 
-def load_runs(root: Path) -> tuple[list[RunData], list[str]]:
-    """Every finished run under `root`, and the directories left out: unfinished ones (no summary.json), and
-    damaged ones (a file that does not parse: a warning naming it, and the report goes on without the run)."""
-    runs, left_out = [], []
-    for config_path in sorted(root.rglob("config.json")):
+def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
+    """Every finished run under the `roots` (once, where they overlap), and the directories left out:
+    unfinished ones (no summary.json), and damaged ones (a file that does not parse: a warning naming it, and
+    the report goes on without the run)."""
+    runs, left_out, seen = [], [], set()
+    for config_path in (path for root in roots for path in sorted(root.rglob("config.json"))):
         run_dir = config_path.parent
+        if run_dir.resolve() in seen:
+            continue
+        seen.add(run_dir.resolve())
         if not (run_dir / "summary.json").is_file():
             left_out.append(str(run_dir))
             continue

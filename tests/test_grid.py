@@ -109,8 +109,9 @@ def test_a_serial_grid_run_is_computed_again_by_its_command(ray_cluster, tmp_pat
     assert grid_from_args(args).run()["done"] == 2
     write_report(tmp_path / "grid")
     study = json.loads((tmp_path / "grid" / "report" / "study.json").read_text())
-    assert study["command"].startswith("python -m learner.main --env CliffWalk --algo beta_dqn ")
-    assert " --runtime serial " in study["command"] and " --bandit-returns minmax,raw " in study["command"]
+    [command] = study["commands"]
+    assert command.startswith("python -m learner.main --env CliffWalk --algo beta_dqn ")
+    assert " --runtime serial " in command and " --bandit-returns minmax,raw " in command
     row = next(r for r in study["runs"] if r["variant"] == "bandit-returns=raw")
     argv = shlex.split(row["cmd"])[3:]
     assert main([*argv, "--wandb", "disabled", "--progress", "false", "--out", str(tmp_path / "alone")]) == 0

@@ -92,6 +92,39 @@ def test_table_one_by_hand(tmp_path):
         assert f"({name})" in report
 
 
+def test_several_runs_dirs_make_one_report(tmp_path):
+    """One grid per domain, one Table 1: the same rows as one directory holding both; a run under two of the
+    directories (one inside the other) counts once; several directories need --out."""
+    fixture(tmp_path / "all")
+    for env in ("CliffWalk", "MinAtar-Breakout", "MinAtar-SpaceInvaders"):
+        for run in (tmp_path / "all").glob(f"{env}_*"):
+            (tmp_path / "grids" / env).mkdir(parents=True, exist_ok=True)
+            run.rename(tmp_path / "grids" / env / run.name)
+    (tmp_path / "grids" / "MinAtar-Breakout" / "grid.json").write_text(json.dumps({"args": {
+        "env": "MinAtar/Breakout", "algo": "beta_dqn,dqn", "seeds": "0-1", "total_steps": 2000}}))
+    dirs = [tmp_path / "grids" / name for name in ("CliffWalk", "MinAtar-Breakout", "MinAtar-SpaceInvaders")]
+    report = write_report(dirs, tmp_path / "table1").read_text()
+    fixture(tmp_path / "one")
+    whole = write_report(tmp_path / "one").read_text()
+    assert report.startswith("# Report: CliffWalk + MinAtar-Breakout + MinAtar-SpaceInvaders\n")
+    command = next(line for line in report.splitlines() if line.startswith("python -m learner.main "))
+    assert all(part in command for part in ("--env MinAtar/Breakout --algo beta_dqn,dqn", "--seeds 0-1",
+                                            "--total-steps 2000"))
+    assert f"python -m learner.report {' '.join(map(str, dirs))} --out {tmp_path / 'table1'}" in report
+    table = [line for line in report.splitlines() if line.startswith("| ")]
+    assert table == [line for line in whole.splitlines() if line.startswith("| ")] and len(table) > 8
+    assert write_report([dirs[1], tmp_path / "grids"], tmp_path / "again").read_text().count(
+        "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] (n=2) |") == 1
+    with open(tmp_path / "again" / "runs.csv") as f:
+        assert len(list(csv.DictReader(f))) == 12
+    with pytest.raises(ReportError, match="3 RUNS_DIRs need --out"):
+        write_report(dirs)
+    proc = subprocess.run([sys.executable, "-m", "learner.report", *map(str, dirs[:2])], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == "python -m learner.report: error: 2 RUNS_DIRs need --out " \
+                                                          "(where their one report goes)"
+
+
 def test_bootstrap_interval():
     assert bootstrap_ci([3.0]) == (3.0, 3.0, 3.0)
     mean, lo, hi = bootstrap_ci(list(range(10)))
