@@ -218,20 +218,26 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
 def write_report(roots: Path | list[Path], out: Path | None = None) -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
     root's `report/`)."""
-    roots = [roots] if isinstance(roots, Path) else list(roots)
+    given = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(root) for root in roots]
+    roots = [root for k, root in enumerate(given) if root.resolve() not in {r.resolve() for r in given[:k]}]
     if out is None and len(roots) > 1:
         raise ReportError(f"{len(roots)} RUNS_DIRs need --out (where their one report goes)")
+    if len(roots) > 1:
+        for root in roots:
+            if next(root.rglob("config.json"), None) is None:
+                raise ReportError(f"no run (a directory with config.json) under {root}")
     runs, unfinished = load_runs(*roots)
     if not runs:
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}")
     check_comparable(runs)
+    asked = out is not None
     out = out or roots[0] / "report"
     out.mkdir(parents=True, exist_ok=True)
     header, rows, numbers = table(runs)
     described = study(runs, roots)
     lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
     if described["commands"]:
-        again = f"python -m learner.report {' '.join(map(str, roots))}" + (f" --out {out}" if len(roots) > 1 else "")
+        again = f"python -m learner.report {' '.join(map(str, roots))}" + (f" --out {out}" if asked else "")
         lines += ["```bash", *described["commands"], again, "```", ""]
     lines += [
         f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished or damaged left out)" if unfinished

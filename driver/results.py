@@ -39,6 +39,7 @@ class RunData:
     summary: dict
     evals: list[dict]
     metrics: list[dict] = field(default_factory=list)
+    path: str = ""  # the run's directory as found
 
     @property
     def env(self) -> str:
@@ -156,7 +157,7 @@ def _load_run(run_dir: Path) -> RunData:
                        "not a number")
     if not evals or any(not isinstance(row.get("env_steps"), float) for row in evals):
         raise _Damaged(f"{run_dir / 'evals.csv'} has no evaluation, or a row without env_steps")
-    return RunData(run_dir.name, config, summary, evals, metrics)
+    return RunData(run_dir.name, config, summary, evals, metrics, str(run_dir))
 
 
 def check_comparable(runs: list[RunData]) -> None:
@@ -190,7 +191,7 @@ def check_comparable(runs: list[RunData]) -> None:
         for run in group:
             key = (run.column, run.config.get("seed"))
             if key in seen:
-                raise ReportError(f"{env}: {run.label} seed {key[1]} appears twice ({seen[key].name}, {run.name}); "
+                raise ReportError(f"{env}: {run.label} seed {key[1]} appears twice ({seen[key].path}, {run.path}); "
                                   "report each run once")
             seen[key] = run
             compare(first.setdefault(run.column, run), run, set())

@@ -4,6 +4,7 @@ and the refusal to compare runs whose configurations differ in more than the see
 import csv
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,15 @@ def test_several_runs_dirs_make_one_report(tmp_path):
         assert len(list(csv.DictReader(f))) == 12
     with pytest.raises(ReportError, match="3 RUNS_DIRs need --out"):
         write_report(dirs)
+    # the same directory twice is read once; an empty one (a mistyped domain) and a copied run are refused
+    assert write_report([dirs[0], dirs[0]]).read_text().startswith("# Report: CliffWalk\n")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ReportError, match=f"no run \\(a directory with config.json\\) under {tmp_path / 'empty'}$"):
+        write_report([dirs[0], tmp_path / "empty"], tmp_path / "t")
+    shutil.copytree(dirs[0] / "CliffWalk_dqn_s0", tmp_path / "copy" / "CliffWalk_dqn_s0")
+    with pytest.raises(ReportError, match=f"DQN seed 0 appears twice \\({dirs[0] / 'CliffWalk_dqn_s0'}, "
+                                          f"{tmp_path / 'copy' / 'CliffWalk_dqn_s0'}\\)"):
+        write_report([dirs[0], tmp_path / "copy"], tmp_path / "t")
     proc = subprocess.run([sys.executable, "-m", "learner.report", *map(str, dirs[:2])], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip() == "python -m learner.report: error: 2 RUNS_DIRs need --out " \
