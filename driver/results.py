@@ -191,6 +191,7 @@ def check_comparable(runs: list[RunData]) -> None:
         for run in group:
             key = (run.column, run.config.get("seed"))
             if key in seen:
+                compare(seen[key], run, set())  # two different runs: name the field they differ in
                 raise ReportError(f"{env}: {run.label} seed {key[1]} appears twice ({seen[key].path}, {run.path}); "
                                   "report each run once")
             seen[key] = run

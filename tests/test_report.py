@@ -125,6 +125,9 @@ def test_several_runs_dirs_make_one_report(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ReportError, match=f"no run \\(a directory with config.json\\) under {tmp_path / 'empty'}$"):
         write_report([dirs[0], tmp_path / "empty"], tmp_path / "t")
+    make_run(tmp_path / "other", "CliffWalk", "dqn", 0, 1.0, 1000.0, lr=1e-4)  # another run of that seed
+    with pytest.raises(ReportError, match=r"CliffWalk: runs differ in lr "):
+        write_report([dirs[0], tmp_path / "other"], tmp_path / "t")
     shutil.copytree(dirs[0] / "CliffWalk_dqn_s0", tmp_path / "copy" / "CliffWalk_dqn_s0")
     with pytest.raises(ReportError, match=f"DQN seed 0 appears twice \\({dirs[0] / 'CliffWalk_dqn_s0'}, "
                                           f"{tmp_path / 'copy' / 'CliffWalk_dqn_s0'}\\)"):
