@@ -18,7 +18,9 @@ RUNS_DIR/report; with several, `--out` says where), e.g. one Table 1 from one gr
 - CliffWalk state-visitation heatmaps of β-DQN and DQN.
 
 A column is a method and, for a grid with axes besides --env, --algo and --seeds, its variant (the values
-of those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). Runs are compared only when their
+of those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). `--column-by bandit-returns` does the
+same for runs of separate grids that differ in that flag, e.g. a probe with `--bandit-returns raw` beside the
+grid it departs from. Runs are compared only when their
 configurations agree in everything but the seed, the method, the grid's axes and bookkeeping such as
 directories and addresses (`driver.config`'s field roles; a field a method does not read is not compared
 with that method's runs); otherwise it stops with one line naming the field and two runs that differ.
@@ -35,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from driver.config import flag
 from driver.figures import basic_policies, learning_curves, selection_proportions, visitation
 from driver.results import (
     ALGO_LABELS,
@@ -44,6 +47,8 @@ from driver.results import (
     bandit_arms,
     bootstrap_ci,
     check_comparable,
+    column_by,
+    column_fields,
     column_label,
     columns_of,
     domain,
@@ -178,18 +183,24 @@ def axis_rows(runs: list[RunData], env: str) -> list[str]:
 
 
 def bandit_rows(runs: list[RunData], env: str) -> list[str]:
-    """β-DQN per run: its final score, first evaluation at ≥ 0.9, and the meta-controller's window at the end
-    (the arm holding most of it, and the best other arm by μ + b)."""
+    """β-DQN per run: its final score, first evaluation at ≥ 0.9 (where success is the score), the training
+    episodes' score over the last evaluation interval (what the behaviour the bandit chose earned), and the
+    meta-controller's window at the end (the arm holding most of it, and the best other arm by μ + b)."""
     group = [r for r in runs if r.env == env and r.summary.get("bandit")]
     if not group:
         return []
-    lines = ["| column | seed | final | first ≥ 0.9 | top arm: share, μ, b | best other by μ + b: share, μ, b |",
-             "|" + " --- |" * 6]
+    success = metric(env) == "success_rate"
+    window = "/".join(steps_text(w) for w in sorted({train_window(r) for r in group}))
+    head = ["column", "seed", "final", *(["first ≥ 0.9"] if success else []),
+            f"training {'success' if success else 'return'}, last {window}", "top arm: share, μ, b",
+            "best other by μ + b: share, μ, b"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in sorted(group, key=lambda r: (columns_of(group).index(r.column), r.config["seed"])):
         top, other = bandit_arms(r)
-        first = first_solved(r)
+        first, trained = first_solved(r), train_score(r)
         lines.append(f"| {r.label} | {r.config['seed']} | {final_score(r):.2f} | "
-                     f"{'—' if first is None else f'{first / 1e3:.0f}k'} | "
+                     + (f"{'—' if first is None else f'{first / 1e3:.0f}k'} | " if success else "")
+                     + f"{'—' if trained is None else f'{trained:.2f}'} | "
                      f"{top[0]}: {top[1]:.2f}, {top[2]:.2f}, {top[3]:.2f} | "
                      + ("— |" if other is None else f"{other[0]}: {other[1]:.2f}, {other[2]:.2f}, {other[3]:.2f} |"))
     return lines
@@ -215,9 +226,11 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
     return {"commands": commands, "runs": rows}
 
 
-def write_report(roots: Path | list[Path], out: Path | None = None) -> Path:
+def write_report(roots: Path | list[Path], out: Path | None = None, columns_by: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
-    root's `report/`)."""
+    root's `report/`); `columns_by` (`--column-by`) names flags whose values split the columns as a grid's
+    axes do."""
+    fields = column_fields(columns_by)
     given = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(root) for root in roots]
     roots = [root for k, root in enumerate(given) if root.resolve() not in {r.resolve() for r in given[:k]}]
     if out is None and len(roots) > 1:
@@ -229,6 +242,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None) -> Path:
     runs, unfinished = load_runs(*roots)
     if not runs:
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}")
+    column_by(runs, fields)
     check_comparable(runs)
     asked = out is not None
     out = out or roots[0] / "report"
@@ -236,16 +250,17 @@ def write_report(roots: Path | list[Path], out: Path | None = None) -> Path:
     header, rows, numbers = table(runs)
     described = study(runs, roots)
     lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
-    if described["commands"]:
-        again = f"python -m learner.report {' '.join(map(str, roots))}" + (f" --out {out}" if asked else "")
-        lines += ["```bash", *described["commands"], again, "```", ""]
+    again = (f"python -m learner.report {' '.join(map(str, roots))}" + (f" --out {out}" if asked else "")
+             + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else ""))
+    lines += ["```bash", *described["commands"], again, "```", ""]  # the grids' commands, then this report's
     lines += [
         f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished or damaged left out)" if unfinished
                                         else "") + ". "
         "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
         "MiniGrid and CliffWalk, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
-        "A column is a method and, in a grid with axes besides --env, --algo and --seeds, its variant. "
+        "A column is a method and, in a grid with axes besides --env, --algo and --seeds (or for the flags "
+        "--column-by names), its variant. "
         "Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
         "wall clock (runs that shared a machine slow each other), averaged over environments. "
         "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
@@ -311,13 +326,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="a directory of runs (a grid's, or any tree of run directories); several make one report")
     parser.add_argument("--out", default="", help="where report.md and the figures go (default RUNS_DIR/report; "
                                                   "needed with several RUNS_DIRs)")
+    parser.add_argument("--column-by", default="", metavar="FLAGS",
+                        help="flags (e.g. bandit-returns) whose values split the columns as a grid's axes do: "
+                             "runs of separate grids that differ in them, side by side")
     args = parser.parse_args(argv)
     for name in args.runs_dir:
         if not Path(name).is_dir():
             print(f"python -m learner.report: error: {name!r} is not a directory", file=sys.stderr)
             return 2
     try:
-        path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None)
+        path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
+                            args.column_by)
     except ReportError as e:
         print(f"python -m learner.report: error: {e}", file=sys.stderr)
         return 2

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import BOOKKEEPING, FIELDS, LEGACY, reads, settled_arm_exchange
+from driver.config import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange, with_legacy
 from learner.algorithms import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
@@ -71,6 +71,31 @@ def column_label(column: tuple[str, str]) -> str:
 def _axes(variant: str) -> set[str]:
     """The config fields a variant names ("bandit-returns=raw,count-mode=off" -> bandit_returns, count_mode)."""
     return {part.split("=", 1)[0].replace("-", "_") for part in variant.split(",") if part}
+
+
+def column_fields(text: str) -> list[str]:
+    """`--column-by`'s comma list of flags ("bandit-returns,count-mode") as config fields; ReportError for one
+    that does not change what a run computes."""
+    allowed = sorted(AXES - {"env", "algo"})
+    names = []
+    for part in filter(None, text.split(",")):
+        name = part.strip().removeprefix("--").replace("-", "_")
+        if name not in allowed:
+            raise ReportError(f"--column-by {part!r} is not a flag that changes what a run computes; allowed: "
+                              + ", ".join(flag(n)[2:] for n in allowed))
+        names.append(name)
+    return list(dict.fromkeys(names))
+
+
+def column_by(runs: list[RunData], names: list[str]) -> None:
+    """Make each named field an axis of the columns, as a grid's axis is: its value joins the variant of every
+    run whose method reads it (runs of separate grids that differ in that flag then stand side by side)."""
+    for run in runs:
+        values, parts = with_legacy(run.config), [p for p in run.variant.split(",") if p]
+        for name in names:
+            if name not in _axes(run.variant) and _reads(run.algo, name):
+                parts.append(f"{flag(name)[2:]}={flag_text(values.get(name, FIELDS[name].default))}")
+        run.config = {**run.config, "variant": ",".join(parts)}
 
 
 def _reads(algo: str, key: str) -> bool:

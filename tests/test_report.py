@@ -66,6 +66,8 @@ def fixture(root: Path) -> None:
 def test_table_one_by_hand(tmp_path):
     fixture(tmp_path / "runs")
     report = write_report(tmp_path / "runs").read_text()
+    # no grid made these runs: the block of commands holds the one that makes this report again
+    assert report.startswith(f"# Report: runs\n\n```bash\npython -m learner.report {tmp_path / 'runs'}\n```\n")
     # two seeds: the bootstrap's 2.5th/97.5th percentiles are the smaller and the larger (each resample of
     # both seeds being the smaller one has probability 1/4, far above 2.5%)
     assert "| CliffWalk | CliffWalk | 0.90 [0.80, 1.00] (n=2) | 1.00 [1.00, 1.00] (n=2) |" in report
@@ -212,7 +214,8 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
     # one seed of minmax solves at its last evaluation (2000), none at the first (1.0 / 2 < 0.9); raw: both
     assert "| β-DQN [bandit-returns=minmax] | 0.50 [0.00, 1.00] (n=2) | 1 of 2 | 2k (2k–2k), 1 of 2 seeds | " \
            "0.40 [0.00, 0.80] (n=2) | 0.10 / 0.90 / 0.00 |" in report  # training: 0.8 × final
-    assert ("| β-DQN [bandit-returns=raw] | 0 | 1.00 | 2k | π_cor(1): 0.90, 1.00, 0.30 | "
+    assert "| column | seed | final | first ≥ 0.9 | training success, last 1k | top arm: share, μ, b |" in report
+    assert ("| β-DQN [bandit-returns=raw] | 0 | 1.00 | 2k | 0.80 | π_cor(1): 0.90, 1.00, 0.30 | "
             "π_cov(0.05): 0.10, 0.50, 0.90 |") in report
     assert "| β-DQN | bandit-returns=minmax | 0.50 [0.00, 1.00] (n=2) | 1 of 2 |" in report  # the axis' effect
     assert "| β-DQN | bandit-returns=raw | 0.97 [0.95, 1.00] (n=2) | 2 of 2 |" in report
@@ -233,6 +236,54 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
     make_run(other, "CliffWalk", "beta_dqn", 0, 1.0, 500.0, variant="count-mode=simple", count_mode="simple")
     with pytest.raises(ReportError, match="runs differ in bandit_returns"):
         write_report(other)
+
+
+def test_a_bandit_run_on_a_return_task_shows_its_training_return_not_a_success_step(tmp_path):
+    """MinAtar scores a return: the per-run meta-controller table has no "first ≥ 0.9" column, and gives the
+    training episodes' return over the last evaluation interval (0.8 × final in make_run)."""
+    bandit = {"plays": [90] + [0] * 11 + [10], "mu": [0.1] + [0.0] * 11 + [0.4], "bonus": [0.5] + [0.0] * 12}
+    for seed, final in ((0, 5.0), (1, 10.0)):
+        make_run(tmp_path, "MinAtar/Asterix", "beta_dqn", seed, final, 500.0, bandit=bandit)
+    report = write_report(tmp_path).read_text()
+    assert "| column | seed | final | training return, last 1k | top arm: share, μ, b | best other by μ + b: " \
+           "share, μ, b |" in report and "first ≥ 0.9" not in report
+    assert "| β-DQN | 1 | 10.00 | 8.00 | π_cov(0.05): 0.90, 0.10, 0.50 | π_cor(1): 0.10, 0.40, 0.00 |" in report
+
+
+def test_column_by_puts_two_grids_that_differ_in_a_flag_side_by_side(tmp_path):
+    """A probe with --bandit-returns raw beside the grid it departs from: refused as it is (a difference no
+    axis names), two β-DQN columns with --column-by; DQN, which does not read the flag, stays one column."""
+    for seed, (minmax, raw) in enumerate(((2.0, 6.0), (4.0, 8.0))):
+        make_run(tmp_path / "grid", "MinAtar/Asterix", "beta_dqn", seed, minmax, 500.0)
+        make_run(tmp_path / "grid", "MinAtar/Asterix", "dqn", seed, 3.0, 1000.0)
+        make_run(tmp_path / "probe", "MinAtar/Asterix", "beta_dqn", seed, raw, 500.0, bandit_returns="raw")
+    roots = [tmp_path / "grid", tmp_path / "probe"]
+    for root, algo, extra in ((roots[0], "beta_dqn,dqn", {}), (roots[1], "beta_dqn", {"bandit_returns": "raw"})):
+        (root / "grid.json").write_text(json.dumps({"args": {"env": "MinAtar/Asterix", "algo": algo, "seeds": "0-1",
+                                                             "total_steps": 2000, **extra}}))
+    with pytest.raises(ReportError, match="runs differ in bandit_returns"):
+        write_report(roots, tmp_path / "r")
+    report = write_report(roots, tmp_path / "r", columns_by="bandit-returns").read_text()
+    assert "| Domain | Environment | DQN | β-DQN [bandit-returns=minmax] | β-DQN [bandit-returns=raw] |" in report
+    assert "| MinAtar | MinAtar/Asterix | 3.00 [3.00, 3.00] (n=2) | 3.00 [2.00, 4.00] (n=2) | " \
+           "7.00 [6.00, 8.00] (n=2) |" in report
+    assert f"python -m learner.report {roots[0]} {roots[1]} --out {tmp_path / 'r'} --column-by bandit-returns" \
+        in report
+    with open(tmp_path / "r" / "runs.csv") as f:
+        assert sorted((r["algo"], r["variant"]) for r in csv.DictReader(f)) == [
+            ("beta_dqn", "bandit-returns=minmax")] * 2 + [("beta_dqn", "bandit-returns=raw")] * 2 + [("dqn", "")] * 2
+    # still refused: a difference in another flag; a flag that is not one of a run's
+    make_run(tmp_path / "probe", "MinAtar/Asterix", "beta_dqn", 2, 1.0, 500.0, bandit_returns="raw", lr=1e-3)
+    with pytest.raises(ReportError, match="runs differ in lr"):
+        write_report(roots, tmp_path / "r", columns_by="bandit-returns")
+    for bad in ("out", "env", "bandit-return"):
+        with pytest.raises(ReportError, match=f"^--column-by '{bad}' is not a flag that changes what a run "
+                                              "computes; allowed: .*bandit-returns"):
+            write_report(roots, tmp_path / "r", columns_by=bad)
+    proc = subprocess.run([sys.executable, "-m", "learner.report", str(roots[0]), "--column-by", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("python -m learner.report: error: --column-by 'nope' is "
+                                                           "not a flag") and proc.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("damage", ["summary", "evals", "config", "metrics", "metrics_value", "metrics_bool",
