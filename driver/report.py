@@ -15,6 +15,8 @@ RUNS_DIR/report; with several, `--out` says where), e.g. one Table 1 from one gr
 - learning curves (mean over seeds, shaded 95% bootstrap interval) per environment;
 - β-DQN's policy-selection proportions over training (π_cov, π_cor(α>0), π_cor(0));
 - β-DQN's three basic policies (pure exploitation, argmin β, argmax Q), when the runs evaluated them;
+- each β-DQN run's meta-controller at its end: its training episodes' score, the arm holding most of the
+  window and the best other arm by μ + b;
 - CliffWalk state-visitation heatmaps of β-DQN and DQN.
 
 A column is a method and, for a grid with axes besides --env, --algo and --seeds, its variant (the values
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shlex
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -131,7 +134,7 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
     success = metric(env) == "success_rate"
     window = "/".join(steps_text(w) for w in sorted({train_window(r) for r in runs if r.env == env}))
     head = ["column", "final score", *(["seeds ≥ 0.9", "first eval ≥ 0.9: median (range)"] if success else []),
-            f"training episodes, last {window} steps: {'success' if success else 'return'}",
+            f"training {'success' if success else 'return'}, last {window}",
             "window at end: π_cov / π_cor(α>0) / π_cor(0)"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for column in columns_of([r for r in runs if r.env == env]):
@@ -197,7 +200,7 @@ def bandit_rows(runs: list[RunData], env: str) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in sorted(group, key=lambda r: (columns_of(group).index(r.column), r.config["seed"])):
         top, other = bandit_arms(r)
-        first, trained = first_solved(r), train_score(r)
+        first, trained = first_solved(r) if success else None, train_score(r)
         lines.append(f"| {r.label} | {r.config['seed']} | {final_score(r):.2f} | "
                      + (f"{'—' if first is None else f'{first / 1e3:.0f}k'} | " if success else "")
                      + f"{'—' if trained is None else f'{trained:.2f}'} | "
@@ -226,11 +229,11 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
     return {"commands": commands, "runs": rows}
 
 
-def write_report(roots: Path | list[Path], out: Path | None = None, columns_by: str = "") -> Path:
+def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
-    root's `report/`); `columns_by` (`--column-by`) names flags whose values split the columns as a grid's
-    axes do."""
-    fields = column_fields(columns_by)
+    root's `report/`); `column_flags` (`--column-by`'s text) names flags whose values split the columns as a
+    grid's axes do."""
+    fields = column_fields(column_flags)
     given = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(root) for root in roots]
     roots = [root for k, root in enumerate(given) if root.resolve() not in {r.resolve() for r in given[:k]}]
     if out is None and len(roots) > 1:
@@ -250,7 +253,8 @@ def write_report(roots: Path | list[Path], out: Path | None = None, columns_by: 
     header, rows, numbers = table(runs)
     described = study(runs, roots)
     lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
-    again = (f"python -m learner.report {' '.join(map(str, roots))}" + (f" --out {out}" if asked else "")
+    again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
+             + (f" --out {shlex.quote(str(out))}" if asked else "")
              + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else ""))
     lines += ["```bash", *described["commands"], again, "```", ""]  # the grids' commands, then this report's
     lines += [
@@ -328,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                                                   "needed with several RUNS_DIRs)")
     parser.add_argument("--column-by", default="", metavar="FLAGS",
                         help="flags (e.g. bandit-returns) whose values split the columns as a grid's axes do: "
-                             "runs of separate grids that differ in them, side by side")
+                             "runs of separate grids that differ in them, side by side (runs.csv's and "
+                             "study.json's variant then name them too)")
     args = parser.parse_args(argv)
     for name in args.runs_dir:
         if not Path(name).is_dir():

@@ -3,8 +3,8 @@ which runs may be compared, and the numbers taken from them (final score, first 
 meta-controller's window at the end, bootstrap intervals).
 
 Runs are compared only when their configurations agree in everything but the seed, the method, the grid's
-axes and bookkeeping such as directories and addresses (`driver.config`'s field roles; a field a method
-does not read is not compared with that method's runs).
+axes (and the flags `--column-by` makes axes) and bookkeeping such as directories and addresses
+(`driver.config`'s field roles; a field a method does not read is not compared with that method's runs).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange, with_legacy
+from driver.config import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange
 from learner.algorithms import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
@@ -74,28 +74,46 @@ def _axes(variant: str) -> set[str]:
 
 
 def column_fields(text: str) -> list[str]:
-    """`--column-by`'s comma list of flags ("bandit-returns,count-mode") as config fields; ReportError for one
-    that does not change what a run computes."""
+    """`--column-by`'s comma list of flags ("bandit-returns,count-mode", "--" and spaces allowed) as config
+    fields, each once; ReportError for one that cannot split columns."""
     allowed = sorted(AXES - {"env", "algo"})
     names = []
-    for part in filter(None, text.split(",")):
-        name = part.strip().removeprefix("--").replace("-", "_")
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name = part.removeprefix("--").replace("-", "_")
         if name not in allowed:
-            raise ReportError(f"--column-by {part!r} is not a flag that changes what a run computes; allowed: "
-                              + ", ".join(flag(n)[2:] for n in allowed))
+            raise ReportError(f"--column-by {part!r} is not a flag that can split columns (the environment, the "
+                              "method and the seed split the report already; bookkeeping flags never do); "
+                              "allowed: " + ", ".join(flag(n)[2:] for n in allowed))
         names.append(name)
     return list(dict.fromkeys(names))
 
 
 def column_by(runs: list[RunData], names: list[str]) -> None:
     """Make each named field an axis of the columns, as a grid's axis is: its value joins the variant of every
-    run whose method reads it (runs of separate grids that differ in that flag then stand side by side)."""
+    run whose method reads it, the variant's parts in the order a grid writes them (runs of separate grids
+    that differ in that flag then stand side by side). ReportError for a field no run reads."""
+    for name in names:
+        if not any(_reads(run.algo, name) for run in runs):
+            raise ReportError(f"--column-by {flag(name)[2:]}: none of the runs' methods reads it "
+                              f"({', '.join(sorted({ALGO_LABELS.get(r.algo, r.algo) for r in runs}))})")
+    order = list(FIELDS)
     for run in runs:
-        values, parts = with_legacy(run.config), [p for p in run.variant.split(",") if p]
+        parts = dict(p.partition("=")[::2] for p in run.variant.split(",") if p)
         for name in names:
-            if name not in _axes(run.variant) and _reads(run.algo, name):
-                parts.append(f"{flag(name)[2:]}={flag_text(values.get(name, FIELDS[name].default))}")
-        run.config = {**run.config, "variant": ",".join(parts)}
+            if _reads(run.algo, name):
+                parts.setdefault(flag(name)[2:], flag_text(config_value(run, name)))
+        named = sorted(parts, key=lambda k: order.index(k.replace("-", "_")) if k.replace("-", "_") in order
+                       else len(order))
+        run.config = {**run.config, "variant": ",".join(f"{k}={parts[k]}" for k in named)}
+
+
+def config_value(run: RunData, key: str):
+    """A field of the run's configuration; one added after the run was made has its default there, or what
+    such runs did (LEGACY); the bandit's exchange as the runtime settled it."""
+    got = run.config.get(key, LEGACY.get(key, FIELDS[key].default if key in FIELDS else None))
+    if key == "arm_exchange":
+        got = settled_arm_exchange(run.algo, config_value(run, "runtime"), got)
+    return got
 
 
 def _reads(algo: str, key: str) -> bool:
@@ -193,12 +211,7 @@ def check_comparable(runs: list[RunData]) -> None:
     for run in runs:
         by_env[run.env].append(run)
 
-    def value(run: RunData, key: str):
-        # a field added after the run was made has its default there, or what such runs did (LEGACY)
-        got = run.config.get(key, LEGACY.get(key, FIELDS[key].default if key in FIELDS else None))
-        if key == "arm_exchange":
-            got = settled_arm_exchange(run.algo, value(run, "runtime"), got)
-        return got
+    value = config_value
 
     def compare(a: RunData, b: RunData, free: set[str]) -> None:
         if "runtime" in free:  # the bandit's exchange follows the runtime (--arm-exchange auto)
@@ -207,8 +220,8 @@ def check_comparable(runs: list[RunData]) -> None:
             if _reads(a.algo, key) and _reads(b.algo, key) and value(a, key) != value(b, key):
                 raise ReportError(
                     f"{a.env}: runs differ in {key} ({a.name}: {value(a, key)!r}, {b.name}: "
-                    f"{value(b, key)!r}); only the seed, the algorithm and a grid's axes may differ between "
-                    "runs that are compared")
+                    f"{value(b, key)!r}); only the seed, the algorithm and a grid's axes (or a flag --column-by "
+                    "names) may differ between runs that are compared")
 
     for env, group in by_env.items():
         seen: dict[tuple, RunData] = {}

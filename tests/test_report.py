@@ -263,7 +263,7 @@ def test_column_by_puts_two_grids_that_differ_in_a_flag_side_by_side(tmp_path):
                                                              "total_steps": 2000, **extra}}))
     with pytest.raises(ReportError, match="runs differ in bandit_returns"):
         write_report(roots, tmp_path / "r")
-    report = write_report(roots, tmp_path / "r", columns_by="bandit-returns").read_text()
+    report = write_report(roots, tmp_path / "r", column_flags="bandit-returns").read_text()
     assert "| Domain | Environment | DQN | β-DQN [bandit-returns=minmax] | β-DQN [bandit-returns=raw] |" in report
     assert "| MinAtar | MinAtar/Asterix | 3.00 [3.00, 3.00] (n=2) | 3.00 [2.00, 4.00] (n=2) | " \
            "7.00 [6.00, 8.00] (n=2) |" in report
@@ -272,14 +272,38 @@ def test_column_by_puts_two_grids_that_differ_in_a_flag_side_by_side(tmp_path):
     with open(tmp_path / "r" / "runs.csv") as f:
         assert sorted((r["algo"], r["variant"]) for r in csv.DictReader(f)) == [
             ("beta_dqn", "bandit-returns=minmax")] * 2 + [("beta_dqn", "bandit-returns=raw")] * 2 + [("dqn", "")] * 2
-    # still refused: a difference in another flag; a flag that is not one of a run's
-    make_run(tmp_path / "probe", "MinAtar/Asterix", "beta_dqn", 2, 1.0, 500.0, bandit_returns="raw", lr=1e-3)
-    with pytest.raises(ReportError, match="runs differ in lr"):
-        write_report(roots, tmp_path / "r", columns_by="bandit-returns")
-    for bad in ("out", "env", "bandit-return"):
-        with pytest.raises(ReportError, match=f"^--column-by '{bad}' is not a flag that changes what a run "
-                                              "computes; allowed: .*bandit-returns"):
-            write_report(roots, tmp_path / "r", columns_by=bad)
+    # the flag spelled with "--", spaces, twice and with a blank entry: the same report
+    again = write_report(roots, tmp_path / "r2", column_flags=" --bandit-returns, ,bandit-returns").read_text()
+    assert again.split("\n", 6)[6] == report.split("\n", 6)[6]  # all but the command block (its --out differs)
+    # a grid whose axes already name the flag (count-mode=off,bandit-returns=raw: a grid writes its variant's
+    # parts in the flags' order), and a copy of its runs that names neither: one column, and the copies refused
+    for seed in (0, 1):
+        make_run(tmp_path / "axes", "MinAtar/Asterix", "beta_dqn", seed, 5.0, 500.0, count_mode="off",
+                 bandit_returns="raw", variant="count-mode=off,bandit-returns=raw")
+    make_run(tmp_path / "copy", "MinAtar/Asterix", "beta_dqn", 0, 5.0, 500.0, count_mode="off", bandit_returns="raw")
+    axes = write_report([tmp_path / "axes"], tmp_path / "r3", column_flags="bandit-returns,count-mode").read_text()
+    assert "| Domain | Environment | β-DQN [count-mode=off, bandit-returns=raw] |" in axes
+    with pytest.raises(ReportError, match="β-DQN \\[count-mode=off, bandit-returns=raw\\] seed 0 appears twice"):
+        write_report([tmp_path / "axes", tmp_path / "copy"], tmp_path / "r3", column_flags="bandit-returns,count-mode")
+    # a run made before a field existed has the value such runs had (LEGACY, else the default)
+    legacy = next((tmp_path / "grid").glob("*beta_dqn_s0")) / "config.json"
+    config = json.loads(legacy.read_text())
+    del config["bandit_returns"]
+    legacy.write_text(json.dumps(config))
+    assert write_report(roots, tmp_path / "r4", column_flags="bandit-returns").read_text().split("\n", 6)[6] == \
+        report.split("\n", 6)[6]
+    # still refused: a probe that differs in another flag too (a column of its own), whatever --column-by says
+    make_run(tmp_path / "lr", "MinAtar/Asterix", "beta_dqn", 0, 1.0, 500.0, bandit_returns="raw", lr=1e-3)
+    with pytest.raises(ReportError, match="runs differ in lr .*or a flag --column-by names"):
+        write_report([roots[0], tmp_path / "lr"], tmp_path / "r", column_flags="bandit-returns")
+    # flags that cannot split columns, or that no run's method reads, in one line each
+    for bad in ("out", "env", "seed", "bandit-return"):
+        with pytest.raises(ReportError, match=f"^--column-by '{bad}' is not a flag that can split columns \\(.*\\); "
+                                              "allowed: .*bandit-returns"):
+            write_report(roots, tmp_path / "r", column_flags=bad)
+    with pytest.raises(ReportError, match="^--column-by rnd-scale: none of the runs' methods reads it "
+                                          "\\(DQN, β-DQN\\)$"):
+        write_report(roots, tmp_path / "r", column_flags="rnd-scale")
     proc = subprocess.run([sys.executable, "-m", "learner.report", str(roots[0]), "--column-by", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("python -m learner.report: error: --column-by 'nope' is "
@@ -323,7 +347,7 @@ def test_training_score_reads_the_last_evaluation_interval_each_log_line_by_its_
     for seed, algo in ((1, "beta_dqn"), (0, "dqn"), (1, "dqn")):  # runs from before the training columns
         (tmp_path / f"CliffWalk_{algo}_s{seed}" / "metrics.jsonl").write_text(json.dumps({"env_steps": 1000}) + "\n")
     report = write_report(tmp_path).read_text()
-    assert "| training episodes, last 1k steps: success |" in report
+    assert "| training success, last 1k |" in report
     assert "| DQN | 0.00 [0.00, 0.00] (n=2) | 0 of 2 | never | — | — |" in report
     assert "| β-DQN | 0.00 [0.00, 0.00] (n=2) | 0 of 2 | never | 0.85 [0.85, 0.85] (n=1) | — |" in report
     with open(tmp_path / "report" / "runs.csv") as f:
