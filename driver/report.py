@@ -23,7 +23,8 @@ A column is a method and, for a grid with axes besides --env, --algo and --seeds
 of those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). `--column-by bandit-returns` does the
 same for runs of separate grids that differ in that flag, e.g. a probe with `--bandit-returns raw` beside the
 grid it departs from. Runs are compared only when their
-configurations agree in everything but the seed, the method, the grid's axes and bookkeeping such as
+configurations agree in everything but the seed, the method, the grid's axes (and the flags --column-by
+names) and bookkeeping such as
 directories and addresses (`driver.config`'s field roles; a field a method does not read is not compared
 with that method's runs); otherwise it stops with one line naming the field and two runs that differ.
 Beside the report, `study.json` lists every run with the command line that computes it again.

@@ -211,16 +211,14 @@ def check_comparable(runs: list[RunData]) -> None:
     for run in runs:
         by_env[run.env].append(run)
 
-    value = config_value
-
     def compare(a: RunData, b: RunData, free: set[str]) -> None:
         if "runtime" in free:  # the bandit's exchange follows the runtime (--arm-exchange auto)
             free = free | {"arm_exchange"}
         for key in sorted((set(a.config) | set(b.config)) - BOOKKEEPING - {"algo", "seed"} - free):
-            if _reads(a.algo, key) and _reads(b.algo, key) and value(a, key) != value(b, key):
+            if _reads(a.algo, key) and _reads(b.algo, key) and config_value(a, key) != config_value(b, key):
                 raise ReportError(
-                    f"{a.env}: runs differ in {key} ({a.name}: {value(a, key)!r}, {b.name}: "
-                    f"{value(b, key)!r}); only the seed, the algorithm and a grid's axes (or a flag --column-by "
+                    f"{a.env}: runs differ in {key} ({a.name}: {config_value(a, key)!r}, {b.name}: "
+                    f"{config_value(b, key)!r}); only the seed, the algorithm and a grid's axes (or a flag --column-by "
                     "names) may differ between runs that are compared")
 
     for env, group in by_env.items():
