@@ -19,14 +19,13 @@ RUNS_DIR/report; with several, `--out` says where), e.g. one Table 1 from one gr
   window and the best other arm by μ + b;
 - CliffWalk state-visitation heatmaps of β-DQN and DQN.
 
-A column is a method and, for a grid with axes besides --env, --algo and --seeds, its variant (the values
-of those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). `--column-by bandit-returns` does the
-same for runs of separate grids that differ in that flag, e.g. a probe with `--bandit-returns raw` beside the
-grid it departs from. Runs are compared only when their
-configurations agree in everything but the seed, the method, the grid's axes (and the flags --column-by
-names) and bookkeeping such as
-directories and addresses (`driver.config`'s field roles; a field a method does not read is not compared
-with that method's runs); otherwise it stops with one line naming the field and two runs that differ.
+A column is a method and, for a grid with axes besides --env, --algo and --seeds, its variant (the values of
+those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). `--column-by bandit-returns` does the same
+for runs of separate grids that differ in that flag, e.g. a probe with `--bandit-returns raw` beside the grid
+it departs from. Runs are compared only when their configurations agree in everything but the seed, the
+method, the grid's axes (and the flags --column-by names) and bookkeeping such as directories and addresses
+(`driver.config`'s field roles; a field a method does not read is not compared with that method's runs);
+otherwise it stops with one line naming the field and two runs that differ.
 Beside the report, `study.json` lists every run with the command line that computes it again.
 """
 from __future__ import annotations
