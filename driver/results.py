@@ -96,14 +96,13 @@ def column_by(runs: list[RunData], names: list[str]) -> None:
         if not any(_reads(run.algo, name) for run in runs):
             raise ReportError(f"--column-by {flag(name)[2:]}: none of the runs' methods reads it "
                               f"({', '.join(sorted({ALGO_LABELS.get(r.algo, r.algo) for r in runs}))})")
-    order = list(FIELDS)
+    position = {flag(name)[2:]: i for i, name in enumerate(FIELDS)}  # a grid's order of a variant's parts
     for run in runs:
         parts = dict(p.partition("=")[::2] for p in run.variant.split(",") if p)
         for name in names:
             if _reads(run.algo, name):
                 parts.setdefault(flag(name)[2:], flag_text(config_value(run, name)))
-        named = sorted(parts, key=lambda k: order.index(k.replace("-", "_")) if k.replace("-", "_") in order
-                       else len(order))
+        named = sorted(parts, key=lambda k: position.get(k, len(position)))
         run.config = {**run.config, "variant": ",".join(f"{k}={parts[k]}" for k in named)}
 
 
