@@ -27,6 +27,10 @@ method, the grid's axes (and the flags --column-by names) and bookkeeping such a
 (`driver.config`'s field roles; a field a method does not read is not compared with that method's runs);
 otherwise it stops with one line naming the field and two runs that differ.
 Beside the report, `study.json` lists every run with the command line that computes it again.
+
+A RUNS_DIR may also be a report's directory (runs.csv and study.json, no run under it: a committed
+`results/<grid>/`): its runs enter the tables as it recorded them (`driver.results.load_recorded`), when
+their directories are gone; the figures and the meta-controller's rows are drawn from run directories only.
 """
 from __future__ import annotations
 
@@ -57,6 +61,7 @@ from driver.results import (
     domain,
     final_score,
     first_solved,
+    is_recorded,
     load_runs,
     metric,
     steps_text,
@@ -154,7 +159,7 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
             cells.append("—")
         shares = [s for s in (window_shares(r) for r in group) if s]
         cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
-                     if shares else "—")
+                     + (f" (n={len(shares)})" if len(shares) < len(group) else "") if shares else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -216,14 +221,18 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
 
     commands = []
     for root in roots:
-        if (root / "grid.json").is_file():
+        if is_recorded(root):  # a report's directory: the commands of the grids its runs came from
+            recorded = json.loads((root / "study.json").read_text())
+            commands += [c for c in recorded.get("commands", [recorded.get("command")]) if c and c not in commands]
+        elif (root / "grid.json").is_file():
             args = json.loads((root / "grid.json").read_text())["args"]
             commands.append(command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")}))
     rows = []
     for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
         success = metric(r.env) == "success_rate"
         rows.append({"env": r.env, "variant": r.variant, "algo": r.algo, "seed": r.config["seed"],
-                     "cmd": run_command(r.config, r.summary.get("device", "cpu")), "final_score": final_score(r),
+                     "cmd": r.recorded["cmd"] if r.recorded else run_command(r.config, r.summary.get("device", "cpu")),
+                     "final_score": final_score(r),
                      "final_success": final_score(r) if success else None,
                      "first_success_step": first_solved(r) if success else None})
     return {"commands": commands, "runs": rows}
@@ -240,8 +249,9 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         raise ReportError(f"{len(roots)} RUNS_DIRs need --out (where their one report goes)")
     if len(roots) > 1:
         for root in roots:
-            if next(root.rglob("config.json"), None) is None:
-                raise ReportError(f"no run (a directory with config.json) under {root}")
+            if next(root.rglob("config.json"), None) is None and not is_recorded(root):
+                raise ReportError(f"no run (a directory with config.json) under {root}, and it is not a report's "
+                                  "directory (with runs.csv)")
     runs, unfinished = load_runs(*roots)
     if not runs:
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}")
@@ -251,6 +261,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     out = out or roots[0] / "report"
     out.mkdir(parents=True, exist_ok=True)
     header, rows, numbers = table(runs)
+    drawn = [r for r in runs if r.recorded is None]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
     lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
     again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
@@ -268,33 +279,39 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         "Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
         "wall clock (runs that shared a machine slow each other), averaged over environments. "
         "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
-        "not 0. `study.json` lists every run with the command that computes it again.", "",
+        "not 0. `study.json` lists every run with the command that computes it again."
+        + (f" {len(runs) - len(drawn)} of the runs are a report's record (its runs.csv and study.json: "
+           f"{', '.join(str(r) for r in roots if is_recorded(r))}): they count in the tables, with their training "
+           "score as recorded; the curves, the selection shares and the meta-controller's rows are drawn from the "
+           "runs' directories only." if len(drawn) < len(runs) else ""), "",
         "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines.append("")
     for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
         slug = env.replace("/", "-")
-        learning_curves(runs, env, out / f"curves_{slug}.png")
         lines += [f"## {env}", ""]
-        if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs):
+        if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs) or \
+                not any(r.env == env for r in drawn):  # a record's runs alone: no curve, so their numbers here
             lines += variant_rows(runs, env) + [""]
         effects = axis_rows(runs, env)
         if effects:
             lines += [f"### {env}: each axis value over all its runs", "",
                       "Every run of a method with that value, whatever its other axes (a main effect, averaged "
                       "over the others' values).", "", *effects, ""]
-        lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
-        if selection_proportions(runs, env, out / f"selection_{slug}.png"):
+        if any(r.env == env for r in drawn):
+            learning_curves(drawn, env, out / f"curves_{slug}.png")
+            lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
+        if selection_proportions(drawn, env, out / f"selection_{slug}.png"):
             lines += [f"![β-DQN's policy selection](selection_{slug}.png)", ""]
-        if basic_policies(runs, env, out / f"basic_{slug}.png"):
+        if basic_policies(drawn, env, out / f"basic_{slug}.png"):
             lines += [f"![β-DQN's basic policies](basic_{slug}.png)", ""]
-        per_run = bandit_rows(runs, env)
+        per_run = bandit_rows(drawn, env)
         if per_run:
             lines += [f"### {env}: β-DQN's meta-controller at the end of each run", "",
                       "The window's episodes per arm at the last step: the arm that holds most of them (its share, "
                       "μ and b), and of the others the one with the largest μ + b [eq:policy select].", "",
                       *per_run, ""]
-    if visitation(runs, out / "cliffwalk_visits.png"):
+    if visitation(drawn, out / "cliffwalk_visits.png"):
         lines += ["## CliffWalk state visitation (training)", "", "![visits](cliffwalk_visits.png)", ""]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers},
@@ -327,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m learner.report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs_dir", nargs="+",
-                        help="a directory of runs (a grid's, or any tree of run directories); several make one report")
+                        help="a directory of runs (a grid's, or any tree of run directories), or a report's directory "
+                             "(runs.csv and study.json: its recorded runs); several make one report")
     parser.add_argument("--out", default="", help="where report.md and the figures go (default RUNS_DIR/report; "
                                                   "needed with several RUNS_DIRs)")
     parser.add_argument("--column-by", default="", metavar="FLAGS",

@@ -20,7 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange
+from driver.config import (
+    AXES,
+    BOOKKEEPING,
+    FIELDS,
+    LEGACY,
+    flag,
+    flag_text,
+    reads,
+    run_name,
+    settled_arm_exchange,
+)
 from learner.algorithms import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
@@ -40,6 +50,9 @@ class RunData:
     evals: list[dict]
     metrics: list[dict] = field(default_factory=list)
     path: str = ""  # the run's directory as found
+    # a run read from a report's runs.csv and study.json (`load_recorded`), not from its directory: its training
+    # score, first evaluation at ≥ 0.9 and command as the report recorded them; None for a run's directory
+    recorded: dict | None = None
 
     @property
     def env(self) -> str:
@@ -138,11 +151,20 @@ def _number(text: str) -> float:
     return float("nan") if text in ("", "None", "nan") else float(text)
 
 
+def is_recorded(root: Path) -> bool:
+    """A report's directory (it holds runs.csv, and no run's config.json lies under it)."""
+    return (root / "runs.csv").is_file() and next(root.rglob("config.json"), None) is None
+
+
 def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
     """Every finished run under the `roots` (once, where they overlap), and the directories left out:
     unfinished ones (no summary.json), and damaged ones (a file that does not parse: a warning naming it, and
-    the report goes on without the run)."""
+    the report goes on without the run). A root that is a report's directory gives the runs it recorded
+    (`load_recorded`)."""
     runs, left_out, seen = [], [], set()
+    for root in roots:
+        if is_recorded(root):
+            runs += load_recorded(root)
     for config_path in (path for root in roots for path in sorted(root.rglob("config.json"))):
         run_dir = config_path.parent
         if run_dir.resolve() in seen:
@@ -161,6 +183,88 @@ def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
 
 class _Damaged(Exception):
     pass
+
+
+def load_recorded(root: Path) -> list[RunData]:
+    """The runs a report recorded in `root` (its runs.csv, a row per run, and study.json, each run's command),
+    e.g. a committed `results/<grid>/`, for Table 1 beside other runs when the runs' directories are gone.
+    Each has what the tables need: its final score, speed, training score and first evaluation at ≥ 0.9 as
+    recorded, and a configuration read from its command (the fields that differ from the defaults; the others
+    take today's defaults, or LEGACY's for fields added since), so that comparing runs still holds. No curves,
+    no meta-controller: those need the run's directory. ReportError when the files do not agree or parse."""
+    from actors.envs import env_spec
+
+    def fail(reason: str) -> ReportError:
+        return ReportError(f"{root} is a report's directory whose {reason}")
+
+    try:
+        rows = list(csv.DictReader(io.StringIO((root / "runs.csv").read_text())))
+        described = json.loads((root / "study.json").read_text())
+        commands = {(r["env"], r["algo"], r["variant"], int(r["seed"])): r for r in described["runs"]}
+    except FileNotFoundError:
+        raise fail("study.json is missing (it holds each run's command)") from None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, csv.Error) as e:
+        reason = str(e).splitlines()[0] if str(e) else ""
+        raise fail(f"runs.csv or study.json cannot be read ({type(e).__name__}: {reason})") from None
+    missing = [c for c in ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score",
+                           "env_steps_per_s") if rows and c not in rows[0]]
+    if missing:
+        raise fail(f"runs.csv lacks the column {missing[0]}")
+    runs = []
+    for row in rows:
+        try:
+            key = (row["env"], row["algo"], row["variant"], int(row["seed"]))
+            score, rate, steps = float(row["score"]), float(row["env_steps_per_s"]), int(row["env_steps"])
+            train = None if row["train_score"] == "" else float(row["train_score"])
+        except (TypeError, ValueError):
+            raise fail(f"runs.csv has a row that does not parse: {','.join(map(str, row.values()))}") from None
+        if key not in commands:
+            raise fail(f"study.json has no command for the run in runs.csv: {key[0]} {key[1]} "
+                       f"{key[2] + ' ' if key[2] else ''}seed {key[3]}")
+        if row["metric"] != metric(key[0]) or not (_finite(score) and _finite(rate) and rate > 0):
+            raise fail(f"runs.csv scores {key[0]} by {row['metric']!r} (the report's is {metric(key[0])!r}) or has a "
+                       f"score or speed that is not a finite number: {','.join(map(str, row.values()))}")
+        cmd = commands[key]["cmd"]
+        config = _command_config(cmd, fail)
+        if (config.get("env"), config.get("algo"), config.get("seed")) != (key[0], key[1], key[3]):
+            raise fail(f"study.json's command for {key[0]} {key[1]} seed {key[3]} runs something else: {cmd}")
+        spec = env_spec(key[0])
+        config.setdefault("gamma", spec.gamma)  # run_command leaves out the env's own γ and learning rate
+        config.setdefault("lr", spec.learning_rate)
+        config.setdefault("total_steps", FIELDS["total_steps"].default)
+        config["variant"] = key[2]
+        summary = {"env_steps": steps, "env_steps_per_s": rate, "final_eval": {row["metric"]: score},
+                   "device": config.pop("device", "cpu"), "commit": row.get("commit", "")}
+        if row.get("wall_seconds"):
+            summary["wall_seconds"] = float(row["wall_seconds"])
+        first = commands[key].get("first_success_step")
+        runs.append(RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
+                            path=str(root / "runs.csv"),
+                            recorded={"train_score": train, "first_success_step": first, "cmd": cmd}))
+    return runs
+
+
+def _command_config(cmd: str, fail) -> dict:
+    """`python -m learner.main --flag value ...` (a run's command, `run_command`'s) as the fields it names."""
+    import contextlib
+    import shlex
+
+    from driver.cli import build_parser
+
+    words = shlex.split(cmd)
+    if words[:3] != ["python", "-m", "learner.main"]:
+        raise fail(f"study.json has a command that is not python -m learner.main: {cmd}")
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            parsed = vars(build_parser().parse_args(words[3:]))
+    except SystemExit:
+        raise fail(f"study.json has a command that does not parse ({said.getvalue().strip()}): {cmd}") from None
+    named = {w[2:].replace("-", "_") for w in words[3:] if w.startswith("--")}
+    config = {k: v for k, v in parsed.items() if k in named}
+    if any(isinstance(v, list) for v in config.values()):
+        raise fail(f"study.json has a command of a grid, not of one run: {cmd}")
+    return config
 
 
 def _finite(value) -> bool:
@@ -269,6 +373,8 @@ def train_score(run: RunData) -> float | None:
     `log_every` seconds) counts with its episodes times the share of its env steps inside the window: exact
     when a line starts at the window's start, otherwise close (where the log lines fall depends on the
     machine's speed). None when no training episode was logged there."""
+    if run.recorded is not None:
+        return run.recorded["train_score"]
     key = "train_success_rate" if metric(run.env) == "success_rate" else "train_return_mean"
     end = run.summary.get("env_steps") or (run.metrics[-1]["env_steps"] if run.metrics else 0)
     cut, start, weights, values = end - train_window(run), 0, [], []
@@ -307,6 +413,8 @@ def steps_text(n: float) -> str:
 
 def first_solved(run: RunData) -> int | None:
     """The first evaluation's env steps with a success rate ≥ SOLVED (None: never, or no notion of success)."""
+    if run.recorded is not None:
+        return run.recorded["first_success_step"]
     return next((int(e["env_steps"]) for e in run.evals if e.get("success_rate", float("nan")) >= SOLVED), None)
 
 

@@ -125,7 +125,8 @@ def test_several_runs_dirs_make_one_report(tmp_path):
     # the same directory twice is read once; an empty one (a mistyped domain) and a copied run are refused
     assert write_report([dirs[0], dirs[0]]).read_text().startswith("# Report: CliffWalk\n")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ReportError, match=f"no run \\(a directory with config.json\\) under {tmp_path / 'empty'}$"):
+    with pytest.raises(ReportError, match=f"no run \\(a directory with config.json\\) under {tmp_path / 'empty'}, "
+                                          "and it is not a report's directory \\(with runs.csv\\)$"):
         write_report([dirs[0], tmp_path / "empty"], tmp_path / "t")
     make_run(tmp_path / "other", "CliffWalk", "dqn", 0, 1.0, 1000.0, lr=1e-4)  # another run of that seed
     with pytest.raises(ReportError, match=r"CliffWalk: runs differ in lr "):
@@ -356,3 +357,99 @@ def test_training_score_reads_the_last_evaluation_interval_each_log_line_by_its_
     assert train_window(run) == 1000
     run.config["eval_every"] = 5000  # longer than the run: the whole run
     assert train_window(run) == 2000
+
+
+def _table(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.startswith("| ")]
+
+
+def test_a_reports_directory_gives_its_runs_to_a_later_report(tmp_path):
+    """A committed results directory (runs.csv and study.json) stands for its runs when their directories are
+    gone: the same Table 1, runs.csv and commands as from the runs themselves, beside runs that are still
+    there; curves only from those."""
+    fixture(tmp_path / "all")
+    for run in (tmp_path / "all").glob("MinAtar-SpaceInvaders_*"):
+        (tmp_path / "new").mkdir(exist_ok=True)
+        run.rename(tmp_path / "new" / run.name)
+    (tmp_path / "all" / "grid.json").write_text(json.dumps({"args": {
+        "env": "CliffWalk,MinAtar/Breakout", "algo": "beta_dqn,dqn", "seeds": "0-1", "total_steps": 2000}}))
+    write_report(tmp_path / "all", tmp_path / "results" / "old")
+    shutil.rmtree(tmp_path / "all")  # the runs' directories are gone; their report is what is left
+    fixture(tmp_path / "one")
+    whole = write_report(tmp_path / "one").read_text()
+    report = write_report([tmp_path / "results" / "old", tmp_path / "new"], tmp_path / "table1").read_text()
+    assert _table(report) == _table(whole)
+    assert "python -m learner.main --env CliffWalk,MinAtar/Breakout --algo beta_dqn,dqn --total-steps 2000" in report
+    assert f"8 of the runs are a report's record (its runs.csv and study.json: {tmp_path / 'results' / 'old'})" \
+        in report
+    assert (tmp_path / "table1" / "curves_MinAtar-SpaceInvaders.png").is_file()
+    assert not (tmp_path / "table1" / "curves_MinAtar-Breakout.png").exists()
+    assert not (tmp_path / "table1" / "cliffwalk_visits.png").exists()  # visits are in the runs' directories
+    # the training return as recorded: 0.8 of the final return (make_run), 3.2 and 4.8
+    assert "| DQN | 5.00 [4.00, 6.00] (n=2) | 4.00 [3.20, 4.80] (n=2) | — |" in report
+    assert (tmp_path / "table1" / "runs.csv").read_text() == (tmp_path / "one" / "report" / "runs.csv").read_text()
+    study = json.loads((tmp_path / "table1" / "study.json").read_text())
+    assert study["runs"] == json.loads((tmp_path / "one" / "report" / "study.json").read_text())["runs"]
+    # a record read again is the same record
+    write_report(tmp_path / "table1", tmp_path / "again")
+    assert (tmp_path / "again" / "runs.csv").read_text() == (tmp_path / "table1" / "runs.csv").read_text()
+    # a run both recorded and present counts twice: refused, naming both places
+    with pytest.raises(ReportError,
+                       match="CliffWalk: β-DQN seed 0 appears twice .*old/runs.csv, .*CliffWalk_beta_dqn_s0"):
+        write_report([tmp_path / "results" / "old", tmp_path / "one"], tmp_path / "t")
+    # the record's commands are compared as a run's configuration is
+    make_run(tmp_path / "probe", "CliffWalk", "dqn", 5, 1.0, 1000.0, batch_size=64)
+    with pytest.raises(ReportError, match=r"CliffWalk: runs differ in batch_size \(.*: 32, .*: 64\)"):
+        write_report([tmp_path / "results" / "old", tmp_path / "probe"], tmp_path / "t")
+
+
+def test_a_record_from_before_the_arm_exchange_flag_and_with_the_old_study_format_is_read(tmp_path):
+    make_run(tmp_path / "runs", "CliffWalk", "beta_dqn", 0, 1.0, 500.0, arm_exchange="episode")
+    make_run(tmp_path / "runs", "CliffWalk", "beta_dqn", 1, 0.5, 500.0, arm_exchange="episode")
+    write_report(tmp_path / "runs", tmp_path / "old")
+    study = json.loads((tmp_path / "old" / "study.json").read_text())
+    for run in study["runs"]:  # a run made before the flag: its command does not name it
+        run["cmd"] = run["cmd"].replace(" --arm-exchange episode", "")
+    (tmp_path / "old" / "study.json").write_text(json.dumps({"command": "python -m learner.main --env CliffWalk",
+                                                             "runs": study["runs"]}))
+    plays = [10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 90]  # π_cov(0.05) 10%, π_cor(1) 90%
+    bandit = {"plays": plays, "mu": [0.5] + [0.0] * 11 + [1.0], "bonus": [0.9] + [0.0] * 11 + [0.3]}
+    make_run(tmp_path / "new", "CliffWalk", "beta_dqn", 2, 1.0, 500.0, bandit=bandit, arm_exchange="episode")
+    make_run(tmp_path / "new", "CliffWalk", "dqn", 0, 1.0, 1000.0)
+    report = write_report([tmp_path / "old", tmp_path / "new"], tmp_path / "t").read_text()
+    assert "| CliffWalk | CliffWalk | 1.00 [1.00, 1.00] (n=1) | 0.83 [0.50, 1.00] (n=3) |" in report
+    assert "```bash\npython -m learner.main --env CliffWalk\npython -m learner.report" in report
+    # the window's shares: of the one run whose directory is there, and said so
+    # (the first evaluation at ≥ 0.9 and the training success of the recorded seeds as their record says)
+    assert ("| β-DQN | 0.83 [0.50, 1.00] (n=3) | 2 of 3 | 2k (2k–2k), 2 of 3 seeds | 0.67 [0.40, 0.80] (n=3) | "
+            "0.10 / 0.90 / 0.00 (n=1) |") in report
+    # a record alone, one column: no curve, so the section gives its numbers
+    alone = write_report(tmp_path / "old", tmp_path / "alone").read_text()
+    assert "## CliffWalk\n\n| column |" in alone and "| β-DQN | 0.75 [0.50, 1.00] (n=2) | 1 of 2 |" in alone
+    assert "![learning curves]" not in alone
+    make_run(tmp_path / "chunk", "CliffWalk", "beta_dqn", 2, 1.0, 500.0, arm_exchange="chunk")
+    with pytest.raises(ReportError, match=r"runs differ in arm_exchange .*'episode'.*'chunk'"):
+        write_report([tmp_path / "old", tmp_path / "chunk"], tmp_path / "t")
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: (d / "study.json").unlink(), "study.json is missing"),
+    (lambda d: (d / "study.json").write_text(json.dumps({"commands": [], "runs": []})),
+     "study.json has no command for the run in runs.csv: CliffWalk dqn seed 0"),
+    (lambda d: (d / "runs.csv").write_text((d / "runs.csv").read_text().replace(",1,success_rate", ",x,success_rate")),
+     "runs.csv has a row that does not parse: CliffWalk,dqn,,0,2000,x"),
+    (lambda d: (d / "study.json").write_text((d / "study.json").read_text().replace("--seed 1", "--seed 7")),
+     "study.json's command for CliffWalk dqn seed 1 runs something else: python -m learner.main"),
+    (lambda d: (d / "study.json").write_text((d / "study.json").read_text().replace("--seed 1", "--sed 1")),
+     "study.json has a command that does not parse"),
+])
+def test_a_damaged_record_stops_the_report_in_one_line(tmp_path, damage, message):
+    for seed in (0, 1):
+        make_run(tmp_path / "runs", "CliffWalk", "dqn", seed, 1.0, 1000.0)
+    write_report(tmp_path / "runs", tmp_path / "old")
+    damage(tmp_path / "old")
+    proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path / "old"), "--out",
+                           str(tmp_path / "t")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"python -m learner.report: error: {tmp_path / 'old'} is a report's directory "
+                                  f"whose {message}"), proc.stderr
