@@ -53,7 +53,9 @@ def _axis(conv):
     return convert
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
+    """learner.main's flags, one per Config field; `defaults=False`: a flag not given is absent from the result
+    (the fields a command names, e.g. a recorded run's)."""
     parser = _Parser(prog="python -m learner.main", description=__doc__, epilog=_EPILOG,
                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     hints = typing.get_type_hints(Config)
@@ -67,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
             conv = float
         whose = f.metadata["algos"]
         parser.add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
-                            default=f.default, metavar=f.name.upper() if conv is not _bool else "BOOL",
+                            default=f.default if defaults else argparse.SUPPRESS,
+                            metavar=f.name.upper() if conv is not _bool else "BOOL",
                             help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {', '.join(whose)}]"))
     return parser
 

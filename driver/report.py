@@ -159,7 +159,8 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
             cells.append("—")
         shares = [s for s in (window_shares(r) for r in group) if s]
         cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
-                     + (f" (n={len(shares)})" if len(shares) < len(group) else "") if shares else "—")
+                     + (f" (n={len(shares)})" if len(shares) < len(group) else "") if shares
+                     else "not recorded" if column[0] == "beta_dqn" and all(r.recorded for r in group) else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -221,12 +222,11 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
 
     commands = []
     for root in roots:
-        if is_recorded(root):  # a report's directory: the commands of the grids its runs came from
-            recorded = json.loads((root / "study.json").read_text())
-            commands += [c for c in recorded.get("commands", [recorded.get("command")]) if c and c not in commands]
-        elif (root / "grid.json").is_file():
+        if (root / "grid.json").is_file():
             args = json.loads((root / "grid.json").read_text())["args"]
             commands.append(command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")}))
+    for r in runs:  # a report's record: the commands of the grids its runs came from
+        commands += [c for c in (r.recorded or {}).get("commands", []) if c not in commands]
     rows = []
     for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
         success = metric(r.env) == "success_rate"
@@ -259,6 +259,10 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     check_comparable(runs)
     asked = out is not None
     out = out or roots[0] / "report"
+    for root in roots:  # a record is what is left of its runs: never written over
+        if is_recorded(root) and out.resolve().is_relative_to(root.resolve()):
+            raise ReportError(f"{root} is a report's record, which this report would write into "
+                              f"({out}); give --out another directory")
     out.mkdir(parents=True, exist_ok=True)
     header, rows, numbers = table(runs)
     drawn = [r for r in runs if r.recorded is None]  # curves and the meta-controller need the run's directory

@@ -152,19 +152,28 @@ def _number(text: str) -> float:
 
 
 def is_recorded(root: Path) -> bool:
-    """A report's directory (it holds runs.csv, and no run's config.json lies under it)."""
-    return (root / "runs.csv").is_file() and next(root.rglob("config.json"), None) is None
+    """A report's directory: it holds runs.csv (and study.json), and no run lies under it (ReportError where
+    one does: which of the two is meant?)."""
+    if not (root / "runs.csv").is_file():
+        return False
+    run = next(root.rglob("config.json"), None)
+    if run is not None:
+        raise ReportError(f"{root} holds both a report's record (runs.csv, study.json) and a run ({run.parent}); "
+                          "name the runs' directories, or move the run out of the record")
+    return True
 
 
 def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
     """Every finished run under the `roots` (once, where they overlap), and the directories left out:
     unfinished ones (no summary.json), and damaged ones (a file that does not parse: a warning naming it, and
-    the report goes on without the run). A root that is a report's directory gives the runs it recorded
-    (`load_recorded`)."""
-    runs, left_out, seen = [], [], set()
+    the report goes on without the run). A root that is a report's directory gives the runs it recorded and
+    those it left out (`load_recorded`)."""
+    runs, left_out, seen, unfinished = [], [], set(), []
     for root in roots:
         if is_recorded(root):
-            runs += load_recorded(root)
+            recorded, left = load_recorded(root)
+            runs += recorded
+            unfinished += left
     for config_path in (path for root in roots for path in sorted(root.rglob("config.json"))):
         run_dir = config_path.parent
         if run_dir.resolve() in seen:
@@ -178,70 +187,124 @@ def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
         except _Damaged as e:
             print(f"warning: {e}; the report leaves this run out", file=sys.stderr)
             left_out.append(str(run_dir))
-    return runs, left_out
+    # what a record's report left out, unless it finished since (a run of that name is among the runs)
+    done = {Path(r.name).name for r in runs}
+    return runs, left_out + [u for u in unfinished if Path(u).name not in done]
 
 
 class _Damaged(Exception):
     pass
 
 
-def load_recorded(root: Path) -> list[RunData]:
-    """The runs a report recorded in `root` (its runs.csv, a row per run, and study.json, each run's command),
-    e.g. a committed `results/<grid>/`, for Table 1 beside other runs when the runs' directories are gone.
-    Each has what the tables need: its final score, speed, training score and first evaluation at ≥ 0.9 as
-    recorded, and a configuration read from its command (the fields that differ from the defaults; the others
-    take today's defaults, or LEGACY's for fields added since), so that comparing runs still holds. No curves,
-    no meta-controller: those need the run's directory. ReportError when the files do not agree or parse."""
-    from actors.envs import env_spec
+def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
+    """The runs a report recorded in `root` (runs.csv, a row per run; study.json, each run's command, exact final
+    score and first evaluation at ≥ 0.9), e.g. a committed `results/<grid>/`, for Table 1 beside other runs
+    when the runs' directories are gone; and the runs that report left out as unfinished (its report.json).
+    Each run has what the tables need, as recorded: final score, speed, training score, first evaluation at
+    ≥ 0.9; and a configuration read from its command, so that comparing runs still holds. The command names
+    only the flags that were not at their default when the report was made: the others take today's
+    defaults (LEGACY's for a flag added since), so a default changed since the record would move its runs
+    unseen. No curves, no meta-controller: those need the run's directory. ReportError, in one line, when
+    the files do not parse or do not agree."""
+    from actors.envs import UnknownEnvError, env_spec
 
     def fail(reason: str) -> ReportError:
         return ReportError(f"{root} is a report's directory whose {reason}")
 
+    def name(key: tuple) -> str:
+        return f"{key[0]} {key[1]} {key[2] + ' ' if key[2] else ''}seed {key[3]}"
+
+    if not (root / "study.json").is_file():
+        raise fail("study.json is missing (it holds each run's command)")
     try:
         rows = list(csv.DictReader(io.StringIO((root / "runs.csv").read_text())))
         described = json.loads((root / "study.json").read_text())
-        commands = {(r["env"], r["algo"], r["variant"], int(r["seed"])): r for r in described["runs"]}
-    except FileNotFoundError:
-        raise fail("study.json is missing (it holds each run's command)") from None
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, csv.Error) as e:
+        report = root / "report.json"
+        unfinished = json.loads(report.read_text()).get("unfinished", []) if report.is_file() else []
+    except (OSError, UnicodeDecodeError, ValueError, csv.Error, AttributeError) as e:
         reason = str(e).splitlines()[0] if str(e) else ""
-        raise fail(f"runs.csv or study.json cannot be read ({type(e).__name__}: {reason})") from None
-    missing = [c for c in ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score",
-                           "env_steps_per_s") if rows and c not in rows[0]]
+        raise fail(f"runs.csv, study.json or report.json cannot be read ({type(e).__name__}: {reason})") from None
+    listed = described.get("runs") if isinstance(described, dict) else None
+    commands = described.get("commands", [described.get("command")] if "command" in described else []) \
+        if isinstance(described, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
+        raise fail("study.json has no list of runs")
+    if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
+        raise fail("study.json's commands are not a list of command lines")
+    if not isinstance(unfinished, list) or not all(isinstance(u, str) for u in unfinished):
+        raise fail("report.json's unfinished runs are not a list of directories")
+    columns = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score", "env_steps_per_s")
+    missing = [c for c in columns if c not in (rows[0] if rows else {})]
     if missing:
-        raise fail(f"runs.csv lacks the column {missing[0]}")
+        raise fail("runs.csv has no run" if not rows else f"runs.csv lacks the column {missing[0]}")
+
+    def keyed(items, where: str) -> dict:
+        out = {}
+        for item in items:
+            try:
+                key = (item["env"], item["algo"], item["variant"], int(item["seed"]))
+            except (KeyError, TypeError, ValueError):
+                raise fail(f"{where} has a run without env, algo, variant and seed: {item}") from None
+            if key in out:
+                raise fail(f"{where} lists {name(key)} twice")
+            out[key] = item
+        return out
+
+    in_csv, in_study = keyed(rows, "runs.csv"), keyed(listed, "study.json")
+    for key in in_csv.keys() ^ in_study.keys():
+        raise fail(f"{'study.json' if key in in_csv else 'runs.csv'} lacks {name(key)}, which the other lists")
     runs = []
-    for row in rows:
+    for key, row in in_csv.items():
+        study = in_study[key]
+        text = ",".join(map(str, row.values()))
         try:
-            key = (row["env"], row["algo"], row["variant"], int(row["seed"]))
-            score, rate, steps = float(row["score"]), float(row["env_steps_per_s"]), int(row["env_steps"])
+            score, rate = float(study["final_score"]), float(row["env_steps_per_s"])
+            steps = None if row["env_steps"] == "" else int(row["env_steps"])
+            wall = None if row.get("wall_seconds", "") == "" else float(row["wall_seconds"])
             train = None if row["train_score"] == "" else float(row["train_score"])
-        except (TypeError, ValueError):
-            raise fail(f"runs.csv has a row that does not parse: {','.join(map(str, row.values()))}") from None
-        if key not in commands:
-            raise fail(f"study.json has no command for the run in runs.csv: {key[0]} {key[1]} "
-                       f"{key[2] + ' ' if key[2] else ''}seed {key[3]}")
-        if row["metric"] != metric(key[0]) or not (_finite(score) and _finite(rate) and rate > 0):
-            raise fail(f"runs.csv scores {key[0]} by {row['metric']!r} (the report's is {metric(key[0])!r}) or has a "
-                       f"score or speed that is not a finite number: {','.join(map(str, row.values()))}")
-        cmd = commands[key]["cmd"]
+            shown = float(row["score"])
+        except (KeyError, TypeError, ValueError):
+            raise fail(f"runs.csv or study.json has a value of {name(key)} that does not parse: {text}") from None
+        if not all(math.isfinite(x) for x in (score, rate, shown, *(v for v in (wall, train) if v is not None))) \
+                or rate <= 0:
+            raise fail(f"runs.csv or study.json has a score, speed or time of {name(key)} that is not a finite "
+                       f"number (or a speed not above 0): {text}")
+        if not math.isclose(score, shown, rel_tol=1e-5, abs_tol=1e-9):
+            raise fail(f"study.json's final score of {name(key)} ({score!r}) is not runs.csv's ({row['score']})")
+        first = study.get("first_success_step")
+        if first is not None and (not isinstance(first, int) or isinstance(first, bool) or first < 0):
+            raise fail(f"study.json's first_success_step of {name(key)} is not a step count: {first!r}")
+        try:
+            spec = env_spec(key[0])
+        except UnknownEnvError as e:
+            raise fail(f"runs.csv names an environment this code does not know: {e}") from None
+        if row["metric"] != metric(key[0]):
+            raise fail(f"runs.csv scores {key[0]} by {row['metric']!r}, where the report's score is "
+                       f"{metric(key[0])!r}")
+        cmd = study.get("cmd")
+        if not isinstance(cmd, str):
+            raise fail(f"study.json gives {name(key)} no command (cmd)")
         config = _command_config(cmd, fail)
         if (config.get("env"), config.get("algo"), config.get("seed")) != (key[0], key[1], key[3]):
-            raise fail(f"study.json's command for {key[0]} {key[1]} seed {key[3]} runs something else: {cmd}")
-        spec = env_spec(key[0])
+            raise fail(f"study.json's command for {name(key)} runs something else: {cmd}")
         config.setdefault("gamma", spec.gamma)  # run_command leaves out the env's own γ and learning rate
         config.setdefault("lr", spec.learning_rate)
         config.setdefault("total_steps", FIELDS["total_steps"].default)
+        for part in filter(None, key[2].split(",")):  # the variant names values its command must have
+            field_name, _, value = part.partition("=")
+            field_name = field_name.replace("-", "_")
+            held = config.get(field_name, LEGACY.get(field_name, getattr(FIELDS.get(field_name), "default", None)))
+            if field_name not in FIELDS or flag_text(held) != value:
+                raise fail(f"variant of {name(key)} says {part}, its command does not: {cmd}")
         config["variant"] = key[2]
-        summary = {"env_steps": steps, "env_steps_per_s": rate, "final_eval": {row["metric"]: score},
+        summary = {"env_steps_per_s": rate, "final_eval": {row["metric"]: score},
                    "device": config.pop("device", "cpu"), "commit": row.get("commit", "")}
-        if row.get("wall_seconds"):
-            summary["wall_seconds"] = float(row["wall_seconds"])
-        first = commands[key].get("first_success_step")
+        summary.update({k: v for k, v in (("env_steps", steps), ("wall_seconds", wall)) if v is not None})
         runs.append(RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
                             path=str(root / "runs.csv"),
-                            recorded={"train_score": train, "first_success_step": first, "cmd": cmd}))
-    return runs
+                            recorded={"train_score": train, "first_success_step": first, "cmd": cmd,
+                                      "commands": commands}))
+    return runs, unfinished
 
 
 def _command_config(cmd: str, fail) -> dict:
@@ -251,17 +314,19 @@ def _command_config(cmd: str, fail) -> dict:
 
     from driver.cli import build_parser
 
-    words = shlex.split(cmd)
+    try:
+        words = shlex.split(cmd)
+    except ValueError as e:
+        raise fail(f"study.json has a command that does not split into words ({e}): {cmd}") from None
     if words[:3] != ["python", "-m", "learner.main"]:
         raise fail(f"study.json has a command that is not python -m learner.main: {cmd}")
     said = io.StringIO()
     try:
-        with contextlib.redirect_stderr(said):
-            parsed = vars(build_parser().parse_args(words[3:]))
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+            config = vars(build_parser(defaults=False).parse_args(words[3:]))
     except SystemExit:
-        raise fail(f"study.json has a command that does not parse ({said.getvalue().strip()}): {cmd}") from None
-    named = {w[2:].replace("-", "_") for w in words[3:] if w.startswith("--")}
-    config = {k: v for k, v in parsed.items() if k in named}
+        reason = said.getvalue().strip().splitlines()[-1:] or ["it asks for the help"]
+        raise fail(f"study.json has a command that does not parse ({reason[0]}): {cmd}") from None
     if any(isinstance(v, list) for v in config.values()):
         raise fail(f"study.json has a command of a grid, not of one run: {cmd}")
     return config
