@@ -160,7 +160,8 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
         shares = [s for s in (window_shares(r) for r in group) if s]
         cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
                      + (f" (n={len(shares)})" if len(shares) < len(group) else "") if shares
-                     else "not recorded" if column[0] == "beta_dqn" and all(r.recorded for r in group) else "—")
+                     else "in the record's report.md" if column[0] == "beta_dqn" and all(r.recorded for r in group)
+                     else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -232,7 +233,7 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
         success = metric(r.env) == "success_rate"
         rows.append({"env": r.env, "variant": r.variant, "algo": r.algo, "seed": r.config["seed"],
                      "cmd": r.recorded["cmd"] if r.recorded else run_command(r.config, r.summary.get("device", "cpu")),
-                     "final_score": final_score(r),
+                     "final_score": final_score(r), "train_score": train_score(r),
                      "final_success": final_score(r) if success else None,
                      "first_success_step": first_solved(r) if success else None})
     return {"commands": commands, "runs": rows}
@@ -254,7 +255,8 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                                   "directory (with runs.csv)")
     runs, unfinished = load_runs(*roots)
     if not runs:
-        raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}")
+        raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}, "
+                          "and no report's record (runs.csv and study.json)")
     column_by(runs, fields)
     check_comparable(runs)
     asked = out is not None
@@ -263,6 +265,10 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         if is_recorded(root) and out.resolve().is_relative_to(root.resolve()):
             raise ReportError(f"{root} is a report's record, which this report would write into "
                               f"({out}); give --out another directory")
+        if not is_recorded(root) and root.resolve().is_relative_to(out.resolve()):  # a record above runs
+            raise ReportError(f"--out {out} would put this report's record (runs.csv) at or above the runs of "
+                              f"{root}, which then could not be reported again; give --out another directory "
+                              f"(default: {root / 'report'})")
     out.mkdir(parents=True, exist_ok=True)
     header, rows, numbers = table(runs)
     drawn = [r for r in runs if r.recorded is None]  # curves and the meta-controller need the run's directory

@@ -152,14 +152,15 @@ def _number(text: str) -> float:
 
 
 def is_recorded(root: Path) -> bool:
-    """A report's directory: it holds runs.csv (and study.json), and no run lies under it (ReportError where
-    one does: which of the two is meant?)."""
+    """A report's directory: runs.csv at its top (study.json beside it is then required), and no run under it
+    (ReportError where one is: which of the two is meant?)."""
     if not (root / "runs.csv").is_file():
         return False
     run = next(root.rglob("config.json"), None)
     if run is not None:
-        raise ReportError(f"{root} holds both a report's record (runs.csv, study.json) and a run ({run.parent}); "
-                          "name the runs' directories, or move the run out of the record")
+        raise ReportError(f"{root} holds both a report's record (runs.csv, study.json) and a run ({run.parent}): "
+                          "a report written into its runs' directory? Move its runs.csv and study.json away, "
+                          "or the runs out of the record")
     return True
 
 
@@ -168,12 +169,12 @@ def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
     unfinished ones (no summary.json), and damaged ones (a file that does not parse: a warning naming it, and
     the report goes on without the run). A root that is a report's directory gives the runs it recorded and
     those it left out (`load_recorded`)."""
-    runs, left_out, seen, unfinished = [], [], set(), []
+    runs, left_out, seen, records = [], [], set(), []
     for root in roots:
         if is_recorded(root):
             recorded, left = load_recorded(root)
             runs += recorded
-            unfinished += left
+            records.append((str(root / "runs.csv"), left))
     for config_path in (path for root in roots for path in sorted(root.rglob("config.json"))):
         run_dir = config_path.parent
         if run_dir.resolve() in seen:
@@ -187,9 +188,15 @@ def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
         except _Damaged as e:
             print(f"warning: {e}; the report leaves this run out", file=sys.stderr)
             left_out.append(str(run_dir))
-    # what a record's report left out, unless it finished since (a run of that name is among the runs)
-    done = {Path(r.name).name for r in runs}
-    return runs, left_out + [u for u in unfinished if Path(u).name not in done]
+    # what a record's report left out, unless it is here from elsewhere: finished since (a run of that name
+    # outside the record) or left out again (an unfinished directory found now, or another record's entry)
+    counted = {Path(u).name for u in left_out}
+    for own, left in records:
+        elsewhere = counted | {Path(r.name).name for r in runs if r.path != own}
+        kept = [u for u in left if Path(u).name not in elsewhere]
+        left_out += kept
+        counted |= {Path(u).name for u in kept}
+    return runs, left_out
 
 
 class _Damaged(Exception):
@@ -203,9 +210,12 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     Each run has what the tables need, as recorded: final score, speed, training score, first evaluation at
     ≥ 0.9; and a configuration read from its command, so that comparing runs still holds. The command names
     only the flags that were not at their default when the report was made: the others take today's
-    defaults (LEGACY's for a flag added since), so a default changed since the record would move its runs
-    unseen. No curves, no meta-controller: those need the run's directory. ReportError, in one line, when
-    the files do not parse or do not agree."""
+    defaults, so a default changed since the record would move its runs unseen; a LEGACY flag left out takes
+    LEGACY's value (the behaviour of runs made before the flag), which is right because `run_command` names
+    such a flag wherever a method reads it (β-DQN's --arm-exchange is written settled, never as auto). The
+    training score is study.json's where it has one (exact), else runs.csv's (6 digits). No curves, no
+    meta-controller: those need the run's directory. ReportError, in one line, when the files do not parse
+    or do not agree."""
     from actors.envs import UnknownEnvError, env_spec
 
     def fail(reason: str) -> ReportError:
@@ -241,10 +251,15 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     def keyed(items, where: str) -> dict:
         out = {}
         for item in items:
-            try:
-                key = (item["env"], item["algo"], item["variant"], int(item["seed"]))
-            except (KeyError, TypeError, ValueError):
-                raise fail(f"{where} has a run without env, algo, variant and seed: {item}") from None
+            seed = item.get("seed")
+            if isinstance(seed, str) and seed.isdigit():  # runs.csv's text
+                seed = int(seed)
+            if not all(isinstance(item.get(k), str) for k in ("env", "algo", "variant")) or \
+                    not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+                raise fail(f"{where} has a run without env, algo, variant (text) and seed (a whole number): {item}")
+            key = (item["env"], item["algo"], item["variant"], seed)
+            if key[1] not in METHODS:
+                raise fail(f"{where} names a method this code does not have: {key[1]!r}")
             if key in out:
                 raise fail(f"{where} lists {name(key)} twice")
             out[key] = item
@@ -258,15 +273,20 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
         study = in_study[key]
         text = ",".join(map(str, row.values()))
         try:
-            score, rate = float(study["final_score"]), float(row["env_steps_per_s"])
+            score, rate = study["final_score"], float(row["env_steps_per_s"])
+            if not _finite(score):
+                raise ValueError
             steps = None if row["env_steps"] == "" else int(row["env_steps"])
+            if steps is not None and steps < 0:
+                raise ValueError
             wall = None if row.get("wall_seconds", "") == "" else float(row["wall_seconds"])
-            train = None if row["train_score"] == "" else float(row["train_score"])
+            train = study.get("train_score", None if row["train_score"] == "" else float(row["train_score"]))
+            if train is not None and not _finite(train):
+                raise ValueError
             shown = float(row["score"])
         except (KeyError, TypeError, ValueError):
             raise fail(f"runs.csv or study.json has a value of {name(key)} that does not parse: {text}") from None
-        if not all(math.isfinite(x) for x in (score, rate, shown, *(v for v in (wall, train) if v is not None))) \
-                or rate <= 0:
+        if not all(math.isfinite(x) for x in (rate, shown, *(v for v in (wall,) if v is not None))) or rate <= 0:
             raise fail(f"runs.csv or study.json has a score, speed or time of {name(key)} that is not a finite "
                        f"number (or a speed not above 0): {text}")
         if not math.isclose(score, shown, rel_tol=1e-5, abs_tol=1e-9):
@@ -294,6 +314,8 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
             field_name, _, value = part.partition("=")
             field_name = field_name.replace("-", "_")
             held = config.get(field_name, LEGACY.get(field_name, getattr(FIELDS.get(field_name), "default", None)))
+            if field_name == "arm_exchange":  # a grid's axis names the value asked; the command, the one settled
+                value = settled_arm_exchange(key[1], config.get("runtime", FIELDS["runtime"].default), value)
             if field_name not in FIELDS or flag_text(held) != value:
                 raise fail(f"variant of {name(key)} says {part}, its command does not: {cmd}")
         config["variant"] = key[2]

@@ -380,7 +380,8 @@ def test_a_reports_directory_gives_its_runs_to_a_later_report(tmp_path):
     whole = write_report(tmp_path / "one").read_text()
     report = write_report([tmp_path / "results" / "old", tmp_path / "new"], tmp_path / "table1").read_text()
     # the same numbers; β-DQN's window at the end is in no record (the fixture's runs have none either)
-    assert _table(report.replace("| not recorded |", "| — |")) == _table(whole) and "| not recorded |" in report
+    shown = "| in the record's report.md |"
+    assert _table(report.replace(shown, "| — |")) == _table(whole) and shown in report
     assert "python -m learner.main --env CliffWalk,MinAtar/Breakout --algo beta_dqn,dqn --total-steps 2000" in report
     assert f"8 of the runs are a report's record (its runs.csv and study.json: {tmp_path / 'results' / 'old'})" \
         in report
@@ -488,6 +489,16 @@ def test_a_record_gives_the_numbers_of_the_report_that_made_it_to_the_last_digit
     (lambda d: _edit(d / "study.json", "--seed 1", "--seed 1 --lr 0.1,0.2"), "study.json has a command of a grid"),
     (lambda d: [_edit(d / n, "CliffWalk", "Pong") for n in ("runs.csv", "study.json")],
      "runs.csv names an environment this code does not know"),
+    (lambda d: _study(d, lambda s: s["runs"][0].update(variant=5)),
+     "study.json has a run without env, algo, variant (text) and seed (a whole number)"),
+    (lambda d: _study(d, lambda s: s["runs"][0].update(seed=True)),
+     "study.json has a run without env, algo, variant (text) and seed (a whole number)"),
+    (lambda d: _study(d, lambda s: s["runs"][0].update(seed=0.7)),
+     "study.json has a run without env, algo, variant (text) and seed (a whole number)"),
+    (lambda d: _study(d, lambda s: s["runs"][0].update(final_score="1.0")),
+     "runs.csv or study.json has a value of CliffWalk dqn seed 0 that does not parse"),
+    (lambda d: [_edit(d / n, "dqn", "dqn2", -1) for n in ("runs.csv", "study.json")],
+     "runs.csv names a method this code does not have: 'dqn2'"),
     (lambda d: [_edit(d / "runs.csv", "CliffWalk,dqn,,0", "CliffWalk,dqn,loss=mse,0"),
                 _edit(d / "study.json", '"variant": ""', '"variant": "loss=mse"')],
      "variant of CliffWalk dqn loss=mse seed 0 says loss=mse, its command does not"),
@@ -535,3 +546,53 @@ def test_a_record_is_never_written_over_nor_mixed_with_runs(tmp_path, capsys):
     make_run(tmp_path / "rest", "CliffWalk", "dqn", 2, 1.0, 1000.0, batch_size=64)  # it finished since
     assert "finished runs. " in write_report([tmp_path / "old", tmp_path / "rest"], tmp_path / "t3").read_text()
     assert json.loads((tmp_path / "t3" / "report.json").read_text())["unfinished"] == []
+
+
+def test_a_record_of_a_grid_with_axes_reads_back_its_variants(tmp_path):
+    """A grid's variant names the values asked (arm-exchange=auto; an lr equal to the env's; a value at its
+    default): the commands leave those out or settle them, and the record still reads as the same runs."""
+    for seed in (0, 1):
+        for exchange in ("auto", "episode"):
+            make_run(tmp_path / "runs", "CliffWalk", "beta_dqn", seed, 0.5 + seed / 3, 500.0, arm_exchange=exchange,
+                     lr=3e-4, loss="huber", variant=f"arm-exchange={exchange},loss=huber,lr=0.0003")
+    write_report(tmp_path / "runs", tmp_path / "old")
+    cmds = [r["cmd"] for r in json.loads((tmp_path / "old" / "study.json").read_text())["runs"]]
+    assert all("--lr" not in c and "--loss" not in c for c in cmds)
+    assert sum("--arm-exchange chunk" in c for c in cmds) == 2  # auto, settled on Ray
+    write_report(tmp_path / "old", tmp_path / "new")
+    for name in ("runs.csv", "report.json"):
+        assert (tmp_path / "new" / name).read_text() == (tmp_path / "old" / name).read_text()
+    assert "| β-DQN [arm-exchange=auto, lr=0.0003, loss=huber] | 0.67 [0.50, 0.83] (n=2) | 0 of 2 |" in \
+        (tmp_path / "new" / "report.md").read_text()
+
+
+def test_a_records_unfinished_runs_count_once(tmp_path):
+    for seed in (0, 1):
+        make_run(tmp_path / "a", "CliffWalk", "dqn", seed, 1.0, 1000.0)
+    unfinished = make_run(tmp_path / "a", "CliffWalk", "dqn", 2, 1.0, 1000.0)
+    (unfinished / "summary.json").unlink()
+    write_report(tmp_path / "a", tmp_path / "rec")
+    assert json.loads((tmp_path / "rec" / "report.json").read_text())["unfinished"] == [str(unfinished)]
+
+    def left(*roots):
+        write_report(list(roots), tmp_path / "t")
+        return json.loads((tmp_path / "t" / "report.json").read_text())["unfinished"]
+
+    assert left(tmp_path / "rec") == [str(unfinished)]  # read back: the same record
+    shutil.rmtree(tmp_path / "a" / "CliffWalk_dqn_s0")
+    shutil.rmtree(tmp_path / "a" / "CliffWalk_dqn_s1")
+    assert left(tmp_path / "rec", tmp_path / "a") == [str(unfinished)]  # the directory again: counted once
+    make_run(tmp_path / "b", "CliffWalk", "dqn", 2, 1.0, 1000.0)
+    assert left(tmp_path / "rec", tmp_path / "b") == []  # finished since
+
+
+def test_a_report_is_not_written_at_or_above_its_runs(tmp_path, capsys):
+    make_run(tmp_path / "g", "CliffWalk", "dqn", 0, 1.0, 1000.0)
+    for out in (tmp_path / "g", tmp_path):
+        assert report_main([str(tmp_path / "g"), "--out", str(out)]) == 2
+        assert capsys.readouterr().err == (f"python -m learner.report: error: --out {out} would put this report's "
+                                           f"record (runs.csv) at or above the runs of {tmp_path / 'g'}, which then "
+                                           "could not be reported again; give --out another directory (default: "
+                                           f"{tmp_path / 'g' / 'report'})\n")
+    assert not (tmp_path / "g" / "runs.csv").exists() and not (tmp_path / "runs.csv").exists()
+    assert report_main([str(tmp_path / "g")]) == 0 and (tmp_path / "g" / "report" / "runs.csv").is_file()
