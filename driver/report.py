@@ -29,7 +29,7 @@ otherwise it stops with one line naming the field and two runs that differ.
 Beside the report, `study.json` lists every run with the command line that computes it again.
 
 A RUNS_DIR may also be a report's directory (runs.csv and study.json, no run under it: a committed
-`results/<grid>/`): its runs enter the tables as it recorded them (`driver.results.load_recorded`), when
+`results/<grid>/`): its runs enter the tables as it recorded them (`driver.records`), when
 their directories are gone; the figures and the meta-controller's rows are drawn from run directories only.
 """
 from __future__ import annotations
@@ -46,6 +46,7 @@ import numpy as np
 
 from driver.config import flag
 from driver.figures import basic_policies, learning_curves, selection_proportions, visitation
+from driver.records import is_recorded, load_all
 from driver.results import (
     ALGO_LABELS,
     SOLVED,
@@ -61,8 +62,6 @@ from driver.results import (
     domain,
     final_score,
     first_solved,
-    is_recorded,
-    load_runs,
     metric,
     steps_text,
     train_score,
@@ -253,7 +252,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
             if next(root.rglob("config.json"), None) is None and not is_recorded(root):
                 raise ReportError(f"no run (a directory with config.json) under {root}, and it is not a report's "
                                   "directory (with runs.csv)")
-    runs, unfinished = load_runs(*roots)
+    runs, unfinished = load_all(*roots)
     if not runs:
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}, "
                           "and no report's record (runs.csv and study.json)")

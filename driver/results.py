@@ -28,7 +28,6 @@ from driver.config import (
     flag,
     flag_text,
     reads,
-    run_name,
     settled_arm_exchange,
 )
 from learner.algorithms import METHODS
@@ -50,7 +49,7 @@ class RunData:
     evals: list[dict]
     metrics: list[dict] = field(default_factory=list)
     path: str = ""  # the run's directory as found
-    # a run read from a report's runs.csv and study.json (`load_recorded`), not from its directory: its training
+    # a run read from a report's runs.csv and study.json (`driver.records`), not from its directory: its training
     # score, first evaluation at ≥ 0.9 and command as the report recorded them; None for a run's directory
     recorded: dict | None = None
 
@@ -151,30 +150,11 @@ def _number(text: str) -> float:
     return float("nan") if text in ("", "None", "nan") else float(text)
 
 
-def is_recorded(root: Path) -> bool:
-    """A report's directory: runs.csv at its top (study.json beside it is then required), and no run under it
-    (ReportError where one is: which of the two is meant?)."""
-    if not (root / "runs.csv").is_file():
-        return False
-    run = next(root.rglob("config.json"), None)
-    if run is not None:
-        raise ReportError(f"{root} holds both a report's record (runs.csv, study.json) and a run ({run.parent}): "
-                          "a report written into its runs' directory? Move its runs.csv and study.json away, "
-                          "or the runs out of the record")
-    return True
-
-
 def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
     """Every finished run under the `roots` (once, where they overlap), and the directories left out:
     unfinished ones (no summary.json), and damaged ones (a file that does not parse: a warning naming it, and
-    the report goes on without the run). A root that is a report's directory gives the runs it recorded and
-    those it left out (`load_recorded`)."""
-    runs, left_out, seen, records = [], [], set(), []
-    for root in roots:
-        if is_recorded(root):
-            recorded, left = load_recorded(root)
-            runs += recorded
-            records.append((str(root / "runs.csv"), left))
+    the report goes on without the run). A report's record of runs: `driver.records`."""
+    runs, left_out, seen = [], [], set()
     for config_path in (path for root in roots for path in sorted(root.rglob("config.json"))):
         run_dir = config_path.parent
         if run_dir.resolve() in seen:
@@ -188,170 +168,11 @@ def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
         except _Damaged as e:
             print(f"warning: {e}; the report leaves this run out", file=sys.stderr)
             left_out.append(str(run_dir))
-    # what a record's report left out, unless it is here from elsewhere: finished since (a run of that name
-    # outside the record) or left out again (an unfinished directory found now, or another record's entry)
-    counted = {Path(u).name for u in left_out}
-    for own, left in records:
-        elsewhere = counted | {Path(r.name).name for r in runs if r.path != own}
-        kept = [u for u in left if Path(u).name not in elsewhere]
-        left_out += kept
-        counted |= {Path(u).name for u in kept}
     return runs, left_out
 
 
 class _Damaged(Exception):
     pass
-
-
-def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
-    """The runs a report recorded in `root` (runs.csv, a row per run; study.json, each run's command, exact final
-    score and first evaluation at ≥ 0.9), e.g. a committed `results/<grid>/`, for Table 1 beside other runs
-    when the runs' directories are gone; and the runs that report left out as unfinished (its report.json).
-    Each run has what the tables need, as recorded: final score, speed, training score, first evaluation at
-    ≥ 0.9; and a configuration read from its command, so that comparing runs still holds. The command names
-    only the flags that were not at their default when the report was made: the others take today's
-    defaults, so a default changed since the record would move its runs unseen; a LEGACY flag left out takes
-    LEGACY's value (the behaviour of runs made before the flag), which is right because `run_command` names
-    such a flag wherever a method reads it (β-DQN's --arm-exchange is written settled, never as auto). The
-    training score is study.json's where it has one (exact), else runs.csv's (6 digits). No curves, no
-    meta-controller: those need the run's directory. ReportError, in one line, when the files do not parse
-    or do not agree."""
-    from actors.envs import UnknownEnvError, env_spec
-
-    def fail(reason: str) -> ReportError:
-        return ReportError(f"{root} is a report's directory whose {reason}")
-
-    def name(key: tuple) -> str:
-        return f"{key[0]} {key[1]} {key[2] + ' ' if key[2] else ''}seed {key[3]}"
-
-    if not (root / "study.json").is_file():
-        raise fail("study.json is missing (it holds each run's command)")
-    try:
-        rows = list(csv.DictReader(io.StringIO((root / "runs.csv").read_text())))
-        described = json.loads((root / "study.json").read_text())
-        report = root / "report.json"
-        unfinished = json.loads(report.read_text()).get("unfinished", []) if report.is_file() else []
-    except (OSError, UnicodeDecodeError, ValueError, csv.Error, AttributeError) as e:
-        reason = str(e).splitlines()[0] if str(e) else ""
-        raise fail(f"runs.csv, study.json or report.json cannot be read ({type(e).__name__}: {reason})") from None
-    listed = described.get("runs") if isinstance(described, dict) else None
-    commands = described.get("commands", [described.get("command")] if "command" in described else []) \
-        if isinstance(described, dict) else None
-    if not isinstance(listed, list) or not all(isinstance(r, dict) for r in listed):
-        raise fail("study.json has no list of runs")
-    if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
-        raise fail("study.json's commands are not a list of command lines")
-    if not isinstance(unfinished, list) or not all(isinstance(u, str) for u in unfinished):
-        raise fail("report.json's unfinished runs are not a list of directories")
-    columns = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score", "env_steps_per_s")
-    missing = [c for c in columns if c not in (rows[0] if rows else {})]
-    if missing:
-        raise fail("runs.csv has no run" if not rows else f"runs.csv lacks the column {missing[0]}")
-
-    def keyed(items, where: str) -> dict:
-        out = {}
-        for item in items:
-            seed = item.get("seed")
-            if isinstance(seed, str) and seed.isdigit():  # runs.csv's text
-                seed = int(seed)
-            if not all(isinstance(item.get(k), str) for k in ("env", "algo", "variant")) or \
-                    not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-                raise fail(f"{where} has a run without env, algo, variant (text) and seed (a whole number): {item}")
-            key = (item["env"], item["algo"], item["variant"], seed)
-            if key[1] not in METHODS:
-                raise fail(f"{where} names a method this code does not have: {key[1]!r}")
-            if key in out:
-                raise fail(f"{where} lists {name(key)} twice")
-            out[key] = item
-        return out
-
-    in_csv, in_study = keyed(rows, "runs.csv"), keyed(listed, "study.json")
-    for key in in_csv.keys() ^ in_study.keys():
-        raise fail(f"{'study.json' if key in in_csv else 'runs.csv'} lacks {name(key)}, which the other lists")
-    runs = []
-    for key, row in in_csv.items():
-        study = in_study[key]
-        text = ",".join(map(str, row.values()))
-        try:
-            score, rate = study["final_score"], float(row["env_steps_per_s"])
-            if not _finite(score):
-                raise ValueError
-            steps = None if row["env_steps"] == "" else int(row["env_steps"])
-            if steps is not None and steps < 0:
-                raise ValueError
-            wall = None if row.get("wall_seconds", "") == "" else float(row["wall_seconds"])
-            train = study.get("train_score", None if row["train_score"] == "" else float(row["train_score"]))
-            if train is not None and not _finite(train):
-                raise ValueError
-            shown = float(row["score"])
-        except (KeyError, TypeError, ValueError):
-            raise fail(f"runs.csv or study.json has a value of {name(key)} that does not parse: {text}") from None
-        if not all(math.isfinite(x) for x in (rate, shown, *(v for v in (wall,) if v is not None))) or rate <= 0:
-            raise fail(f"runs.csv or study.json has a score, speed or time of {name(key)} that is not a finite "
-                       f"number (or a speed not above 0): {text}")
-        if not math.isclose(score, shown, rel_tol=1e-5, abs_tol=1e-9):
-            raise fail(f"study.json's final score of {name(key)} ({score!r}) is not runs.csv's ({row['score']})")
-        first = study.get("first_success_step")
-        if first is not None and (not isinstance(first, int) or isinstance(first, bool) or first < 0):
-            raise fail(f"study.json's first_success_step of {name(key)} is not a step count: {first!r}")
-        try:
-            spec = env_spec(key[0])
-        except UnknownEnvError as e:
-            raise fail(f"runs.csv names an environment this code does not know: {e}") from None
-        if row["metric"] != metric(key[0]):
-            raise fail(f"runs.csv scores {key[0]} by {row['metric']!r}, where the report's score is "
-                       f"{metric(key[0])!r}")
-        cmd = study.get("cmd")
-        if not isinstance(cmd, str):
-            raise fail(f"study.json gives {name(key)} no command (cmd)")
-        config = _command_config(cmd, fail)
-        if (config.get("env"), config.get("algo"), config.get("seed")) != (key[0], key[1], key[3]):
-            raise fail(f"study.json's command for {name(key)} runs something else: {cmd}")
-        config.setdefault("gamma", spec.gamma)  # run_command leaves out the env's own γ and learning rate
-        config.setdefault("lr", spec.learning_rate)
-        config.setdefault("total_steps", FIELDS["total_steps"].default)
-        for part in filter(None, key[2].split(",")):  # the variant names values its command must have
-            field_name, _, value = part.partition("=")
-            field_name = field_name.replace("-", "_")
-            held = config.get(field_name, LEGACY.get(field_name, getattr(FIELDS.get(field_name), "default", None)))
-            if field_name == "arm_exchange":  # a grid's axis names the value asked; the command, the one settled
-                value = settled_arm_exchange(key[1], config.get("runtime", FIELDS["runtime"].default), value)
-            if field_name not in FIELDS or flag_text(held) != value:
-                raise fail(f"variant of {name(key)} says {part}, its command does not: {cmd}")
-        config["variant"] = key[2]
-        summary = {"env_steps_per_s": rate, "final_eval": {row["metric"]: score},
-                   "device": config.pop("device", "cpu"), "commit": row.get("commit", "")}
-        summary.update({k: v for k, v in (("env_steps", steps), ("wall_seconds", wall)) if v is not None})
-        runs.append(RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
-                            path=str(root / "runs.csv"),
-                            recorded={"train_score": train, "first_success_step": first, "cmd": cmd,
-                                      "commands": commands}))
-    return runs, unfinished
-
-
-def _command_config(cmd: str, fail) -> dict:
-    """`python -m learner.main --flag value ...` (a run's command, `run_command`'s) as the fields it names."""
-    import contextlib
-    import shlex
-
-    from driver.cli import build_parser
-
-    try:
-        words = shlex.split(cmd)
-    except ValueError as e:
-        raise fail(f"study.json has a command that does not split into words ({e}): {cmd}") from None
-    if words[:3] != ["python", "-m", "learner.main"]:
-        raise fail(f"study.json has a command that is not python -m learner.main: {cmd}")
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
-            config = vars(build_parser(defaults=False).parse_args(words[3:]))
-    except SystemExit:
-        reason = said.getvalue().strip().splitlines()[-1:] or ["it asks for the help"]
-        raise fail(f"study.json has a command that does not parse ({reason[0]}): {cmd}") from None
-    if any(isinstance(v, list) for v in config.values()):
-        raise fail(f"study.json has a command of a grid, not of one run: {cmd}")
-    return config
 
 
 def _finite(value) -> bool:
