@@ -11,8 +11,8 @@ import json
 import math
 from pathlib import Path
 
-from driver.config import FIELDS, LEGACY, flag_text, run_name, settled_arm_exchange
-from driver.results import ReportError, RunData, _finite, load_runs, metric
+from driver.config import FIELDS, flag_text, run_name, settled_arm_exchange
+from driver.results import ReportError, RunData, _finite, config_value, load_runs, metric
 from learner.algorithms import METHODS
 
 
@@ -157,22 +157,21 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
         config.setdefault("gamma", spec.gamma)  # run_command leaves out the env's own γ and learning rate
         config.setdefault("lr", spec.learning_rate)
         config.setdefault("total_steps", FIELDS["total_steps"].default)
-        for part in filter(None, key[2].split(",")):  # the variant names values its command must have
-            field_name, _, value = part.partition("=")
-            field_name = field_name.replace("-", "_")
-            held = config.get(field_name, LEGACY.get(field_name, getattr(FIELDS.get(field_name), "default", None)))
-            if field_name == "arm_exchange":  # a grid's axis names the value asked; the command, the one settled
-                value = settled_arm_exchange(key[1], config.get("runtime", FIELDS["runtime"].default), value)
-            if field_name not in FIELDS or flag_text(held) != value:
-                raise fail(f"variant of {name(key)} says {part}, its command does not: {cmd}")
         config["variant"] = key[2]
         summary = {"env_steps_per_s": rate, "final_eval": {row["metric"]: score},
                    "device": config.pop("device", "cpu"), "commit": row.get("commit", "")}
         summary.update({k: v for k, v in (("env_steps", steps), ("wall_seconds", wall)) if v is not None})
-        runs.append(RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
-                            path=str(root / "runs.csv"),
-                            recorded={"train_score": train, "first_success_step": first, "cmd": cmd,
-                                      "commands": commands}))
+        run = RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
+                      path=str(root / "runs.csv"),
+                      recorded={"train_score": train, "first_success_step": first, "cmd": cmd, "commands": commands})
+        for part in filter(None, key[2].split(",")):  # the variant names values its command must have
+            field_name, _, value = part.partition("=")
+            field_name = field_name.replace("-", "_")
+            if field_name == "arm_exchange":  # a grid's axis names the value asked; config_value, the one settled
+                value = settled_arm_exchange(key[1], config_value(run, "runtime"), value)
+            if field_name not in FIELDS or flag_text(config_value(run, field_name)) != value:
+                raise fail(f"variant of {name(key)} says {part}, its command does not: {cmd}")
+        runs.append(run)
     return runs, unfinished
 
 
