@@ -20,16 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import (
-    AXES,
-    BOOKKEEPING,
-    FIELDS,
-    LEGACY,
-    flag,
-    flag_text,
-    reads,
-    settled_arm_exchange,
-)
+from driver.config import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange
 from learner.algorithms import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
