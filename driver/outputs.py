@@ -254,6 +254,22 @@ def git_commit() -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name as the kernel reports it (/proc/cpuinfo's first "model name"; elsewhere the
+    platform's processor string), or None when neither tells: what a run's summary records beside the commit,
+    since hosts of one kind differ in speed and results are compared per machine."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def process_tree_rss() -> float:
     """Resident memory of this process and all its descendants (Ray's too), in GB."""
     import psutil

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
-from driver.outputs import Clock, RunLogger, Window, git_commit, process_tree_rss, write_whole
+from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay
 from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
 from learner.algorithms import acting
@@ -472,7 +472,7 @@ class Run:
             "state_visits": None if st.visits is None else st.visits.tolist(),
             # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
             "bandit": self._bandit() if self.acting.central else None,
-            "commit": git_commit(),
+            "commit": git_commit(), "cpu": cpu_model(),
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }

@@ -55,7 +55,8 @@ def runs() -> dict[str, list[str]]:
     return {**out, **EXTRA}
 
 
-TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "placement", "replay_servers")
+TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "cpu", "placement",
+          "replay_servers")
 # measurements added since (no run computes anything from them), left out so that outputs of code from before
 # them compare: the bandit's count of reports and the lag of its arms, the run's seconds in its checkpoint
 MEASURED = {"arm_source": ("reported",), "bandit": ("lag",), "counters": ("wall_seconds",)}
