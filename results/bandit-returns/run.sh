@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The bandit-returns study's grids (PLAN.md), one after the other, then Table 1's MiniGrid DQN runs at the same
+# commit. Run it from a clean clone at the study's commit, in its virtual environment:
+#   bash results/bandit-returns/run.sh            # starts, or continues, whatever is not done
+# A grid that already has its directory is continued with --resume (only its unfinished runs run); a finished
+# grid's resume runs nothing. Ctrl-C (or SIGTERM) stops the grid in hand; run the script again to continue.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "run.sh: the checkout has uncommitted changes; the study runs from a clean clone at its commit" >&2
+  exit 2
+fi
+
+grid() {  # grid OUT_DIR ARGS...: start the grid, or continue it when its directory exists
+  local out=$1
+  shift
+  if [ -f "$out/grid.json" ]; then
+    python -m learner.main --resume "$out" --progress false
+  else
+    python -m learner.main "$@" --actors 4 --learner-cpus 1 --actor-cpus 0.25 --arm-exchange episode \
+      --progress false --out "$out"
+  fi
+}
+
+grid runs/bandit-returns-minatar --env MinAtar/Breakout,MinAtar/Freeway,MinAtar/SpaceInvaders --algo beta_dqn \
+  --bandit-returns raw --seeds 0-2 --total-steps 1000000
+grid runs/bandit-returns-seaquest --env MinAtar/Seaquest --algo beta_dqn --bandit-returns raw --seeds 0 \
+  --total-steps 1000000
+grid runs/bandit-returns-minigrid --env DoorKey,Unlock,SimpleCrossing-Hard,LavaCrossing-Easy --algo beta_dqn \
+  --bandit-returns minmax,raw --seeds 0-2 --total-steps 500000
+# Table 1 on one commit (not part of the decision): MiniGrid's DQN runs
+grid runs/table1-minigrid-dqn --env DoorKey,Unlock,SimpleCrossing-Easy,SimpleCrossing-Hard,LavaCrossing-Easy,LavaCrossing-Hard \
+  --algo dqn --seeds 0-2 --total-steps 500000
