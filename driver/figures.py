@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.results import RunData, bootstrap_ci, column_label, columns_of, metric, steps_text
+from driver.results import RunData, column_label, columns_of, metric, steps_text
+from driver.stats import curve_ci
 
 MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
 
@@ -23,10 +24,10 @@ def _plt():
 
 
 def _band(ax, steps, curves, label):
-    """Mean over seeds with a shaded 95% bootstrap interval, at the steps every seed has."""
-    stats = np.array([bootstrap_ci(col) for col in np.asarray(curves).T])
-    ax.plot(steps, stats[:, 0], label=label)
-    ax.fill_between(steps, stats[:, 1], stats[:, 2], alpha=0.25)
+    """Mean over seeds with a shaded 95% bootstrap interval (rliable's), at the steps every seed has."""
+    mean, low, high = curve_ci(curves)
+    ax.plot(steps, mean, label=label)
+    ax.fill_between(steps, low, high, alpha=0.25)
 
 
 def _common(runs: list[RunData], key: str) -> tuple[list[float], list[list[float]]]:
@@ -63,6 +64,20 @@ def _save(fig, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     _plt().close(fig)
+
+
+def performance_profile(taus, curves: dict, intervals: dict, base: str, path: Path) -> None:
+    """rliable's performance profile: per column the share of runs whose normalised score is above τ, with its
+    95% interval, against τ."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    for label, curve in curves.items():
+        ax.plot(taus, curve, label=label)
+        ax.fill_between(taus, intervals[label][0], intervals[label][1], alpha=0.2)
+    ax.set_xlabel(f"score / {base}'s mean (τ)")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.legend(fontsize=7)
+    _save(fig, path)
 
 
 def learning_curves(runs: list[RunData], env: str, path: Path) -> None:

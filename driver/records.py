@@ -1,6 +1,9 @@
 """A report's record read back as runs: a directory holding the runs.csv and study.json that `learner.report`
 wrote (a committed `results/<grid>/`) stands for its runs in a later report when their directories are gone.
-Table 1 and the per-column tables take them as recorded; curves and the meta-controller need run directories.
+Table 1 and the per-column tables take them as recorded. Beside them the report keeps a small copy of each
+run's directory it read (`runs/<run>/`: config.json, summary.json, evals.csv and the metrics.jsonl lines the
+report reads, thinned; no checkpoint, no replay): a record's run that has one is read back whole, curves and
+the meta-controller's window over time included, so every number of a report can be computed again from it.
 """
 
 from __future__ import annotations
@@ -11,17 +14,32 @@ import json
 import math
 from pathlib import Path
 
-from driver.config import FIELDS, flag_text, run_name, settled_arm_exchange
-from driver.results import ReportError, RunData, _finite, config_value, load_runs, metric
+from driver.config import BOOKKEEPING, FIELDS, flag_text, run_name, settled_arm_exchange
+from driver.results import (
+    RECORDS,
+    ReportError,
+    RunData,
+    _Damaged,
+    _finite,
+    _load_run,
+    config_value,
+    load_runs,
+    metric,
+    train_window,
+)
 from learner.algorithms import METHODS
+
+METRICS_KEPT = ("env_steps", "updates", "episodes", "train_episodes", "train_return_mean", "train_success_rate",
+                "arms_cov", "arms_cor", "arms_cor0", "arm_proportions", "arm_mu", "arm_bonus")
+METRICS_LINES = 500  # a copy's metrics.jsonl keeps at most about this many lines (~600 bytes each for β-DQN)
 
 
 def is_recorded(root: Path) -> bool:
     """A report's directory: runs.csv at its top (study.json beside it is then required), and no run under it
-    (ReportError where one is: which of the two is meant?)."""
+    but its own copies in runs/ (ReportError where one is: which of the two is meant?)."""
     if not (root / "runs.csv").is_file():
         return False
-    run = next(root.rglob("config.json"), None)
+    run = next((p for p in root.rglob("config.json") if not p.is_relative_to(root / RECORDS)), None)
     if run is not None:
         raise ReportError(f"{root} holds both a report's record (runs.csv, study.json) and a run ({run.parent}): "
                           "a report written into its runs' directory? Move its runs.csv and study.json away, "
@@ -113,7 +131,7 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
         return out
 
     in_csv, in_study = keyed(rows, "runs.csv"), keyed(listed, "study.json")
-    for key in in_csv.keys() ^ in_study.keys():
+    for key in sorted(in_csv.keys() ^ in_study.keys(), key=str):  # the first in order: the same line every time
         raise fail(f"{'study.json' if key in in_csv else 'runs.csv'} lacks {name(key)}, which the other lists")
     runs = []
     for key, row in in_csv.items():
@@ -159,11 +177,15 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
         config.setdefault("total_steps", FIELDS["total_steps"].default)
         config["variant"] = key[2]
         summary = {"env_steps_per_s": rate, "final_eval": {row["metric"]: score},
-                   "device": config.pop("device", "cpu"), "commit": row.get("commit", "")}
+                   "device": config.pop("device", "cpu"), "commit": row.get("commit", ""),
+                   "cpu": row.get("cpu", "")}
         summary.update({k: v for k, v in (("env_steps", steps), ("wall_seconds", wall)) if v is not None})
         run = RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
                       path=str(root / "runs.csv"),
                       recorded={"train_score": train, "first_success_step": first, "cmd": cmd, "commands": commands})
+        copy = root / RECORDS / run_name(key[0], key[1], key[3], key[2])
+        if copy.is_dir():
+            run = _read_copy(copy, run, fail)
         for part in filter(None, key[2].split(",")):  # the variant names values its command must have
             field_name, _, value = part.partition("=")
             field_name = field_name.replace("-", "_")
@@ -198,3 +220,83 @@ def _command_config(cmd: str, fail) -> dict:
     if any(isinstance(v, list) for v in config.values()):
         raise fail(f"study.json has a command of a grid, not of one run: {cmd}")
     return config
+
+
+def _read_copy(copy: Path, recorded: RunData, fail) -> RunData:
+    """A record's copy of a run's directory, read as that run (with the record's variant, and what the record
+    says of it: its exact training score, command and grid commands), after checking that it is the run the
+    record lists: the same environment, method, seed and final score."""
+    try:
+        run = _load_run(copy)
+    except _Damaged as e:
+        raise fail(f"copy of a run is damaged: {e}") from None
+    run.config["variant"] = recorded.variant
+    same = (run.env, run.algo, run.config.get("seed")) == (recorded.env, recorded.algo, recorded.config["seed"])
+    score = run.summary["final_eval"].get(metric(run.env))
+    if not same or not _finite(score) or not math.isclose(score, recorded.summary["final_eval"][metric(run.env)],
+                                                          rel_tol=1e-9, abs_tol=1e-12):
+        raise fail(f"copy {copy} is not the run runs.csv lists there (environment, method, seed or final score)")
+    for key in sorted(set(recorded.config) - BOOKKEEPING - {"variant"}):
+        if config_value(recorded, key) != config_value(run, key):
+            raise fail(f"copy {copy} ran with {key} = {config_value(run, key)!r}, where study.json's command says "
+                       f"{config_value(recorded, key)!r}")
+    return RunData(recorded.name, run.config, run.summary, run.evals, run.metrics, str(copy),
+                   recorded={**recorded.recorded, "copy": str(copy)})
+
+
+def has_directory(run: RunData) -> bool:
+    """A run read from a directory (its own, or a record's copy of it): one whose curves can be drawn."""
+    return run.recorded is None or "copy" in run.recorded
+
+
+def thin_metrics(rows: list[dict], cut: float, limit: int = METRICS_LINES) -> list[dict]:
+    """metrics.jsonl's lines, the kept keys only, with the lines that end at or before env step `cut` (the start of
+    the window `train_score` reads) merged in runs of consecutive lines until about `limit` lines remain: a merged
+    line is the last of its run (the window's shares, μ and b then; its env steps), with the training episodes
+    summed and their score weighted by episodes. The lines after `cut` stay as they are, so `train_score` reads
+    the same numbers from the copy as from the run."""
+    rows = [{k: row[k] for k in METRICS_KEPT if k in row} for row in rows]
+    head = [row for row in rows if row["env_steps"] <= cut]
+    tail = rows[len(head):]
+    k = -(-len(head) // max(limit - len(tail), 1))
+    if k <= 1:
+        return rows
+    merged = []
+    for i in range(0, len(head), k):
+        span = head[i:i + k]
+        line = dict(span[-1])
+        line["train_episodes"] = sum(row.get("train_episodes", 0) for row in span)
+        for key in ("train_return_mean", "train_success_rate"):
+            scored = [(row["train_episodes"], row[key]) for row in span if row.get("train_episodes") and key in row]
+            if scored:
+                line[key] = sum(n * v for n, v in scored) / sum(n for n, _ in scored)
+            else:
+                line.pop(key, None)
+        merged.append(line)
+    return merged + tail
+
+
+def write_copies(runs: list[RunData], out: Path) -> None:
+    """`out/<run>/` for each run read from a directory (a run's, or a record's copy): its config.json,
+    summary.json and evals.csv as they are, and its metrics.jsonl thinned (`thin_metrics`). Named by
+    environment, column and seed, as runs.csv lists them."""
+    for run in runs:
+        if not has_directory(run):
+            continue
+        source = Path(run.path)
+        target = out / run_name(run.env, run.algo, int(run.config["seed"]), run.variant)
+        target.mkdir(parents=True, exist_ok=True)
+        config = json.loads((source / "config.json").read_text())
+        for key in ("out", "resume", "replay_password_file"):  # where it lay on its machine: the name only
+            if isinstance(config.get(key), str) and config[key]:
+                config[key] = Path(config[key]).name
+        config["out"] = target.name
+        (target / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        for name in ("summary.json", "evals.csv"):
+            (target / name).write_bytes((source / name).read_bytes())
+        lines = []
+        if (source / "metrics.jsonl").is_file():
+            lines = [json.loads(line) for line in (source / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        end = run.summary.get("env_steps") or (lines[-1]["env_steps"] if lines else 0)
+        kept = thin_metrics(lines, end - train_window(run))
+        (target / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in kept))

@@ -45,15 +45,14 @@ from pathlib import Path
 import numpy as np
 
 from driver.config import flag
-from driver.figures import basic_policies, learning_curves, selection_proportions, visitation
-from driver.records import is_recorded, load_all
+from driver.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
+from driver.records import RECORDS, has_directory, is_recorded, load_all, write_copies
 from driver.results import (
     ALGO_LABELS,
     SOLVED,
     ReportError,
     RunData,
     bandit_arms,
-    bootstrap_ci,
     check_comparable,
     column_by,
     column_fields,
@@ -69,9 +68,10 @@ from driver.results import (
     value_order,
     window_shares,
 )
+from driver.stats import REPS, aggregates, improvement, mean_ci, profile
 
 
-def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
+def table(runs: list[RunData], reps: int | None = None) -> tuple[list[str], list[list[str]], dict]:
     """Table 1's rows (domain, environment, one cell per column), domain averages, cost and
     performance/cost against DQN (its first column when DQN has variants); and the numbers behind them."""
     columns = columns_of(runs)
@@ -82,7 +82,7 @@ def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
         for column in columns:
             group = [r for r in runs if r.env == env and r.column == column]
             if group:
-                cells[env, column] = (*bootstrap_ci([final_score(r) for r in group]), len(group))
+                cells[env, column] = (*mean_ci([final_score(r) for r in group], reps), len(group))
                 rates[env, column] = float(np.mean([r.summary["env_steps_per_s"] for r in group]))
     header = ["Domain", "Environment", *[column_label(c) for c in columns]]
     rows = []
@@ -132,7 +132,82 @@ def table(runs: list[RunData]) -> tuple[list[str], list[list[str]], dict]:
     return header, rows, numbers
 
 
-def variant_rows(runs: list[RunData], env: str) -> list[str]:
+def _matrix(runs: list[RunData], column: tuple, envs: list[str], scale: dict[str, float] | None = None
+            ) -> np.ndarray | None:
+    """A column's final scores as rliable takes them, runs × environments (seeds in order, each divided by
+    `scale[env]` when given); None when its seed counts differ between the environments (no such matrix)."""
+    per_env = [sorted((r for r in runs if r.env == env and r.column == column), key=lambda r: r.config["seed"])
+               for env in envs]
+    if not per_env or len({len(group) for group in per_env}) != 1 or not per_env[0]:
+        return None
+    return np.array([[final_score(r) / (scale[env] if scale else 1.0) for env, r in zip(envs, row, strict=True)]
+                     for row in zip(*per_env, strict=True)])
+
+
+def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> tuple[list[str], dict]:
+    """With two or more columns: per domain (and over all of them), each column's IQM, mean and median of its
+    final scores normalised by the baseline's mean in the same environment (DQN's first column, else the first
+    column), with stratified bootstrap intervals; for every two columns the probability that a run of the later
+    one scores above a run of the earlier one (raw scores, per environment, averaged); and the performance
+    profile of the normalised scores (a figure). All from rliable (`driver.stats`)."""
+    columns = columns_of(runs)
+    if len(columns) < 2:
+        return [], {}
+    base = next((c for c in columns if c[0] == "dqn"), columns[0])
+    envs = sorted({r.env for r in runs}, key=lambda e: (domain(e), e))
+    base_mean = {e: float(np.mean([final_score(r) for r in runs if r.env == e and r.column == base]))
+                 for e in envs if any(r.env == e and r.column == base for r in runs)}
+    groups = {dom: [e for e in envs if domain(e) == dom] for dom in sorted({domain(e) for e in envs})}
+    if len(groups) > 1:
+        groups["all"] = envs
+    numbers: dict = {"baseline": column_label(base), "aggregates": {}, "improvement": {}}
+    lines = [f"Final scores normalised by {column_label(base)}'s mean in the same environment (environments where "
+             "that mean is 0 are left out), aggregated over every run of a domain's environments: interquartile "
+             "mean, mean and median, each with a 95% stratified bootstrap interval over seeds (rliable). A column "
+             "whose seed counts differ between environments has no aggregate (—).", "",
+             "| domain | environments | column | IQM | mean | median |", "| --- | --- | --- | --- | --- | --- |"]
+    profiled: dict[str, np.ndarray] = {}
+    for dom, dom_envs in groups.items():
+        scaled = [e for e in dom_envs if base_mean.get(e, 0) > 0]
+        left = [e for e in dom_envs if e not in scaled]
+        where = f"{len(scaled)}" + (f" ({', '.join(left)} left out)" if left else "")
+        for column in columns:
+            matrix = _matrix(runs, column, scaled, base_mean) if scaled else None
+            if matrix is None:
+                lines.append(f"| {dom} | {where} | {column_label(column)} | — | — | — |")
+                continue
+            values = aggregates(matrix, reps)
+            numbers["aggregates"][f"{dom}|{column_label(column)}"] = values
+            if dom == ("all" if "all" in groups else next(iter(groups))):
+                profiled[column_label(column)] = matrix
+            lines.append(f"| {dom} | {where} | {column_label(column)} | "
+                         + " | ".join(f"{p:.2f} [{lo:.2f}, {hi:.2f}]" for p, lo, hi in values.values()) + " |")
+    lines += ["", "Probability of improvement (rliable): P(X > Y), the chance that a run of X ends above a run of Y "
+              "in the same environment (a tie counts half), averaged over the environments both ran with equal seed "
+              "counts; 95% stratified bootstrap interval. 0.5 is no difference.", "",
+              "| X | Y | environments | P(X > Y) |", "| --- | --- | --- | --- |"]
+    for i, y in enumerate(columns):
+        for x in columns[i + 1:]:
+            shared = [e for e in envs if any(r.env == e and r.column == x for r in runs)
+                      and any(r.env == e and r.column == y for r in runs)]
+            mx, my = _matrix(runs, x, shared), _matrix(runs, y, shared)
+            if mx is None or my is None:
+                lines.append(f"| {column_label(x)} | {column_label(y)} | {len(shared)} | — |")
+                continue
+            p, lo, hi = improvement(mx, my, reps)
+            numbers["improvement"][f"{column_label(x)}|{column_label(y)}"] = (p, lo, hi)
+            lines.append(f"| {column_label(x)} | {column_label(y)} | {len(shared)} | {p:.2f} [{lo:.2f}, {hi:.2f}] |")
+    lines.append("")
+    if profiled:
+        top = max(float(m.max()) for m in profiled.values())
+        taus = np.linspace(0.0, max(top, 1.0) * 1.05, 60)
+        curves, intervals = profile(profiled, taus, reps)
+        performance_profile(taus, curves, intervals, column_label(base), out / "profile.png")
+        lines += ["![performance profile](profile.png)", ""]
+    return lines, numbers
+
+
+def variant_rows(runs: list[RunData], env: str, reps: int | None = None) -> list[str]:
     """One row per column: the final score, seeds solved, the first evaluation at ≥ 0.9, the training
     episodes' score over the last evaluation interval and β-DQN's window shares at the end."""
     success = metric(env) == "success_rate"
@@ -143,7 +218,7 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for column in columns_of([r for r in runs if r.env == env]):
         group = [r for r in runs if r.env == env and r.column == column]
-        mean, lo, hi = bootstrap_ci([final_score(r) for r in group])
+        mean, lo, hi = mean_ci([final_score(r) for r in group], reps)
         cells = [column_label(column), f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(group)})"]
         if success:
             firsts = [f for f in (first_solved(r) for r in group) if f is not None]
@@ -152,20 +227,20 @@ def variant_rows(runs: list[RunData], env: str) -> list[str]:
                          f"{len(firsts)} of {len(group)} seeds" if firsts else "never")
         trained = [t for t in (train_score(r) for r in group) if t is not None]
         if trained:
-            mean, lo, hi = bootstrap_ci(trained)
+            mean, lo, hi = mean_ci(trained, reps)
             cells.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(trained)})")
         else:
             cells.append("—")
         shares = [s for s in (window_shares(r) for r in group) if s]
         cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
                      + (f" (n={len(shares)})" if len(shares) < len(group) else "") if shares
-                     else "in the record's report.md" if column[0] == "beta_dqn" and all(r.recorded for r in group)
+                     else "in the record's report.md" if column[0] == "beta_dqn" and not any(map(has_directory, group))
                      else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def axis_rows(runs: list[RunData], env: str) -> list[str]:
+def axis_rows(runs: list[RunData], env: str, reps: int | None = None) -> list[str]:
     """Per method and axis of its variants, each value's final score over every run with that value (all the
     other axes mixed): which detail moves the result, at a glance."""
     lines = []
@@ -181,7 +256,7 @@ def axis_rows(runs: list[RunData], env: str) -> list[str]:
             if len(by_value) < 2:
                 continue
             for value, members in sorted(by_value.items(), key=lambda kv: value_order(kv[0])):
-                mean, lo, hi = bootstrap_ci([final_score(r) for r in members])
+                mean, lo, hi = mean_ci([final_score(r) for r in members], reps)
                 solved = f" | {sum(final_score(r) >= SOLVED for r in members)} of {len(members)}" if success else ""
                 lines.append(f"| {ALGO_LABELS.get(algo, algo)} | {name}={value} | {mean:.2f} [{lo:.2f}, {hi:.2f}] "
                              f"(n={len(members)}){solved} |")
@@ -238,10 +313,11 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
     return {"commands": commands, "runs": rows}
 
 
-def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "") -> Path:
+def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
+                 reps: int | None = None) -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
     root's `report/`); `column_flags` (`--column-by`'s text) names flags whose values split the columns as a
-    grid's axes do."""
+    grid's axes do; `reps`: the bootstrap's resamples (default `driver.stats.REPS`)."""
     fields = column_fields(column_flags)
     given = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(root) for root in roots]
     roots = [root for k, root in enumerate(given) if root.resolve() not in {r.resolve() for r in given[:k]}]
@@ -269,8 +345,8 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                               f"{root}, which then could not be reported again; give --out another directory "
                               f"(default: {root / 'report'})")
     out.mkdir(parents=True, exist_ok=True)
-    header, rows, numbers = table(runs)
-    drawn = [r for r in runs if r.recorded is None]  # curves and the meta-controller need the run's directory
+    header, rows, numbers = table(runs, reps)
+    drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
     lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
     again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
@@ -296,13 +372,17 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines.append("")
+    summed, extra = aggregate_rows(runs, out, reps)
+    numbers.update(extra)
+    if summed:
+        lines += ["## Aggregates over environments", "", *summed]
     for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
         slug = env.replace("/", "-")
         lines += [f"## {env}", ""]
         if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs) or \
                 not any(r.env == env for r in drawn):  # a record's runs alone: no curve, so their numbers here
-            lines += variant_rows(runs, env) + [""]
-        effects = axis_rows(runs, env)
+            lines += variant_rows(runs, env, reps) + [""]
+        effects = axis_rows(runs, env, reps)
         if effects:
             lines += [f"### {env}: each axis value over all its runs", "",
                       "Every run of a method with that value, whatever its other axes (a main effect, averaged "
@@ -327,17 +407,19 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                                                 indent=2) + "\n")
     (out / "study.json").write_text(json.dumps(described, indent=2) + "\n")
     write_runs_csv(runs, out / "runs.csv")
+    write_copies(runs, out / RECORDS)
     return out / "report.md"
 
 
 RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score", "wall_seconds",
-            "env_steps_per_s", "commit")
+            "env_steps_per_s", "commit", "cpu")
 
 
 def write_runs_csv(runs: list, path: Path) -> None:
     """One row per run: what it ran, its final score (success rate on MiniGrid and CliffWalk, return elsewhere),
     its training episodes' score over its last evaluation interval (`train_score`, same metric; empty when none
-    was logged), how long and how fast, and the commit of the code that ran it."""
+    was logged), how long and how fast, the commit of the code that ran it and the CPU model it ran on (empty
+    where the run did not record it)."""
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(RUNS_CSV)
@@ -346,7 +428,7 @@ def write_runs_csv(runs: list, path: Path) -> None:
             writer.writerow([r.env, r.algo, r.variant, r.config["seed"], r.summary.get("env_steps", ""),
                              f"{final_score(r):.6g}", metric(r.env), "" if trained is None else f"{trained:.6g}",
                              r.summary.get("wall_seconds", ""), r.summary["env_steps_per_s"],
-                             r.summary.get("commit", "")])
+                             r.summary.get("commit", ""), r.summary.get("cpu") or ""])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,14 +443,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="flags (e.g. bandit-returns) whose values split the columns as a grid's axes do: "
                              "runs of separate grids that differ in them, side by side (runs.csv's and "
                              "study.json's variant then name them too)")
+    parser.add_argument("--reps", type=int, default=REPS, metavar="N",
+                        help=f"bootstrap resamples of every interval (default {REPS}; rliable's stratified bootstrap)")
     args = parser.parse_args(argv)
+    if args.reps < 100:
+        print(f"python -m learner.report: error: --reps {args.reps}: give at least 100 resamples", file=sys.stderr)
+        return 2
     for name in args.runs_dir:
         if not Path(name).is_dir():
             print(f"python -m learner.report: error: {name!r} is not a directory", file=sys.stderr)
             return 2
     try:
         path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
-                            args.column_by)
+                            args.column_by, args.reps)
     except ReportError as e:
         print(f"python -m learner.report: error: {e}", file=sys.stderr)
         return 2

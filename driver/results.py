@@ -25,7 +25,6 @@ from learner.algorithms import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
 PAPER_ORDER = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")  # Table 1's columns; then others
-BOOTSTRAP_SAMPLES = 10_000
 SOLVED = 0.9  # a success rate at or above this counts as solved (seeds ≥ 0.9, first evaluation ≥ 0.9)
 
 class ReportError(ValueError):
@@ -141,6 +140,14 @@ def _number(text: str) -> float:
     return float("nan") if text in ("", "None", "nan") else float(text)
 
 
+RECORDS = "runs"  # a report's copies of the run directories it read: <report>/runs/<run>/ (`driver.records`)
+
+
+def is_copy(run_dir: Path) -> bool:
+    """A report's copy of a run (read through its report's record, never as a run of its own)."""
+    return run_dir.parent.name == RECORDS and (run_dir.parent.parent / "runs.csv").is_file()
+
+
 def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
     """Every finished run under the `roots` (once, where they overlap), and the directories left out:
     unfinished ones (no summary.json), and damaged ones (a file that does not parse: a warning naming it, and
@@ -148,7 +155,7 @@ def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
     runs, left_out, seen = [], [], set()
     for config_path in (path for root in roots for path in sorted(root.rglob("config.json"))):
         run_dir = config_path.parent
-        if run_dir.resolve() in seen:
+        if run_dir.resolve() in seen or is_copy(run_dir):
             continue
         seen.add(run_dir.resolve())
         if not (run_dir / "summary.json").is_file():
@@ -239,17 +246,6 @@ def check_comparable(runs: list[RunData]) -> None:
             for b in columns[i + 1:]:
                 # only along an axis both columns name (two grids' columns differ along one axis at most)
                 compare(a, b, _axes(a.variant) & _axes(b.variant))
-
-
-def bootstrap_ci(values, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float, float]:
-    """(mean, low, high): the mean and the 2.5th/97.5th percentiles of the means of `samples` resamples
-    (with replacement, seeded: the same numbers every time)."""
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 1:
-        return float(x[0]), float(x[0]), float(x[0])
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(samples, x.size))].mean(1)
-    return float(x.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def final_score(run: RunData) -> float:

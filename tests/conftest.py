@@ -30,3 +30,13 @@ def redis_url(tmp_path_factory):
         pytest.fail(f"{e} (.ci/run installs it)")
     yield server.url
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def few_bootstrap_resamples(monkeypatch):
+    """The report's intervals with 200 resamples instead of 2,000 (rliable's bootstrap is a Python loop: a
+    probability of improvement costs ~2 ms per resample and environment); tests that check the default
+    resample count name it."""
+    from driver import stats
+
+    monkeypatch.setattr(stats, "REPS", 200)

@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from driver import stats
 from driver.config import Config, resolve
-from driver.report import ReportError, bootstrap_ci, write_report
+from driver.report import ReportError, write_report
 from driver.report import main as report_main
 from driver.results import load_runs, train_window
 
@@ -82,10 +84,17 @@ def test_table_one_by_hand(tmp_path):
     with open(out / "runs.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 12 and list(rows[0]) == ["env", "algo", "variant", "seed", "env_steps", "score", "metric",
-                                                  "train_score", "wall_seconds", "env_steps_per_s", "commit"]
+                                                  "train_score", "wall_seconds", "env_steps_per_s", "commit", "cpu"]
     assert rows[0] == {"env": "CliffWalk", "algo": "beta_dqn", "variant": "", "seed": "0", "env_steps": "2000",
                        "score": "1", "metric": "success_rate", "train_score": "0.8", "wall_seconds": "",
-                       "env_steps_per_s": "500.0", "commit": ""}
+                       "env_steps_per_s": "500.0", "commit": "", "cpu": ""}
+    # rliable's aggregates, by hand: scores over DQN's mean (CliffWalk 0.9, Breakout 5, SpaceInvaders 10);
+    # β-DQN's runs are 1/0.9 twice, 8/5, 10/5 and 2 twice: mean 1.64, median 1.8; P(β-DQN > DQN) is 3/4 on
+    # CliffWalk (1 against 0.8, and a tie with 1.0, per run), 1 on both games: 0.92
+    assert f"| all | 3 | β-DQN | {np.mean(sorted([1 / 0.9] * 2 + [1.6, 2, 2, 2])[1:5]):.2f} [" in report
+    assert f"| {(2 / 0.9 + 1.6 + 2 + 4) / 6:.2f} [" in report and "| 1.80 [" in report
+    assert "| all | 3 | DQN | 1.00 [" in report
+    assert "| β-DQN | DQN | 3 | 0.92 [" in report and "![performance profile](profile.png)" in report
     breakout_dqn = [r for r in rows if r["env"] == "MinAtar/Breakout" and r["algo"] == "dqn"]
     assert [(r["seed"], r["score"], r["metric"], r["train_score"]) for r in breakout_dqn] == [
         ("0", "4", "return_mean", "3.2"), ("1", "6", "return_mean", "4.8")]  # 0.8 × final (make_run)
@@ -142,11 +151,22 @@ def test_several_runs_dirs_make_one_report(tmp_path):
                                                           "(where their one report goes)"
 
 
-def test_bootstrap_interval():
-    assert bootstrap_ci([3.0]) == (3.0, 3.0, 3.0)
-    mean, lo, hi = bootstrap_ci(list(range(10)))
+def test_intervals_come_from_rliable_seeded():
+    assert stats.mean_ci([3.0]) == (3.0, 3.0, 3.0)
+    mean, lo, hi = stats.mean_ci(list(range(10)))
     assert mean == 4.5 and 2.5 < lo < 4.5 < hi < 6.5
-    assert bootstrap_ci(list(range(10))) == (mean, lo, hi)  # seeded
+    assert stats.mean_ci(list(range(10))) == (mean, lo, hi)  # seeded
+    mean, low, high = stats.curve_ci([[0, 1, 2], [2, 3, 4]])
+    assert list(mean) == [1, 2, 3] and list(low) == [0, 1, 2] and list(high) == [2, 3, 4]
+    # P(X > Y) by hand: in the first environment every run of X is above every run of Y (1), in the second they
+    # tie (1/2): 0.75; an interval around it
+    x, y = [[2.0, 1.0], [3.0, 1.0]], [[0.0, 1.0], [1.0, 1.0]]
+    p, lo, hi = stats.improvement(x, y, reps=200)
+    assert p == 0.75 and lo <= 0.75 <= hi
+    assert stats.improvement(y, x, reps=200)[0] == 0.25
+    # IQM of 8 values: the mean of the middle 4; median, mean
+    values = stats.aggregates([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 100.0]], reps=200)
+    assert values["IQM"][0] == 4.5 and values["median"][0] == 4.5 and values["mean"][0] == 16.0
 
 
 def test_runs_that_differ_in_more_than_the_seed_are_refused(tmp_path):
@@ -376,6 +396,7 @@ def test_a_reports_directory_gives_its_runs_to_a_later_report(tmp_path):
         "env": "CliffWalk,MinAtar/Breakout", "algo": "beta_dqn,dqn", "seeds": "0-1", "total_steps": 2000}}))
     write_report(tmp_path / "all", tmp_path / "results" / "old")
     shutil.rmtree(tmp_path / "all")  # the runs' directories are gone; their report is what is left
+    shutil.rmtree(tmp_path / "results" / "old" / "runs")  # as in a record made before reports kept copies
     fixture(tmp_path / "one")
     whole = write_report(tmp_path / "one").read_text()
     report = write_report([tmp_path / "results" / "old", tmp_path / "new"], tmp_path / "table1").read_text()
@@ -406,10 +427,56 @@ def test_a_reports_directory_gives_its_runs_to_a_later_report(tmp_path):
         write_report([tmp_path / "results" / "old", tmp_path / "probe"], tmp_path / "t")
 
 
+def test_a_records_copies_give_back_its_runs_whole(tmp_path):
+    """A report keeps a copy of each run's directory (runs/<run>/: config, summary, evaluations, the metrics it
+    reads): when the runs are gone, a report of the record alone is the report of the runs, curves, window
+    shares and meta-controller included, and no machine path is in the copies."""
+    plays = [10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 90]
+    bandit = {"plays": plays, "mu": [0.5] + [0.0] * 11 + [1.0], "bonus": [0.9] + [0.0] * 11 + [0.3]}
+    for seed in (0, 1):
+        make_run(tmp_path / "runs", "CliffWalk", "beta_dqn", seed, 0.5 + seed / 2, 500.0, bandit=bandit)
+        make_run(tmp_path / "runs", "MinAtar/Breakout", "dqn", seed, 4.0 + seed, 1000.0)
+        make_run(tmp_path / "runs", "CliffWalk", "dqn", seed, 1.0, 1000.0)
+    whole = write_report(tmp_path / "runs", tmp_path / "whole").read_text()
+    copies = sorted(p.name for p in (tmp_path / "whole" / "runs").iterdir())
+    assert copies == ["CliffWalk_beta_dqn_s0", "CliffWalk_beta_dqn_s1", "CliffWalk_dqn_s0", "CliffWalk_dqn_s1",
+                      "MinAtar-Breakout_dqn_s0", "MinAtar-Breakout_dqn_s1"]
+    for copy in (tmp_path / "whole" / "runs").iterdir():
+        assert sorted(p.name for p in copy.iterdir()) == ["config.json", "evals.csv", "metrics.jsonl", "summary.json"]
+        assert str(tmp_path) not in (copy / "config.json").read_text()
+    shutil.move(tmp_path / "runs", tmp_path / "gone")
+    again = write_report(tmp_path / "whole", tmp_path / "again").read_text()
+    assert again.split("\n", 4)[4] == whole.split("\n", 4)[4]  # all but the command block
+    for name in ("runs.csv", "curves_CliffWalk.png", "selection_CliffWalk.png", "cliffwalk_visits.png"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    assert "0.10 / 0.90 / 0.00" in again and "in the record's report.md" not in again
+    # a copy that is not the run runs.csv lists is refused
+    _edit(tmp_path / "whole" / "runs" / "CliffWalk_dqn_s1" / "summary.json", '"success_rate": 1.0',
+          '"success_rate": 0.5')
+    with pytest.raises(ReportError, match=r"copy .*CliffWalk_dqn_s1 is not the run runs.csv lists there"):
+        write_report(tmp_path / "whole", tmp_path / "t")
+
+
+def test_metrics_are_thinned_before_the_training_window_only():
+    """A copy's metrics.jsonl: the lines before the last evaluation interval merged (episodes summed, their score
+    weighted by episodes; the window's state at the last line), those inside it as they were."""
+    from driver.records import thin_metrics
+
+    rows = [{"env_steps": 100 * (i + 1), "train_episodes": 2, "train_return_mean": float(i), "arms_cov": i / 10,
+             "replay_ratio": 0.25} for i in range(10)]
+    thin = thin_metrics(rows, cut=600, limit=7)
+    assert [r["env_steps"] for r in thin] == [200, 400, 600, 700, 800, 900, 1000]
+    assert thin[0] == {"env_steps": 200, "train_episodes": 4, "train_return_mean": 0.5, "arms_cov": 0.1}
+    assert thin[2]["train_return_mean"] == 4.5 and thin[3:] == [{k: v for k, v in r.items() if k != "replay_ratio"}
+                                                               for r in rows[6:]]
+    assert thin_metrics(rows, cut=600) == [{k: v for k, v in r.items() if k != "replay_ratio"} for r in rows]
+
+
 def test_a_record_from_before_the_arm_exchange_flag_and_with_the_old_study_format_is_read(tmp_path):
     make_run(tmp_path / "runs", "CliffWalk", "beta_dqn", 0, 1.0, 500.0, arm_exchange="episode")
     make_run(tmp_path / "runs", "CliffWalk", "beta_dqn", 1, 0.5, 500.0, arm_exchange="episode")
     write_report(tmp_path / "runs", tmp_path / "old")
+    shutil.rmtree(tmp_path / "old" / "runs")  # a record from before reports kept copies of their runs
     study = json.loads((tmp_path / "old" / "study.json").read_text())
     for run in study["runs"]:  # a run made before the flag: its command does not name it
         run["cmd"] = run["cmd"].replace(" --arm-exchange episode", "")
@@ -519,14 +586,14 @@ def test_a_record_is_never_written_over_nor_mixed_with_runs(tmp_path, capsys):
     for seed in (0, 1):
         make_run(tmp_path / "runs", "CliffWalk", "dqn", seed, 1.0, 1000.0)
     write_report(tmp_path / "runs", tmp_path / "old")
-    before = {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir()}
+    before = {str(p): p.read_bytes() for p in (tmp_path / "old").rglob("*") if p.is_file()}
     for out in ([], ["--out", str(tmp_path / "old")], ["--out", str(tmp_path / "old" / "again")]):
         assert report_main([str(tmp_path / "old"), *out]) == 2
         assert capsys.readouterr().err == (f"python -m learner.report: error: {tmp_path / 'old'} is a report's "
                                            "record, which this report would write into "
                                            f"({Path(out[1]) if out else tmp_path / 'old' / 'report'}); give --out "
                                            "another directory\n")
-    assert {p.name: p.read_bytes() for p in (tmp_path / "old").iterdir()} == before
+    assert {str(p): p.read_bytes() for p in (tmp_path / "old").rglob("*") if p.is_file()} == before
     # a run put inside a record: which is meant is not guessed
     shutil.copytree(tmp_path / "runs" / "CliffWalk_dqn_s0", tmp_path / "old" / "probe" / "CliffWalk_dqn_s0")
     assert report_main([str(tmp_path / "old"), "--out", str(tmp_path / "t")]) == 2
@@ -535,6 +602,11 @@ def test_a_record_is_never_written_over_nor_mixed_with_runs(tmp_path, capsys):
     # a flag written --name=value, as argparse takes it, is read as the run's configuration
     shutil.rmtree(tmp_path / "old" / "probe")
     _edit(tmp_path / "old" / "study.json", "--total-steps 2000", "--total-steps=2000 --batch-size=64", -1)
+    # the record's copy of that run says otherwise: refused, naming the field
+    with pytest.raises(ReportError, match=r"copy .*CliffWalk_dqn_s0 ran with batch_size = 32, where study.json's "
+                                          r"command says 64"):
+        write_report(tmp_path / "old", tmp_path / "t")
+    shutil.rmtree(tmp_path / "old" / "runs")  # without copies, the record's commands are its runs' configuration
     make_run(tmp_path / "probe", "CliffWalk", "dqn", 5, 1.0, 1000.0)
     with pytest.raises(ReportError, match=r"CliffWalk: runs differ in batch_size \(.*: 64, .*: 32\)"):
         write_report([tmp_path / "old", tmp_path / "probe"], tmp_path / "t")
@@ -596,3 +668,20 @@ def test_a_report_is_not_written_at_or_above_its_runs(tmp_path, capsys):
                                            f"{tmp_path / 'g' / 'report'})\n")
     assert not (tmp_path / "g" / "runs.csv").exists() and not (tmp_path / "runs.csv").exists()
     assert report_main([str(tmp_path / "g")]) == 0 and (tmp_path / "g" / "report" / "runs.csv").is_file()
+
+
+def test_the_bandit_returns_studys_rule_as_preregistered():
+    """results/bandit-returns/verdict.py's rule, as PLAN.md fixes it; on today's records it lists what is missing."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("verdict", ROOT / "results" / "bandit-returns" / "verdict.py")
+    verdict = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verdict)
+    assert verdict.decide(0.7, 0.51, 0.9, 3)[0] == "raw"
+    assert verdict.decide(0.3, 0.1, 0.49, 3)[0] == "minmax"
+    assert verdict.decide(0.7, 0.5, 0.9, 3)[0] == "more-seeds"  # a bound at 0.5 decides nothing
+    assert verdict.decide(0.3, 0.1, 0.5, 3)[0] == "more-seeds"
+    assert verdict.decide(0.51, 0.2, 0.8, 5)[0] == "raw" and verdict.decide(0.5, 0.2, 0.8, 5)[0] == "minmax"
+    runs = verdict.collect(verdict.records())  # the reused records read, each run once
+    assert ("MinAtar/Asterix", "raw", 2) in runs and ("MinAtar/Seaquest", "minmax", 0) in runs
+    assert ("MinAtar/Breakout", "dqn", 1) in runs and len({k for k in runs if k[1] == "minmax"}) >= 15

@@ -1,0 +1,99 @@
+"""The report's statistics, from rliable (Agarwal et al., "Deep RL at the Edge of the Statistical Precipice",
+NeurIPS 2021): every interval is its stratified bootstrap over runs (seeds), percentile method, 95%, seeded.
+
+- `mean_ci`: one cell of a table, the mean over seeds with its interval;
+- `curve_ci`: a learning curve, the mean over seeds at each evaluation with its interval (one bootstrap for
+  all points);
+- `aggregates`: IQM, mean and median over every run of several environments (a matrix runs × environments);
+- `improvement`: the probability that a run of X scores above a run of Y in the same environment, averaged over
+  the environments (Mann–Whitney, a tie counts half), with its interval;
+- `profile`: the performance profile, the share of runs whose score is above τ, for each τ.
+
+rliable pulls in SciPy, pandas and arch (about 2.4 s to import on a 2-core laptop): the run loop never imports
+this module, only `learner.report`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from rliable import library, metrics
+
+REPS = 2_000  # bootstrap resamples of an interval when the caller names none (`learner.report --reps`)
+CONFIDENCE = 0.95
+AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
+    "IQM": metrics.aggregate_iqm, "mean": metrics.aggregate_mean, "median": metrics.aggregate_median}
+
+
+def _estimate(scores, func, reps: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """rliable's `get_interval_estimates` of `func` over `scores` (an array runs × tasks [× ...], or a list of
+    such arrays for a function of several): (point, low, high), each an array of func's outputs."""
+    reps = reps or REPS
+    with warnings.catch_warnings(), _seeded(seed):  # arch deprecates the RandomState rliable hands it
+        warnings.simplefilter("ignore", FutureWarning)
+        point, interval = library.get_interval_estimates(
+            {"x": scores}, func, reps=reps, confidence_interval_size=CONFIDENCE,
+            random_state=np.random.RandomState(seed))
+    return np.atleast_1d(point["x"]), interval["x"][0], interval["x"][1]
+
+
+@contextlib.contextmanager
+def _seeded(seed: int):
+    """NumPy's global generator seeded for the block, and put back as it was after: rliable's stratified
+    bootstrap draws its resamples from it (`np.random.choice`), whatever `random_state` it is given, so this is
+    what makes an interval the same every time."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def mean_ci(values, reps: int | None = None, seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high) of `values` (one environment's seeds)."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 1:
+        return float(x[0]), float(x[0]), float(x[0])
+    point, low, high = _estimate(x.reshape(-1, 1), lambda s: np.array([s.mean()]), reps, seed)
+    return float(point[0]), float(low[0]), float(high[0])
+
+
+def curve_ci(curves, reps: int | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per point of the curves (an array seeds × points): the mean over seeds, low and high."""
+    x = np.asarray(curves, dtype=np.float64)
+    if x.shape[0] == 1:
+        return x[0], x[0], x[0]
+    return _estimate(x[:, None, :], lambda s: s.mean(axis=0)[0], reps, seed)
+
+
+def aggregates(matrix, reps: int | None = None, seed: int = 0) -> dict[str, tuple[float, float, float]]:
+    """IQM, mean and median of a matrix runs × environments (the same runs count in every environment), each
+    (point, low, high)."""
+    x = np.asarray(matrix, dtype=np.float64)
+    point, low, high = _estimate(x, lambda s: np.array([f(s) for f in AGGREGATES.values()]), reps, seed)
+    return {name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(AGGREGATES)}
+
+
+def improvement(x, y, reps: int | None = None, seed: int = 0) -> tuple[float, float, float]:
+    """P(X > Y) (rliable's `probability_of_improvement`: per environment the chance that a run of X scores above
+    a run of Y, a tie counting half, averaged over the environments) and its interval; `x` and `y` are
+    matrices runs × environments (their run counts may differ)."""
+    point, low, high = _estimate([np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)],
+                                 lambda a, b: np.array([metrics.probability_of_improvement(a, b)]), reps, seed)
+    return float(point[0]), float(low[0]), float(high[0])
+
+
+def profile(matrices: dict[str, np.ndarray], taus, reps: int | None = None
+            ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per name: the share of its runs (over every environment) with a score above each τ, and its interval
+    (an array 2 × τs)."""
+    reps = reps or REPS
+    with warnings.catch_warnings(), _seeded(0):
+        warnings.simplefilter("ignore", FutureWarning)
+        return library.create_performance_profile(
+            {k: np.asarray(v, dtype=np.float64) for k, v in matrices.items()}, np.asarray(taus, dtype=np.float64),
+            reps=reps, confidence_interval_size=CONFIDENCE)

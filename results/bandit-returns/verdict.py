@@ -1,0 +1,143 @@
+"""The bandit-returns study's verdict (PLAN.md's decision rule), printed from the committed records.
+
+    python results/bandit-returns/verdict.py            # the preregistered computation (50,000 resamples)
+
+Reads the report records of the study's runs (every directory under results/bandit-returns/ with a runs.csv) and
+of the earlier runs PLAN.md reuses, takes each run's final greedy score, and computes with rliable the
+probability that a raw run ends above a min–max run of the same environment, averaged over the 9
+environments, with its 95% stratified bootstrap interval; then applies the rule. Beside it, not deciding: per
+environment the raw / min–max / DQN means with intervals, the IQM of scores over DQN's mean per environment,
+and each β-DQN run's window at the end (π_cov / π_cor(α>0) / π_cor(0)) and training score.
+
+Exit status: 0 with a verdict, 1 when runs are missing (listed), 2 on a bad argument or a record that does not
+read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from driver import stats
+from driver.records import load_all
+from driver.results import ReportError, column_by, final_score, train_score, window_shares
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+REUSED = ("table1-minatar", "table1-minatar-rest", "asterix-bandit-returns", "seaquest-bandit-returns")
+ENVS = ("MinAtar/Asterix", "MinAtar/Breakout", "MinAtar/Freeway", "MinAtar/Seaquest", "MinAtar/SpaceInvaders",
+        "DoorKey", "Unlock", "SimpleCrossing-Hard", "LavaCrossing-Easy")
+VARIANTS = ("raw", "minmax")
+REPS = 50_000  # PLAN.md: rliable's get_interval_estimates with reps=50000, percentile, 95%, seed 0
+
+
+def records() -> list[Path]:
+    return [ROOT / "results" / name for name in REUSED] + sorted(p.parent for p in HERE.glob("*/runs.csv"))
+
+
+def collect(roots: list[Path]) -> dict[tuple[str, str, int], object]:
+    """Every run of the records once, keyed (env, column, seed) with column raw, minmax or dqn: a run that two
+    records both hold (a probe's report repeats its grid's runs) must have one score there."""
+    runs, _ = load_all(*roots)
+    column_by(runs, ["bandit_returns"])
+    chosen: dict[tuple[str, str, int], object] = {}
+    for run in runs:
+        if run.env not in ENVS or run.algo not in ("beta_dqn", "dqn"):
+            continue
+        column = "dqn" if run.algo == "dqn" else run.variant.removeprefix("bandit-returns=")
+        key = (run.env, column, int(run.config["seed"]))
+        if key in chosen and final_score(chosen[key]) != final_score(run):
+            raise ReportError(f"{key[0]} {key[1]} seed {key[2]} is in two records with different scores "
+                              f"({chosen[key].path}: {final_score(chosen[key])}, {run.path}: {final_score(run)})")
+        chosen.setdefault(key, run)
+    return chosen
+
+
+def decide(p: float, low: float, high: float, seeds: int) -> tuple[str, str]:
+    """PLAN.md's rule: (outcome, why) with outcome raw, minmax or more-seeds."""
+    if seeds == 3:
+        if low > 0.5:
+            return "raw", "the lower bound is above 0.5: raw becomes the default"
+        if high < 0.5:
+            return "minmax", "the upper bound is below 0.5: min-max stays the default"
+        return "more-seeds", ("the interval holds 0.5: run seeds 3 and 4 of both variants in all 9 environments, "
+                              "then decide on the point estimate")
+    if p > 0.5:
+        return "raw", "seeds 0-4, the point estimate is above 0.5: raw becomes the default"
+    return "minmax", "seeds 0-4, the point estimate is not above 0.5: min-max stays the default"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python results/bandit-returns/verdict.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=REPS,
+                        help=f"bootstrap resamples (default {REPS}, the preregistered count; fewer for a quick look, "
+                             "and the output then says it is not the verdict)")
+    args = parser.parse_args(argv)
+    if args.reps < 100:
+        print(f"verdict.py: error: --reps {args.reps}: give at least 100 resamples", file=sys.stderr)
+        return 2
+    try:
+        runs = collect(records())
+    except ReportError as e:
+        print(f"verdict.py: error: {e}", file=sys.stderr)
+        return 2
+    seeds = [0, 1, 2, 3, 4] if all((e, v, s) in runs for e in ENVS for v in VARIANTS for s in (3, 4)) else [0, 1, 2]
+    missing = [f"{e} {v} seed {s}" for e in ENVS for v in VARIANTS for s in seeds if (e, v, s) not in runs]
+    if missing:
+        print(f"{len(missing)} of the study's {len(ENVS) * len(VARIANTS) * len(seeds)} runs are not in the records "
+              f"yet: {', '.join(missing)}")
+        return 1
+    matrix = {v: np.array([[final_score(runs[e, v, s]) for e in ENVS] for s in seeds]) for v in VARIANTS}
+    p, low, high = stats.improvement(matrix["raw"], matrix["minmax"], reps=args.reps, seed=0)
+    print(f"bandit-returns study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
+          f"{2 * len(ENVS) * len(seeds)} β-DQN runs")
+    print(f"P(raw > min-max) = {p:.4f}, 95% interval [{low:.4f}, {high:.4f}] "
+          f"(rliable, stratified bootstrap, {args.reps:,} resamples, seed 0)")
+    print(f"verdict: {decide(p, low, high, len(seeds))[1]}" + ("" if args.reps == REPS else
+                                f" (NOT the verdict: {args.reps:,} resamples, not PLAN.md's {REPS:,})"))
+    print()
+    print("Beside it, not deciding: final greedy score per environment, mean [95% interval] (n)")
+    print(f"{'environment':<22} {'P(raw > min-max)':>16} " + " ".join(f"{c:>26}" for c in (*VARIANTS, "dqn")))
+    for i, env in enumerate(ENVS):
+        one = stats.improvement(matrix["raw"][:, [i]], matrix["minmax"][:, [i]], reps=min(args.reps, 2_000))[0]
+        cells = []
+        for column in (*VARIANTS, "dqn"):
+            scores = [final_score(runs[env, column, s]) for s in seeds if (env, column, s) in runs]
+            mean, lo, hi = stats.mean_ci(scores) if scores else (np.nan, np.nan, np.nan)
+            cells.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] ({len(scores)})" if scores else "—")
+        print(f"{env:<22} {one:>16.2f} " + " ".join(f"{c:>26}" for c in cells))
+    dqn_mean = {e: np.mean([final_score(runs[e, "dqn", s]) for s in seeds if (e, "dqn", s) in runs])
+                for e in ENVS if any((e, "dqn", s) in runs for s in seeds)}
+    scaled = [e for e in ENVS if dqn_mean.get(e, 0) > 0]
+    print()
+    print(f"IQM of final scores over DQN's mean in the same environment ({len(scaled)} environments"
+          + (f"; left out, DQN's mean 0 or no DQN run: {', '.join(e for e in ENVS if e not in scaled)}" if
+             len(scaled) < len(ENVS) else "") + "), [95% interval]:")
+    for column in (*VARIANTS, "dqn"):
+        rows = [[final_score(runs[e, column, s]) / dqn_mean[e] for e in scaled] for s in seeds
+                if all((e, column, s) in runs for e in scaled)]
+        if rows:
+            iqm = stats.aggregates(np.array(rows), reps=min(args.reps, 2_000))["IQM"]
+            print(f"  {column:<7} {iqm[0]:.2f} [{iqm[1]:.2f}, {iqm[2]:.2f}] (n = {len(rows)} seeds)")
+        else:
+            print(f"  {column:<7} — (a seed lacks a run in one of the environments)")
+    print()
+    print("Each β-DQN run at its end: final score, training score (last evaluation interval), window share "
+          "π_cov / π_cor(α>0) / π_cor(0) (— where the record keeps no copy of the run)")
+    for env in ENVS:
+        for column in VARIANTS:
+            for s in seeds:
+                run = runs[env, column, s]
+                shares, trained = window_shares(run), train_score(run)
+                share = " / ".join(f"{shares[g]:.2f}" for g in ("cov", "cor", "cor0")) if shares else "—"
+                print(f"  {env:<22} {column:<7} seed {s}  {final_score(run):7.2f}  "
+                      f"{'—' if trained is None else f'{trained:7.2f}':>7}  {share}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
