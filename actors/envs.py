@@ -203,7 +203,12 @@ def _build(name: str) -> tuple[gym.Env, bool]:
         import minigrid  # noqa: F401
     if name not in gym.registry:
         raise UnknownEnvError(_unknown(name))
-    env = gym.make(name)
+    try:
+        env = gym.make(name)
+    except Exception as e:  # noqa: BLE001 - a registered id whose package, optional dependency or shim is missing
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise UnknownEnvError(f"env {name!r} is registered with Gymnasium but cannot be made here "
+                              f"({type(e).__name__}: {reason})") from None
     if not isinstance(env.action_space, gym.spaces.Discrete):
         raise UnknownEnvError(f"env {name!r} has action space {env.action_space}; only Discrete is supported")
     if not isinstance(env.observation_space, gym.spaces.Box):

@@ -113,6 +113,45 @@ def _check_directory(run_dir: Path, saved: dict) -> None:
                                     "config.json, or start a new run with the new value")
 
 
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_checkpoint(ckpt: dict, saved: dict, path: Path) -> None:
+    """What a resume reads of a checkpoint besides the networks (which `Run._restore` checks by loading them),
+    checked before anything starts: counters that are whole numbers ≥ 0 with the env steps within the run's
+    budget, evaluations in order at steps it reached, the target and evaluation clocks, the method it trained.
+    ConfigError in one line naming what is wrong."""
+    def bad(what: str) -> ConfigError:
+        return ConfigError("resume", f"{path} is damaged or not this run's: {what}")
+
+    counters = ckpt.get("counters")
+    if not isinstance(counters, dict):
+        raise bad("it has no counters")
+    for key in ("env_steps", "updates", "episodes", "arm_episodes", "dispatched"):
+        if not _count(counters.get(key)):
+            raise bad(f"its {key} is {counters.get(key)!r}, not a whole number ≥ 0")
+    steps, total = counters["env_steps"], saved.get("total_steps")
+    if not _count(total) or steps > total:
+        raise bad(f"its env_steps ({steps:,}) are beyond the run's total_steps ({total!r})")
+    evals = ckpt.get("evals")
+    if not isinstance(evals, list) or not all(isinstance(e, dict) and _count(e.get("env_steps")) for e in evals):
+        raise bad("its evaluations are not a list of results with env_steps")
+    at = [e["env_steps"] for e in evals]
+    if at != sorted(set(at)) or (at and at[-1] > steps):
+        raise bad(f"its evaluations' env steps {at[:5]}{' …' if len(at) > 5 else ''} are not increasing steps the "
+                  f"run reached ({steps:,})")
+    following = ckpt.get("next")
+    if not isinstance(following, dict) or not all(_count(following.get(k)) for k in ("target", "eval")):
+        raise bad("its target and evaluation clocks (next) are not whole numbers ≥ 0")
+    syncs = ckpt.get("target_syncs")
+    if not isinstance(syncs, list) or not all(isinstance(t, (list, tuple)) and len(t) == 2 and all(map(_count, t))
+                                              for t in syncs):
+        raise bad("its target copies (target_syncs) are not pairs of step counts")
+    if not isinstance(ckpt.get("learner"), dict) or not isinstance(ckpt.get("arm_source"), dict):
+        raise bad("it has no learner or arm source state")
+
+
 def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     """`--resume DIR`: the saved configuration (flags given again must agree with it) and the checkpoint."""
     parser = build_parser()
@@ -137,9 +176,13 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     if given.get("overwrite"):
         raise ConfigError("overwrite", f"--resume continues the run in {args['resume']!r}; --overwrite true starts "
                                        "a new one there: give one of them")
+    if "out" in given and Path(given["out"]).resolve() != run_dir.resolve():
+        raise ConfigError("out", f"{given['out']!r}: --resume continues the run in {args['resume']!r} and writes "
+                                 "there; give one of them")
     _check_directory(run_dir, saved)
     from driver.outputs import metrics_until
 
+    _check_checkpoint(ckpt, saved, path)
     metrics_until(run_dir / "metrics.jsonl", int(ckpt["counters"]["env_steps"]), warn=False)  # damaged: one line
     for key, value in given.items():
         if key not in RESUME_MAY_CHANGE and key not in ("out", "resume") and saved.get(key) != value:

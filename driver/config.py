@@ -184,6 +184,8 @@ class Config:
                                           "its actors to write one")
     overwrite: bool = _run(False, "start a new run in an --out that holds one, removing that run's outputs "
                                   "(default: refuse, naming --resume)")
+    take_run_id: bool = _run(False, "with --overwrite on a shared Redis: take a --run-id whose replay another run "
+                                    "directory claimed (that run can then no longer resume)")
     resume: str = _book("", "continue the run in this directory from its checkpoint (other flags must match it)")
     eval_every: int = _opt(100_000, "env steps between evaluations")
     eval_episodes: int = _opt(30, "episodes per evaluation")
@@ -334,8 +336,9 @@ def validate(cfg: Config) -> None:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """"0-9" (inclusive), "0,3,7", "4", or a mix ("0-2,5") -> the seeds, in order, without repeats."""
-    seeds: dict[int, None] = {}  # ordered, without repeats
+    """"0-9" (inclusive), "0,3,7", "4", or a mix ("0-2,5") -> the seeds, in order; a seed named twice is refused
+    (as a value twice in an axis is)."""
+    seeds: dict[int, None] = {}  # ordered
     for part in text.split(","):
         lo, _, hi = part.strip().partition("-")
         try:
@@ -346,6 +349,9 @@ def parse_seeds(text: str) -> list[int]:
             raise ConfigError("seeds", f"{text!r}; expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)") from None
         if last - first + 1 > MAX_GRID_SEEDS:
             raise ConfigError("seeds", f"{text!r} names more than {MAX_GRID_SEEDS:,} seeds")
+        twice = next((s for s in range(first, last + 1) if s in seeds), None)
+        if twice is not None:
+            raise ConfigError("seeds", f"{text!r} names seed {twice} twice; give each seed once")
         seeds.update(dict.fromkeys(range(first, last + 1)))
         if len(seeds) > MAX_GRID_SEEDS:
             raise ConfigError("seeds", f"{text!r} names more than {MAX_GRID_SEEDS:,} seeds")

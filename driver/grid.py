@@ -14,7 +14,6 @@ progress line for all runs, a run that crashed started again from its checkpoint
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -33,6 +32,7 @@ from driver.config import (
     run_name,
 )
 from driver.outputs import write_whole
+from driver.runtime import sigterm_interrupts
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
@@ -57,6 +57,9 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
     for name, values in axes:
         if not values:
             raise ConfigError(name, "an empty list")
+    if args.get("seeds") and args["seed"] != FIELDS["seed"].default:
+        raise ConfigError("seed", f"{args['seed']} with --seeds {args['seeds']}: a grid's seeds are --seeds; give one "
+                                  "of them")
     seeds = parse_seeds(args["seeds"]) if args.get("seeds") else [args["seed"]]
     runs: dict[str, dict] = {}
     for combination in itertools.product(*(values for _, values in axes)):
@@ -274,7 +277,7 @@ class Grid:
 
         t0 = time.perf_counter()
         backend = RayBackend(self.args["address"])
-        with _sigterm_interrupts():  # after Ray's start, which installs a SIGTERM handler of its own (it aborts)
+        with sigterm_interrupts():  # after Ray's start, which installs a SIGTERM handler of its own (it aborts)
             return self._run(backend, t0)
 
     def _run(self, backend, t0: float) -> dict:
@@ -458,23 +461,6 @@ class Grid:
         summary = self._summary(time.perf_counter() - t0)
         write_whole(self.dir / "grid_summary.json", json.dumps(summary, indent=2) + "\n")
         return summary
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts():
-    """While a grid runs (in its process's main thread), `kill PID` (SIGTERM) stops it as Ctrl-C does: a grid
-    started in the background by a script (`nohup … &`) ignores SIGINT, so Ctrl-C's signal never reaches it."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _actor_bundles(run: dict) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from driver.cli import build_parser, parse_config, resume_config
 from driver.config import ConfigError, OutputError, resolve
+from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
 
 
@@ -40,8 +41,11 @@ class _Quiet(io.TextIOBase):
             for line in lines:
                 if self.NOISE in line and not self.show:
                     self.log.parent.mkdir(parents=True, exist_ok=True)
-                    with open(self.log, "a") as f:
-                        f.write(line + "\n")
+                    try:
+                        with open_append(self.log) as f:
+                            f.write(line + "\n")
+                    except OSError:  # never through a link planted there; a full disk: the line is Ray's noise
+                        pass
                 else:
                     sys.stderr.write(line + "\n")
         return len(text)
@@ -92,6 +96,13 @@ def _grid(argv: list[str] | None) -> int | None:
     return 0 if summary["failed"] == 0 else 1
 
 
+def _where_to_continue(out: Path) -> str:
+    """What a stopped run leaves: its last checkpoint to continue from, or none."""
+    if (out / "checkpoint.pt").is_file():
+        return f"continue with --resume {out} (from its last checkpoint)"
+    return f"it had written no checkpoint yet: start it again with --out {out} --overwrite true"
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         status = _grid(argv)
@@ -108,8 +119,15 @@ def main(argv: list[str] | None = None) -> int:
 
         # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the
         # progress bar (its warnings about starting many workers at once to a file)
-        with _quiet_stdout(Path(cfg.out) / "ray_warnings.log"):
-            summary = train(cfg, spec, resume)
+        try:
+            with _quiet_stdout(Path(cfg.out) / "ray_warnings.log"):
+                summary = train(cfg, spec, resume)
+        except KeyboardInterrupt:
+            print(f"python -m learner.main: interrupted; {_where_to_continue(Path(cfg.out))}", file=sys.stderr)
+            return 130
+    except KeyboardInterrupt:  # before the run started: nothing to continue
+        print("python -m learner.main: interrupted before the run started", file=sys.stderr)
+        return 130
     except ConfigError as e:
         print(f"python -m learner.main: error: {e}", file=sys.stderr)
         return 2

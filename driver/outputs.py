@@ -16,7 +16,7 @@ import numpy as np
 
 from driver.config import ConfigError, OutputError, public, shorten
 from learner.algorithms import acting
-from replay_service.client import sync_directory
+from replay_service.files import open_append, write_atomically
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
@@ -35,23 +35,6 @@ def wandb_mode(cfg) -> str:
 def wandb_group(cfg) -> str:
     """`<env>/<algo>[/<variant>]`, within W&B's 128 characters (a long variant ends in a hash of itself)."""
     return shorten(f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), 128)
-
-
-def write_atomically(path: Path, write, mode: str = "w") -> None:
-    """`path`, whole or not at all: `write(file)` fills a temp file, which reaches the disk (fsync) before it
-    is renamed over `path`, and the rename too (the directory's fsync): a kill, a power cut or a full disk
-    leaves the old file, or none. OSError (and what `write` raises) goes up; no temp file is left."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, mode) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    sync_directory(path.parent)
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -100,8 +83,8 @@ class RunLogger:
         # then continued
         write_whole(out / "metrics.jsonl", "".join(line + "\n" for line in kept))
         write_whole(out / "evals.csv", evals.getvalue())
-        self.metrics_file = open(out / "metrics.jsonl", "a")
-        self.evals_file = open(out / "evals.csv", "a", newline="")
+        self.metrics_file = open_append(out / "metrics.jsonl")
+        self.evals_file = open_append(out / "evals.csv", newline="")
         self.evals_csv = csv.writer(self.evals_file, lineterminator="\n")
         self.wandb = None
         self.wandb_id = (resume or {}).get("wandb_id")
@@ -131,6 +114,18 @@ class RunLogger:
 
             self.bar = tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True, mininterval=1.0,
                             file=sys.stderr, desc=f"{cfg.env} {cfg.algo} s{cfg.seed}")
+
+    def created(self) -> list[str]:
+        """What the logs made in the run directory, relative to it (for the run's record of its files): the two
+        files, and W&B's run directory (whole) and the links W&B keeps beside it."""
+        made = ["metrics.jsonl", "evals.csv"]
+        if self.wandb is not None:
+            run_dir = Path(self.wandb.dir).parent  # <out>/wandb/<offline-run-...>/files
+            if run_dir.is_relative_to(self.out):
+                made.append(str(run_dir.relative_to(self.out)) + "/")
+            made += [f"wandb/{name}" for name in ("latest-run", "debug.log", "debug-internal.log")
+                     if (self.out / "wandb" / name).is_symlink()]
+        return made
 
     def log(self, row: dict) -> None:
         self._write(self.metrics_file, json.dumps(row) + "\n")

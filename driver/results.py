@@ -207,6 +207,10 @@ def _load_run(run_dir: Path) -> RunData:
             not _finite(summary.get("env_steps", 0)):
         raise _Damaged(f"{run_dir / 'summary.json'}: final_eval is not an object, or env_steps_per_s or env_steps "
                        "not a number")
+    score = summary["final_eval"].get(metric(config["env"]))
+    if not _finite(score):
+        raise _Damaged(f"{run_dir / 'summary.json'}: the final {metric(config['env'])} is {score!r}, not a finite "
+                       "number")
     if not evals or any(not isinstance(row.get("env_steps"), float) for row in evals):
         raise _Damaged(f"{run_dir / 'evals.csv'} has no evaluation, or a row without env_steps")
     return RunData(run_dir.name, config, summary, evals, metrics, str(run_dir))

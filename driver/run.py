@@ -26,11 +26,12 @@ import torch
 
 from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
 from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
-from driver.runtime import Backend, build, check_memory, make_backend, make_replay
+from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
 from learner.algorithms import acting
 from learner.learner import Learner, pick_device
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
+from replay_service.files import Written
 from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
 
 HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)
@@ -57,20 +58,25 @@ class Run:
         check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident
         check_memory(cfg, spec)  # a run that could never fit, refused before anything starts
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
-        self.replay = self.directory = None
+        self.replay = self.directory = self.written = None
         own_redis = False  # the redis-local servers' files are this run's to remove if it cannot start
         try:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
             own_redis = resume is None and cfg.replay == "redis-local" and not (self.out / "redis").exists()
+            self.written = Written(self.out)  # what this run creates here: all it may prune or --overwrite remove
+            self.written.add("ray_warnings.log", *(["redis/"] if own_redis else []))
             torch.set_num_threads(cfg.learner_threads)
             self.learner = learner if learner is not None else Learner(cfg, spec, pick_device(cfg.device))
-            self.replay = make_replay(cfg, spec, self.backend, self.out, resuming=resume is not None)
+            self.replay = make_replay(cfg, spec, self.backend, self.out, resume)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             if resume is not None:
                 self._restore(resume)
             # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
             write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
+            self.written.add("config.json")
         except BaseException:
+            if self.written is not None:
+                self.written.discard()
             self._shutdown(leftovers=[self.out / "redis"] if own_redis else [], started=False)
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
@@ -106,11 +112,16 @@ class Run:
         Episodes that were running when the checkpoint was written are not continued (their transitions
         are in the replay): actors start new episodes, from fresh rng streams (the resume generation is
         part of their seed), and the bandit forgets the arms those episodes held (`pending`)."""
-        self.learner.load_state_dict(ckpt["learner"])
-        arm_state = dict(ckpt["arm_source"])
-        if "pending" in arm_state:
-            arm_state["pending"] = [0] * len(arm_state["pending"])
-        self._arm("load_state_dict", arm_state)
+        try:
+            self.learner.load_state_dict(ckpt["learner"])
+            arm_state = dict(ckpt["arm_source"])
+            if "pending" in arm_state:
+                arm_state["pending"] = [0] * len(arm_state["pending"])
+            self._arm("load_state_dict", arm_state)
+        except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as e:  # shapes, keys, another method's
+            reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+            raise ConfigError("resume", f"{self.out / 'checkpoint.pt'} does not fit this run's {self.cfg.algo} "
+                                        f"networks or arm source ({type(e).__name__}: {reason})") from None
         try:
             self.replay.load_state_dict(ckpt, self.out)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a snapshot file damaged or gone
@@ -120,6 +131,10 @@ class Run:
 
     # ---- the loop ----
     def run(self) -> dict:
+        with sigterm_interrupts():  # `kill`, `timeout`, a scheduler: as Ctrl-C (KeyboardInterrupt)
+            return self._run()
+
+    def _run(self) -> dict:
         self.open()
         try:
             self._start()
@@ -144,6 +159,7 @@ class Run:
             self.logger = RunLogger(self.cfg, self.out, self.cfg.total_steps, None if self.resumed is None else {
                 "env_steps": st.env_steps, "evals": st.finished_evals(), "wandb_id": st.wandb_id})
             st.wandb_id = self.logger.wandb_id
+            self.written.add(*self.logger.created())
             self.logger.advance(st.env_steps)
         except BaseException:
             self._shutdown()
@@ -367,13 +383,15 @@ class Run:
             self._stop_nonfinite("the network parameters became non-finite")
         try:
             replay = self.replay.state_dict(self.out, self.state.env_steps)
+            self.written.add(*(replay["replay_files"] or []))
         except OSError as e:  # the snapshot's own files; the last checkpoint names older ones, still there
             raise OutputError.of(self.out / "replay", e) from None
+        self.written.add("checkpoint.pt")
         write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": public(self.cfg),
                                     "learner": learner.state_dict(),
                                     **self.state.to_checkpoint(learner.updates, self._wall()),
                                     "arm_source": self._arm("state_dict"), **replay})
-        self.replay.checkpoint_written(self.out, replay)
+        self.written.forget(*self.replay.checkpoint_written(self.out, replay))
 
     def _check_finite(self, loss: torch.Tensor) -> None:
         """Stop at a NaN or infinite loss (every update on CPU; on a GPU every `publish_every` updates, to
@@ -387,6 +405,7 @@ class Run:
     def _stop_nonfinite(self, what: str) -> None:
         """checkpoint.pt keeps the last good state; the failing one goes to checkpoint-nonfinite.pt."""
         learner = self.learner
+        self.written.add("checkpoint-nonfinite.pt")
         write_checkpoint(self.out, {"learner": learner.state_dict(), "config": public(self.cfg)},
                          "checkpoint-nonfinite.pt")
         last = "checkpoint.pt is the last good one" if (self.out / "checkpoint.pt").exists() else "no checkpoint yet"
@@ -476,6 +495,7 @@ class Run:
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }
+        self.written.add("summary.json")
         write_whole(self.out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
         return summary
 

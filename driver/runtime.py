@@ -8,9 +8,13 @@ This module is the only place that touches Ray's API for the run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import secrets
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -158,7 +162,6 @@ def _join(ray, address: str) -> None:
 
     What Ray's core prints while it tries (a warning a second, for seconds) is held back and read: it is the
     only place that says a token was refused. It reaches stderr after all when the join succeeds."""
-    import signal
     import tempfile
 
     _check_reachable(address)
@@ -341,23 +344,51 @@ def check_memory(cfg, spec) -> None:
                                     f"this machine's {_gib(machine)} of memory")
 
 
+def _claimed_dir(owner: str) -> str:
+    """The run directory a claim's text names (`run <id> writing <dir> since <time>[, claim <id>]`), or ""."""
+    head, _, _ = owner.rpartition(" since ")
+    _, _, directory = head.partition(" writing ")
+    return directory
+
+
 def make_backend(cfg) -> Backend:
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
 
 
-def make_replay(cfg, spec, backend, out: Path, resuming: bool = False) -> ReplaySampler:
+def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> ReplaySampler:
     """The run's replay: Redis servers (`--replay redis-local` or URLs), or in-memory shards hosted by the
-    backend (`ReplayBuffer`s: Ray actors, or objects in this process). A new run on a shared Redis claims its
-    run id's namespace there (atomically: of two runs started at once with one id, one goes on) and refuses
-    an id that another run claimed or that holds transitions, unless told to replace them (`--overwrite`);
-    a resumed run takes its namespace back."""
+    backend (`ReplayBuffer`s: Ray actors, or objects in this process).
+
+    On a shared Redis a run owns its run id's namespace: a new run claims it (atomically: of two runs started at
+    once with one id, one goes on) and marks each ring with a claim id of its own, which its checkpoints keep.
+    A new run refuses an id that another run claimed or that holds transitions, unless told to replace them
+    (`--overwrite`), and takes another run directory's claim only with `--take-run-id`; a resumed run (`resume`:
+    its checkpoint) takes its namespace back only while the rings still carry its claim id."""
     if cfg.replay != "memory":
         replay = RedisReplay(cfg, spec, out, backend.concurrent, backend.reachable_address())
         try:
             since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            owner = f"run {cfg.run_id} writing {Path(out).resolve()} since {since}"
-            holder = replay.claim(owner, take=resuming or cfg.overwrite)
-            held = 0 if resuming else sum(st["inserted"] for st in replay.stats())
+            kept = (resume or {}).get("replay_claim")
+            claim_id = kept or secrets.token_hex(8)
+            owner = f"run {cfg.run_id} writing {Path(out).resolve()} since {since}, claim {claim_id}"
+            if kept is not None:
+                strange = next((m for m in replay.marks() if m != kept), "")
+                if strange != "":
+                    carried = "no claim" if strange is None else f"claim {strange}"
+                    raise ConfigError("resume", f"the replay of run id {cfg.run_id!r} on this Redis is no longer "
+                                                f"this run's: its rings carry {carried}, not this checkpoint's {kept} "
+                                                "(now held by "
+                                                f"{replay.holder() or 'no run'}); the transitions it stored are "
+                                                "gone: start it again with --overwrite true, or with another --run-id")
+            elif cfg.overwrite and not cfg.take_run_id:
+                other = replay.holder()
+                if other is not None and _claimed_dir(other) != str(Path(out).resolve()):
+                    raise ConfigError("run_id", f"{cfg.run_id!r} is claimed on this Redis by another run directory "
+                                                f"({other}); --overwrite replaces this --out's own run only: give "
+                                                "another --run-id, or --take-run-id true to take it (that run can "
+                                                "then no longer resume)")
+            holder = replay.claim(owner, take=resume is not None or cfg.overwrite)
+            held = 0 if resume is not None else sum(st["inserted"] for st in replay.stats())
             if holder is None and held and not cfg.overwrite:
                 replay.release(owner)
                 holder = f"no run claimed it, but it holds {held:,} transitions"
@@ -365,11 +396,12 @@ def make_replay(cfg, spec, backend, out: Path, resuming: bool = False) -> Replay
                 raise ConfigError("run_id", f"{cfg.run_id!r} already names a run's replay on this Redis: {holder}; "
                                             "choose another --run-id, continue that run with --resume, or replace "
                                             "it with --overwrite true")
+            for shard in replay.shards if held else []:
+                shard.rewind(0)
+            replay.mark(claim_id)
         except BaseException:
             replay.close(started=False)
             raise
-        for shard in replay.shards if held else []:
-            shard.rewind(0)
         return replay
     packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
@@ -397,3 +429,19 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
                            generation, cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
     return {"arm_source": arm_source, "arm_local": not method.central, "actors": actors, "evaluator": evaluator}
+
+
+@contextlib.contextmanager
+def sigterm_interrupts():
+    """While a run or a grid runs (in its process's main thread), `kill PID` (SIGTERM, what `timeout` and job
+    schedulers send) stops it as Ctrl-C does: one started in the background by a script (`nohup … &`) ignores
+    SIGINT, so Ctrl-C's signal never reaches it. Installed after Ray's start, whose own handler aborts."""
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

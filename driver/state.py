@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import shutil
 import socket
 import stat
 import sys
@@ -19,10 +18,15 @@ import torch
 
 from driver.config import ConfigError, OutputError
 from driver.outputs import write_atomically
+from replay_service.files import RECORD, Written, remove_recorded
 
 RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here
-# what `--overwrite true` removes before a new run starts in a directory that held one
-RUN_OUTPUTS = RUN_FILES + ("checkpoint-nonfinite.pt", "replay", "redis", "wandb", "ray_warnings.log")
+# the names a run writes at its directory's top: each must be a file or directory of its own, never a link
+RUN_ENTRIES = RUN_FILES + ("checkpoint-nonfinite.pt", "replay", "redis", "wandb", "ray_warnings.log", ".lock", RECORD)
+# a run made before runs recorded their files (no OUT/.written): what `--overwrite` removes of it, by name
+_LEGACY_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")
+_LEGACY_PATTERNS = ("replay/shard*-*.npz", "redis/shard*", "wandb/run-*", "wandb/offline-run-*", "wandb/latest-run",
+                    "wandb/debug.log", "wandb/debug-internal.log")
 
 
 class RunDirectory:
@@ -68,6 +72,12 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
     one unless `overwrite`; a resumed run continues the one there. Returns the run files found."""
     if out.exists() and not out.is_dir():
         raise ConfigError("out", f"{out} exists and is not a directory")
+    if not resuming:
+        _check_own_directory(out)
+    linked = [name for name in RUN_ENTRIES if (out / name).is_symlink()]
+    if linked:
+        raise ConfigError("out", f"{out / linked[0]} is a symbolic link: a run writes its own files there, never "
+                                 "through a link (remove the link, or give another --out)")
     held = [name for name in RUN_FILES if (out / name).exists()]
     if held and not resuming and not overwrite:
         if (out / "summary.json").exists():
@@ -80,25 +90,46 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
     return held
 
 
+PROJECT = Path(__file__).resolve().parents[1]  # this checkout: never a run's --out
+
+
+def _temp_of_an_entry(name: str) -> bool:
+    """A temp name a run's whole-file write leaves when killed mid-write: `.<entry>.<random>.tmp` (today's) or
+    `<entry>.tmp` (earlier versions')."""
+    stem = name.removesuffix(".tmp")
+    return name.endswith(".tmp") and (stem in RUN_ENTRIES or stem.lstrip(".").rsplit(".", 1)[0] in RUN_ENTRIES)
+
+
+def _check_own_directory(out: Path) -> None:
+    """A new run's --out is a directory of its own: absent, empty, or holding a run's entries only (a run, or what
+    is left of one); never the file system's root or this project's checkout."""
+    where = out.resolve()
+    if where == Path(where.anchor):
+        raise ConfigError("out", f"{out} is the file system's root: give a directory of the run's own")
+    if where == PROJECT or PROJECT.is_relative_to(where):
+        raise ConfigError("out", f"{out} is this project's checkout{' or above it' if where != PROJECT else ''}: give "
+                                 "a directory of the run's own (default runs/<env>_<algo>_s<seed>)")
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if p.name not in RUN_ENTRIES and not _temp_of_an_entry(p.name))
+        if other:
+            raise ConfigError("out", f"{out} holds other files ({other[0]!r}{' …' if len(other) > 1 else ''}): a run "
+                                     "writes into a directory of its own; give a new or empty one")
+
+
 def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
     """Hold `out` for a run (`check_run_dir`, then the lock); with `overwrite`, the run that was there is
-    removed: its files only (RUN_OUTPUTS), and only when there is a run (other files are never touched)."""
+    removed: what it recorded writing (`OUT/.written`), never anything else and never through a link."""
     check_run_dir(out, resuming, overwrite)
     directory = RunDirectory(out)
     try:
         held = check_run_dir(out, resuming, overwrite)  # again, under the lock
         if held and not resuming and overwrite:
-            for name in reversed(RUN_OUTPUTS):  # the big directories first, config.json (the run's mark) last
-                path = out / name
-                try:
-                    if path.is_dir() and not path.is_symlink():
-                        shutil.rmtree(path)
-                    elif path.exists() or path.is_symlink():
-                        path.unlink()
-                except OSError as e:
-                    raise OutputError(f"--overwrite: cannot remove {path} of the run being replaced "
-                                      f"({e.strerror or e}); nothing was started, and that run is partly "
-                                      "removed: --overwrite true again once it can be") from None
+            try:
+                remove_run(out)
+            except OSError as e:
+                raise OutputError(f"--overwrite: cannot remove {e.filename or out} of the run being replaced "
+                                  f"({e.strerror or e}); nothing was started, and that run is partly removed: "
+                                  "--overwrite true again once it can be") from None
     except OSError as e:
         directory.release()
         raise OutputError.of(out, e) from None
@@ -106,6 +137,25 @@ def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
         directory.release()
         raise
     return directory
+
+
+def remove_run(out: Path) -> None:
+    """The files of the run in `out`: those its record names (`replay_service.files.Written`), or for a run made
+    before runs kept one, its own names (its top-level files, replay snapshots, Redis directories and W&B runs);
+    then the record, and the subdirectories left empty. A user's other files stay, wherever they are."""
+    recorded = Written.read(out)
+    if recorded:
+        remove_recorded(out, recorded)
+    else:
+        legacy = list(_LEGACY_FILES) + sorted({str(p.relative_to(out)) + ("/" if p.is_dir() and not p.is_symlink()
+                                                                         else "")
+                                               for pattern in _LEGACY_PATTERNS for p in out.glob(pattern)})
+        remove_recorded(out, legacy)
+    remove_recorded(out, list(_LEGACY_FILES) + [RECORD])  # the run's own names at the top, the record last
+    for name in ("replay", "redis", "wandb"):
+        path = out / name
+        if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+            path.rmdir()
 
 
 @dataclass

@@ -5,12 +5,13 @@ in-memory shards' `ShardedReplay` here, Redis's `replay_service.redis_replay.Red
 from __future__ import annotations
 
 import math
-import os
 from collections import deque
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+from replay_service.files import no_links, write_atomically
 
 SAMPLE_BATCHES = 8  # batches per replay sample call on Ray (data at most 2×8 updates old: negligible at 100k)
 PREFETCH_CALLS = 2
@@ -88,8 +89,9 @@ class ReplaySampler(Protocol):
     def state_dict(self, out: Path, env_steps: int) -> dict:
         """What a checkpoint keeps (files it needs are written under `out` first)."""
 
-    def checkpoint_written(self, out: Path, state: dict) -> None:
-        """The checkpoint holding `state` is on disk: what older checkpoints needed may go."""
+    def checkpoint_written(self, out: Path, state: dict) -> list[str]:
+        """The checkpoint holding `state` is on disk: files this run wrote for its previous checkpoint that this one
+        does not need are removed; their paths (relative to `out`) are returned."""
 
     def load_state_dict(self, state: dict, out: Path) -> None:
         """Continue from a checkpoint's `state_dict()`."""
@@ -130,18 +132,6 @@ class ShardIndex:
         self.inserted = np.asarray(state["shard_inserted"], dtype=np.int64)
 
 
-def sync_directory(path: Path) -> None:
-    """A directory's entries (renames into it) on the disk; a file system that cannot: nothing."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass  # a file system that cannot sync a directory
-
-
 class ShardedReplay(ShardIndex):
     """In-memory shards (`replay_service.buffer.ReplayBuffer`, hosted by the run's backend) as one sampler.
 
@@ -154,6 +144,7 @@ class ShardedReplay(ShardIndex):
         self.backend, self.handles = backend, handles
         self.ports = [backend.port(h) for h in handles]
         self.n_batches, self.depth = (SAMPLE_BATCHES, PREFETCH_CALLS) if backend.concurrent else (1, 1)
+        self.snapshots: list[str] = []  # the files of the last checkpoint this run wrote or resumed from
         self.prefetched: deque = deque()  # sample calls in flight
         self.ready: deque = deque()  # sampled batches not used yet
 
@@ -183,32 +174,29 @@ class ShardedReplay(ShardIndex):
         return None  # chunks travel as arrays between our own processes: nothing to decode
 
     def state_dict(self, out: Path, env_steps: int) -> dict:
-        """Each shard's contents to `out/replay/shard<i>-<env_steps>.npz` (temp file + rename); the checkpoint
-        names them, and files of older checkpoints are removed once it is written."""
+        """Each shard's contents to `out/replay/shard<i>-<env_steps>.npz` (`files.write_atomically`: on the disk
+        before the checkpoint that names them); the checkpoint names them, and once it is written the files of
+        the checkpoint before it are removed (`checkpoint_written`)."""
         (out / "replay").mkdir(exist_ok=True)
         states = self.backend.get([self.backend.call(h, "state_dict") for h in self.handles])
         files = []
         for s, state in enumerate(states):
             name = f"replay/shard{s}-{env_steps}.npz"
-            try:
-                with open(out / (name + ".tmp"), "wb") as f:
-                    np.savez(f, **state)
-                    f.flush()
-                    os.fsync(f.fileno())  # on the disk before the checkpoint that names it
-                os.replace(out / (name + ".tmp"), out / name)
-            except BaseException:  # a full disk, Ctrl-C: no half-written snapshot left
-                (out / (name + ".tmp")).unlink(missing_ok=True)
-                raise
+            write_atomically(out / name, lambda f, state=state: np.savez(f, **state), "wb")
             files.append(name)
-        sync_directory(out / "replay")  # the renames too
         return {**self.index_state(), "replay_files": files}
 
-    def checkpoint_written(self, out: Path, state: dict) -> None:
-        for old in (out / "replay").glob("*.npz"):  # snapshots no checkpoint names any more
-            if str(old.relative_to(out)) not in state["replay_files"]:
-                old.unlink()
+    def checkpoint_written(self, out: Path, state: dict) -> list[str]:
+        """The snapshots of this run's previous checkpoint that the new one does not name, removed (never a file
+        this run did not write, never through a link); returned."""
+        removed = [name for name in self.snapshots if name not in state["replay_files"] and no_links(out, name)]
+        for name in removed:
+            (out / name).unlink(missing_ok=True)
+        self.snapshots = list(state["replay_files"])
+        return removed
 
     def load_state_dict(self, state: dict, out: Path) -> None:
+        self.snapshots = list(state["replay_files"])  # the resumed checkpoint's: this run's to prune
         self.load_index_state(state)
         for handle, name in zip(self.handles, state["replay_files"], strict=True):
             with np.load(out / name, allow_pickle=False) as data:

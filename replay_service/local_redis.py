@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from replay_service.files import write_atomically
+
 
 class RedisSetupError(RuntimeError):
     """Redis cannot be used as asked (no binary, a bad URL, no answer); the message is one line."""
@@ -197,13 +199,18 @@ class LocalServer:
         return f"redis://:{self.password}@{host}:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> LocalServer:
+        for path in (self.directory, self.directory / "redis.conf"):
+            if path.is_symlink():
+                raise RedisSetupError(f"{path} is a symbolic link: a Redis server's directory and configuration are "
+                                      "the run's own, never written through a link (remove the link)")
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = self.port or _free_port(self.host)
-        # the password goes in a file only we can read, not on the command line (visible in `ps`)
+        # the password goes in a file only we can read, not on the command line (visible in `ps`); written as a
+        # new file renamed into place, never through a link planted there
         conf = self.directory / "redis.conf"
-        conf.touch(mode=0o600)
         # what the run never sends is off: with the password, CONFIG could write files where Redis runs
-        conf.write_text(f"requirepass {self.password}\n" + "".join(f'rename-command {c} ""\n' for c in _OFF))
+        text = f"requirepass {self.password}\n" + "".join(f'rename-command {c} ""\n' for c in _OFF)
+        write_atomically(conf, lambda f: f.write(text), private=True)
         args = [redis_server_binary(), str(conf), "--port", str(self.port), "--bind", self.host,
                 "--protected-mode", "yes", "--dir", str(self.directory), "--save", "",
                 # persisted: every write is on disk before it is acknowledged (an insert the run counted

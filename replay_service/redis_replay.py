@@ -51,6 +51,7 @@ class RedisReplay(ShardIndex):
         self.stopping = threading.Event()
         self.error: BaseException | None = None
         self.owner: str | None = None  # this run's claim on its namespaces (`claim`)
+        self.claim_id: str | None = None  # the id in that claim and in each ring's meta; the checkpoint keeps it
 
     def claim(self, owner: str, take: bool = False) -> str | None:
         """Every shard's namespace for this run (`RedisShard.claim`); None, or who holds one of them (then this
@@ -68,6 +69,23 @@ class RedisReplay(ShardIndex):
             raise
         self.owner = owner
         return None
+
+    def holder(self) -> str | None:
+        """Who holds the first shard's namespace now that is not this run (the claim's text), or None."""
+        for shard in self.shards:
+            held = shard.holder()
+            if held is not None and held != self.owner:
+                return held
+        return None
+
+    def mark(self, claim_id: str) -> None:
+        """This run's claim id in every ring's meta (`RedisShard.mark`)."""
+        for shard in self.shards:
+            shard.mark(claim_id)
+        self.claim_id = claim_id
+
+    def marks(self) -> list[str | None]:
+        return [shard.marked() for shard in self.shards]
 
     @staticmethod
     def _let_go(shards, owner: str) -> None:
@@ -129,10 +147,11 @@ class RedisReplay(ShardIndex):
         return dict(sum((Counter(s.codec.rejected) for s in self.shards), Counter()))
 
     def state_dict(self, out: Path, env_steps: int) -> dict:
-        return {**self.index_state(), "replay_files": None}  # Redis keeps its own data
+        # Redis keeps its own data; the claim id tells a resume that the rings are still this run's
+        return {**self.index_state(), "replay_files": None, "replay_claim": self.claim_id}
 
-    def checkpoint_written(self, out: Path, state: dict) -> None:
-        pass
+    def checkpoint_written(self, out: Path, state: dict) -> list[str]:
+        return []  # no files
 
     def load_state_dict(self, state: dict, out: Path) -> None:
         """Rewind each shard to what the checkpoint had harvested (chunks inserted after it are dropped)."""

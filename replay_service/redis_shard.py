@@ -157,8 +157,22 @@ class RedisShard:
         damaged = any(mark in text for mark in ("DAMAGED", "WRONGTYPE", "has capacity", "arithmetic", "number"))
         where = f"replay shard {self.ns} at {redact(self.url)}"
         if damaged:
-            return ReplayDamaged(f"{where}: its key {self.keys[1]} is damaged ({text})")
+            return ReplayDamaged(f"{where}: its key {self._damaged_key(text)} is damaged ({text})")
         return ReplayUnavailable(f"{where} refused a call ({text})")
+
+    def _damaged_key(self, text: str) -> str:
+        """Which of the run's keys a refusal is about: for a wrong type, the one whose type is not its own (the
+        ring and its meta are hashes, the owner's claim a string); otherwise the meta key, whose counters and
+        capacity the scripts read."""
+        if "WRONGTYPE" in text:
+            expected = {self.keys[0]: b"hash", self.keys[1]: b"hash", f"{self.ns}:owner": b"string"}
+            try:
+                for key, kind in expected.items():
+                    if self.client.type(key) not in (kind, b"none"):
+                        return key
+            except redis.RedisError:
+                pass  # the server went away meanwhile: the meta key, as before
+        return self.keys[1]
 
     def _retrying(self, call, *args, **kwargs):
         """`call` until the server answers: backoff from 50 ms to 2 s, for at most `timeout` seconds (the
@@ -199,6 +213,30 @@ class RedisShard:
             return "a run that has just let go"
         text = holder.decode("utf-8", "replace")[:300]  # the server's text reaches the terminal: printable only
         return "".join(c if c.isprintable() else "?" for c in text)
+
+    def holder(self) -> str | None:
+        """Who holds the namespace now (the claim's text), or None."""
+        try:
+            held = self._retrying(self.client.get, f"{self.ns}:owner")
+        except redis.ResponseError as e:
+            raise self._refused(e) from None
+        return None if held is None else "".join(c if c.isprintable() else "?"
+                                                 for c in held.decode("utf-8", "replace")[:300])
+
+    def mark(self, claim: str) -> None:
+        """Write the claim id of the run that owns the ring into its meta (a resume checks it is still its own)."""
+        try:
+            self._retrying(self.client.hset, self.keys[1], "claim", claim)
+        except redis.ResponseError as e:
+            raise self._refused(e) from None
+
+    def marked(self) -> str | None:
+        """The claim id in the ring's meta (None: no run marked it, e.g. one made before claims had ids)."""
+        try:
+            value = self._retrying(self.client.hget, self.keys[1], "claim")
+        except redis.ResponseError as e:
+            raise self._refused(e) from None
+        return None if value is None else value.decode("utf-8", "replace")[:64]
 
     def release(self, owner: str) -> None:
         """Let go of a claim this run made (compare and delete: another run's claim stays)."""

@@ -3,11 +3,14 @@
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from driver.cli import build_parser, parse_config
 from driver.config import ConfigError, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CASES = [
     (["--env", "Pong"], "--env: unknown env 'Pong'; known: CliffWalk"),
@@ -75,6 +78,15 @@ CASES = [
      "--algo: bootstrapped_dqn's networks for MinAtar/Breakout have 131,974,000,592 parameters: "),
     (["--replay", "redis://127.0.0.1:1", "--replay-password-file", "/nonexistent/pass"],
      "--replay: cannot read the password file /nonexistent/pass"),
+    (["--env", "LunarLander-v3"], "--env: env 'LunarLander-v3' is registered with Gymnasium but cannot be made here "
+                                  "(DependencyNotInstalled: Box2D is not installed"),
+    (["--env", "GymV26Environment-v0"], "--env: env 'GymV26Environment-v0' is registered with Gymnasium but cannot "
+                                        "be made here (ImportError: "),
+    (["--seeds", "0-2,1"], "--seeds: '0-2,1' names seed 1 twice; give each seed once"),
+    (["--seed", "5", "--seeds", "1,2"], "--seed: 5 with --seeds 1,2: a grid's seeds are --seeds; give one of them"),
+    (["--env", "CliffWalk", "--out", "/"], "--out: / is the file system's root: give a directory of the run's own"),
+    (["--env", "CliffWalk", "--out", str(ROOT)], f"--out: {ROOT} is this project's checkout: give a directory"),
+    (["--env", "CliffWalk", "--out", str(ROOT / "tests")], f"--out: {ROOT / 'tests'} holds other files ("),
 ]
 
 

@@ -82,3 +82,60 @@ def test_a_lost_redis_local_replay_is_refused_and_no_server_outlives_its_run(tmp
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "was not persisted (--replay-persist)" in proc.stderr
 
+
+
+def test_a_redis_namespace_belongs_to_one_run(tmp_path, redis_url, capsys):
+    """Another run directory's --run-id is not taken by --overwrite alone; taken with --take-run-id, the run that
+    owned it can no longer resume on it (its rings carry another claim), said in one line."""
+    from driver.main import main
+
+    saved = start_and_kill(tmp_path / "owner", redis_url)
+    run_id, claim = saved["config"]["run_id"], saved["replay_claim"]
+    assert len(claim) == 16
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    keys = sorted(client.keys(f"bdqn:{run_id}:*"))
+    stored = {k: client.dump(k) for k in keys}
+    short = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--total-steps", "1200",
+             "--learning-starts", "400", "--eval-every", "600", "--eval-episodes", "2", "--wandb", "disabled",
+             "--progress", "false", "--replay", redis_url, "--run-id", run_id, "--overwrite", "true",
+             "--out", str(tmp_path / "other")]
+    capsys.readouterr()
+    assert main(short) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--run-id: '{run_id}' is claimed on this Redis by another run directory (run " \
+        f"{run_id} writing {(tmp_path / 'owner').resolve()} since " in err[0] and "--take-run-id true" in err[0]
+    assert {k: client.dump(k) for k in keys} == stored  # nothing taken, nothing rewound
+    assert main([*short, "--take-run-id", "true"]) == 0
+    capsys.readouterr()
+    assert main(["--resume", str(tmp_path / "owner"), "--replay", redis_url, "--progress", "false"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--resume: the replay of run id '{run_id}' on this Redis is no longer this run's: " \
+        f"its rings carry claim " in err[0] and f"not this checkpoint's {claim}" in err[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_run_in_one_line_that_says_where_to_continue(tmp_path, sig):
+    """Ctrl-C or `kill` (to the process or its group): the run ends within seconds, status 130, one line naming
+    the directory to resume (no traceback); the resume then finishes it."""
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "learner.main", "--env", "CliffWalk", "--runtime", "serial", "--actors", "1",
+            "--total-steps", str(TOTAL), "--eval-every", str(EVERY), "--eval-episodes", "2", "--checkpoint-every",
+            "3000", "--learning-starts", "1000", "--wandb", "disabled", "--progress", "false", "--out", str(out)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoint.pt").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.05)
+    os.killpg(proc.pid, sig)  # the whole group, as `timeout` and `kill -- -PGID` send it
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 10 and proc.returncode == 130
+    assert err.strip().splitlines() == [f"python -m learner.main: interrupted; continue with --resume {out} (from its "
+                                        "last checkpoint)"]
+    done = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(out), "--progress", "false"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with open(out / "evals.csv") as f:
+        assert [int(row["env_steps"]) for row in csv.DictReader(f)] == list(range(EVERY, TOTAL + 1, EVERY))

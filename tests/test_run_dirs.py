@@ -59,10 +59,19 @@ def test_a_new_run_refuses_a_directory_that_holds_one(finished, tmp_path, capsys
 
 def test_overwrite_replaces_the_run_that_was_there(finished, tmp_path, capsys):
     out = copy_of(finished, tmp_path / "run")
-    (out / "replay" / "shard0-999.npz").write_bytes(b"an old snapshot")
+    old_snapshots = sorted(p.name for p in (out / "replay").iterdir())
+    assert old_snapshots and (out / ".written").is_file()
+    (out / "replay" / "shard0-999.npz").write_bytes(b"a user's own file")  # not the run's: it stays
+    (out / "wandb").mkdir(exist_ok=True)
+    (out / "wandb" / "notes.txt").write_text("mine")
     assert main([*SHORT, "--seed", "5", "--out", str(out), "--overwrite", "true"]) == 0
     assert json.loads((out / "summary.json").read_text())["seed"] == 5
-    assert not (out / "replay" / "shard0-999.npz").exists()  # the old run's files went with it
+    assert (out / "replay" / "shard0-999.npz").read_bytes() == b"a user's own file"
+    assert (out / "wandb" / "notes.txt").read_text() == "mine"
+    new = json.loads((out / "summary.json").read_text())["env_steps"]
+    # the old run's snapshots went with it (the new run's, at its own step count, are there)
+    assert sorted(p.name for p in (out / "replay").iterdir()) == sorted(
+        ["shard0-999.npz", *(f"shard{i}-{new}.npz" for i in range(len(old_snapshots)))])
 
 
 def test_resume_and_overwrite_together_are_refused(finished, tmp_path, capsys):
@@ -71,6 +80,15 @@ def test_resume_and_overwrite_together_are_refused(finished, tmp_path, capsys):
     line = one_line(capsys, main(["--resume", str(out), "--overwrite", "true"]))
     assert "--overwrite" in line and "--resume" in line
     assert snapshot(out) == before
+
+
+def test_resume_with_another_out_is_refused(finished, tmp_path, capsys):
+    out = copy_of(finished, tmp_path / "run")
+    before = snapshot(out)
+    line = one_line(capsys, main(["--resume", str(out), "--out", str(tmp_path / "elsewhere")]))
+    assert line.endswith(f"--out: '{tmp_path / 'elsewhere'}': --resume continues the run in '{out}' and writes there; "
+                         "give one of them")
+    assert snapshot(out) == before and not (tmp_path / "elsewhere").exists()
 
 
 def test_a_second_writer_is_refused_while_a_run_holds_the_directory(tmp_path, capsys):
@@ -257,7 +275,8 @@ def test_a_lock_file_planted_as_a_link_is_never_written_through(tmp_path, capsys
     out.mkdir()
     (out / ".lock").symlink_to(victim)
     line = one_line(capsys, main([*SHORT, "--out", str(out)]))
-    assert f"--out: cannot write the run directory {out}" in line
+    assert line.endswith(f"--out: {out / '.lock'} is a symbolic link: a run writes its own files there, never "
+                         "through a link (remove the link, or give another --out)")
     assert victim.read_text() == "keep\n"
 
 
@@ -275,7 +294,11 @@ def test_a_run_id_claimed_by_a_run_that_has_stored_nothing_yet_is_refused(redis_
     assert "key bdqn:claimed-id:0:owner" in line and "--overwrite true" in line
     assert client.get("bdqn:claimed-id:0:owner") == b"run claimed-id writing /elsewhere since 2026-11-26 10:00 UTC"
     assert client.keys("bdqn:claimed-id:*") == [b"bdqn:claimed-id:0:owner"]
-    assert main([*argv, "--overwrite", "true"]) == 0
+    # another run directory's claim: --overwrite alone replaces this --out's own run only
+    line = one_line(capsys, main([*argv, "--overwrite", "true"]))
+    assert "--run-id: 'claimed-id' is claimed on this Redis by another run directory (run claimed-id writing " \
+           "/elsewhere since" in line and "--take-run-id true" in line
+    assert main([*argv, "--overwrite", "true", "--take-run-id", "true"]) == 0
     assert str(tmp_path / "second") in client.get("bdqn:claimed-id:0:owner").decode()
 
 
@@ -323,22 +346,25 @@ def test_of_two_runs_claiming_one_id_at_once_one_gets_it_and_a_partial_claim_is_
 def test_overwrite_that_cannot_remove_the_old_run_is_one_line(finished, tmp_path, monkeypatch, capsys):
     import errno
 
-    import driver.state
+    import replay_service.files
 
     out = copy_of(finished, tmp_path / "run")
-    assert (out / "replay").is_dir()
+    snapshot_file = sorted((out / "replay").iterdir())[0]
+    remove = replay_service.files._remove
 
-    def rmtree(path, ignore_errors=False, **kwargs):
-        if not ignore_errors:
+    def busy(path, whole):
+        if path == snapshot_file:
             raise OSError(errno.EBUSY, "Device or resource busy", str(path))
+        remove(path, whole)
 
-    monkeypatch.setattr(driver.state.shutil, "rmtree", rmtree)
+    monkeypatch.setattr(replay_service.files, "_remove", busy)
     capsys.readouterr()
     line = one_line(capsys, main([*SHORT, "--out", str(out), "--overwrite", "true"]), expected=1)
-    assert f"--overwrite: cannot remove {out / 'replay'} of the run being replaced (Device or resource busy)" in line
+    assert f"--overwrite: cannot remove {snapshot_file} of the run being replaced (Device or resource busy)" in line
     assert "partly removed: --overwrite true again once it can be" in line
-    # the directories go first: the run's own files, config.json last, are still there; no new run started
-    assert (out / "replay").is_dir() and (out / "config.json").is_file() and (out / "summary.json").is_file()
+    # the files go in the reverse order of their making: config.json, the run's mark, is still there (with the
+    # checkpoint, written before the snapshot's removal failed... after it: gone); no new run started
+    assert snapshot_file.is_file() and (out / "config.json").is_file() and not (out / "summary.json").exists()
     assert json.loads((out / "config.json").read_text()) == json.loads((finished / "config.json").read_text())
 
 
@@ -370,4 +396,120 @@ def test_a_run_id_whose_owner_key_is_damaged_is_one_line(redis_url, tmp_path, ca
     argv = [*SHORT, "--replay", redis_url, "--run-id", "odd-id", "--out", str(tmp_path / "run")]
     line = one_line(capsys, main(argv), expected=1)
     assert "replay shard bdqn:odd-id:0 at redis://" in line and "WRONGTYPE" in line
+    assert "its key bdqn:odd-id:0:owner is damaged" in line
     assert client.type("bdqn:odd-id:0:owner") == b"hash"
+
+
+def test_a_ring_key_of_the_wrong_type_is_named(redis_url, tmp_path, capsys):
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.set("bdqn:ring-id:0:ring", "not a hash")
+    argv = [*SHORT, "--replay", redis_url, "--run-id", "ring-id", "--out", str(tmp_path / "run")]
+    line = one_line(capsys, main(argv), expected=1)
+    assert "its key bdqn:ring-id:0:ring is damaged (" in line and "WRONGTYPE" in line
+
+
+# ---- never through a link, never what the run did not write (a hostile tester's findings) ----
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "config.json", "checkpoint.pt", "replay", "wandb", ".written"])
+def test_a_run_directory_whose_entries_are_links_is_refused(tmp_path, capsys, name):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep\n")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / name).symlink_to(victim / "precious" if "." in name else victim)
+    line = one_line(capsys, main([*SHORT, "--out", str(out)]))
+    assert line.endswith(f"--out: {out / name} is a symbolic link: a run writes its own files there, never through "
+                         "a link (remove the link, or give another --out)")
+    assert sorted(p.name for p in victim.iterdir()) == ["precious"] and (victim / "precious").read_text() == "keep\n"
+    assert sorted(p.name for p in out.iterdir()) == [name]  # nothing written
+
+
+def test_a_planted_temp_name_is_never_written_through(tmp_path, capsys):
+    """Every whole-file write makes a new temp name of its own: a link planted at the old predictable
+    `<name>.tmp` is left alone, and the checkpoint is a file, not a link."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("checkpoint.pt.tmp", "config.json.tmp", "summary.json.tmp", "metrics.jsonl.tmp"):
+        (out / name).symlink_to(victim)
+    assert main([*SHORT, "--out", str(out)]) == 0
+    assert victim.read_text() == "keep\n"
+    assert (out / "checkpoint.pt").is_file() and not (out / "checkpoint.pt").is_symlink()
+    assert not [p for p in out.rglob("*.tmp") if not p.is_symlink()]  # no temp file of the run's left
+
+
+def test_a_run_prunes_only_snapshots_it_wrote(tmp_path, capsys):
+    """Snapshots of this run's earlier checkpoints go; a user's file in replay/, whatever its name, stays."""
+    out = tmp_path / "run"
+    (out / "replay").mkdir(parents=True)
+    (out / "replay" / "mine.npz").write_bytes(b"a user's own")
+    (out / "replay" / "shard0-7.npz").write_bytes(b"named like a snapshot, not this run's")
+    assert main([*SHORT, "--out", str(out)]) == 0
+    left = sorted(p.name for p in (out / "replay").iterdir())
+    assert left == ["mine.npz", "shard0-1200.npz", "shard0-7.npz"]  # the 600-step snapshot was pruned
+    assert "replay/shard0-600.npz" not in (out / ".written").read_text().split()
+    assert "replay/shard0-1200.npz" in (out / ".written").read_text().split()
+
+
+def test_the_redis_configuration_is_never_written_through_a_link_and_is_private(tmp_path, capsys):
+    import stat
+
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    out = tmp_path / "run"
+    (out / "redis" / "shard0").mkdir(parents=True)
+    (out / "redis" / "shard0" / "redis.conf").symlink_to(victim)
+    line = one_line(capsys, main([*SHORT, "--replay", "redis-local", "--out", str(out)]))
+    assert "redis.conf is a symbolic link" in line and victim.read_text() == "keep\n"
+    # a run of its own: the configuration (with the password) is its owner's alone
+    out2 = tmp_path / "run2"
+    assert main([*SHORT, "--replay", "redis-local", "--out", str(out2), "--replay-persist", "true"]) == 0
+    conf = out2 / "redis" / "shard0" / "redis.conf"
+    assert stat.S_IMODE(conf.stat().st_mode) == 0o600 and not conf.is_symlink()
+
+
+def _forge(ckpt: dict, change: str) -> None:
+    import torch
+
+    if change == "absurd steps":
+        ckpt["counters"]["env_steps"] = 10**15
+    elif change == "negative steps":
+        ckpt["counters"]["env_steps"] = -5
+    elif change == "bad evaluations":
+        ckpt["evals"] = [{"env_steps": 600}, {"env_steps": 600}]
+    elif change == "evaluations not a list":
+        ckpt["evals"] = "x"
+    elif change == "wrong shape":
+        name = next(k for k, v in ckpt["learner"]["nets"].items() if getattr(v, "ndim", 0) == 2)
+        ckpt["learner"]["nets"][name] = torch.zeros(3, 3)
+    elif change == "another method":
+        ckpt["learner"]["nets"] = {"q.0.weight": torch.zeros(2, 2)}
+
+
+@pytest.mark.parametrize("change, message", [
+    ("absurd steps", "its env_steps (1,000,000,000,000,000) are beyond the run's total_steps (1200)"),
+    ("negative steps", "its env_steps is -5, not a whole number ≥ 0"),
+    ("bad evaluations", "its evaluations' env steps [600, 600] are not increasing steps the run reached"),
+    ("evaluations not a list", "its evaluations are not a list of results with env_steps"),
+    ("wrong shape", "does not fit this run's beta_dqn networks or arm source (RuntimeError: "),
+    ("another method", "does not fit this run's beta_dqn networks or arm source ("),
+])
+def test_a_forged_checkpoint_is_one_line_on_resume(finished, tmp_path, capsys, change, message):
+    """A loadable checkpoint whose contents do not fit the run (counters, evaluations, networks) is refused in one
+    line before anything runs, and the directory is left as it was."""
+    import torch
+
+    out = copy_of(finished, tmp_path / "run")
+    ckpt = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert ckpt["counters"]["env_steps"] == 1200 and "nets" in ckpt["learner"]
+    _forge(ckpt, change)
+    torch.save(ckpt, out / "checkpoint.pt")
+    (out / "summary.json").unlink()  # not finished: a run to continue
+    before = snapshot(out)
+    line = one_line(capsys, main(["--resume", str(out), "--progress", "false"]))
+    assert message in line and "--resume: " in line
+    assert snapshot(out) == before
