@@ -128,9 +128,19 @@ def _check_checkpoint(ckpt: dict, saved: dict, path: Path) -> None:
     counters = ckpt.get("counters")
     if not isinstance(counters, dict):
         raise bad("it has no counters")
-    for key in ("env_steps", "updates", "episodes", "arm_episodes", "dispatched"):
-        if not _count(counters.get(key)):
+    for key in ("env_steps", "updates", "episodes", "arm_episodes", "dispatched", "generation"):
+        if not _count(counters.get(key, 0 if key == "generation" else None)):
             raise bad(f"its {key} is {counters.get(key)!r}, not a whole number ≥ 0")
+    wall = counters.get("wall_seconds", 0.0)
+    if not isinstance(wall, (int, float)) or isinstance(wall, bool) or not 0 <= wall < float("inf"):
+        raise bad(f"its wall_seconds is {wall!r}, not a number of seconds")
+    visits = ckpt.get("visits")
+    if visits is not None:
+        from actors.envs import env_spec
+
+        cells = env_spec(saved["env"]).obs_shape[0]
+        if not (isinstance(visits, list) and len(visits) == cells and all(_count(v) for v in visits)):
+            raise bad(f"its state visits are not a list of {cells} counts")
     steps, total = counters["env_steps"], saved.get("total_steps")
     if not _count(total) or steps > total:
         raise bad(f"its env_steps ({steps:,}) are beyond the run's total_steps ({total!r})")

@@ -25,7 +25,10 @@ COUNT_MODES = ("augment", "simple", "off")
 BANDIT_RETURNS = ("minmax", "raw")
 ARM_EXCHANGES = ("auto", "episode", "chunk")
 # what runs made before a field existed did: read in place of its default where a saved run lacks it
-LEGACY = {"arm_exchange": "episode"}  # one bandit call per episode
+# (and where a recorded command leaves a flag out: such commands name only the values that were not the default
+# when they were written): one bandit call per episode; β-DQN's μ from min–max normalised returns, the default
+# of every run so far, so that a record's command reads as it ran whatever the default becomes
+LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax"}
 DEVICES = ("auto", "cpu", "cuda")
 RUNTIMES = ("ray", "serial")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -473,4 +476,6 @@ def run_command(config: dict, device: str = "cpu") -> str:
             del values[name]
     values["device"] = device.split(":")[0]
     values["learner_threads"] = config.get("learner_threads", 1)
-    return command_line(values, always=("env", "algo", "seed", "device"))
+    # a field whose default is under study is named whatever its value: the command reads the same after a change
+    named = tuple(k for k in LEGACY if reads(config["algo"], k))
+    return command_line(values, always=("env", "algo", "seed", "device", *named))

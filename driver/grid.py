@@ -277,7 +277,18 @@ class Grid:
 
         t0 = time.perf_counter()
         backend = RayBackend(self.args["address"])
-        with sigterm_interrupts():  # after Ray's start, which installs a SIGTERM handler of its own (it aborts)
+        def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: the book, then the line
+            for names, _ in getattr(self, "inflight", {}).values():
+                for name in names:
+                    self.status[name] = "interrupted"
+            try:
+                write_whole(self.dir / "grid_summary.json",
+                            json.dumps(self._summary(time.perf_counter() - t0), indent=2) + "\n")
+            finally:
+                print(f"python -m learner.main: grid interrupted; continue it with --resume {self.dir}",
+                      file=sys.stderr)
+
+        with sigterm_interrupts(gone):  # after Ray's start, which installs a SIGTERM handler of its own (it aborts)
             return self._run(backend, t0)
 
     def _run(self, backend, t0: float) -> dict:
@@ -313,9 +324,11 @@ class Grid:
                     self._land(future)
                 self._update_bar(bar)
         except KeyboardInterrupt:
+            gone = backend.cluster_gone()  # a signal to the process group ended Ray's processes too: ask nothing
             for future, (names, pg) in self.inflight.items():
-                ray.cancel(future, force=True)
-                self._remove(pg)
+                if not gone:
+                    ray.cancel(future, force=True)
+                    self._remove(pg)
                 for name in names:
                     self.status[name] = "interrupted"
             try:

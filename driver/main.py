@@ -15,6 +15,7 @@ from pathlib import Path
 
 from driver.cli import build_parser, parse_config, resume_config
 from driver.config import ConfigError, OutputError, resolve
+from driver.state import where_to_continue
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
 
@@ -91,16 +92,21 @@ def _grid(argv: list[str] | None) -> int | None:
             summary = grid.run()
     except KeyboardInterrupt:
         print(f"python -m learner.main: grid interrupted; continue it with --resume {grid.dir}", file=sys.stderr)
+        _exit_if_cluster_gone(130)
         return 130
     print(json.dumps(summary, indent=2) if grid.args["json"] else describe_grid(summary, grid.dir))
     return 0 if summary["failed"] == 0 else 1
 
 
-def _where_to_continue(out: Path) -> str:
-    """What a stopped run leaves: its last checkpoint to continue from, or none."""
-    if (out / "checkpoint.pt").is_file():
-        return f"continue with --resume {out} (from its last checkpoint)"
-    return f"it had written no checkpoint yet: start it again with --out {out} --overwrite true"
+def _exit_if_cluster_gone(status: int) -> None:
+    """After an interrupt whose signal also ended the local Ray cluster (sent to the process group): leave now.
+    Ray's exit handlers would wait a minute for the GCS that is gone, then abort with a page of its own."""
+    from driver.runtime import local_cluster_gone
+
+    if local_cluster_gone():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             with _quiet_stdout(Path(cfg.out) / "ray_warnings.log"):
                 summary = train(cfg, spec, resume)
         except KeyboardInterrupt:
-            print(f"python -m learner.main: interrupted; {_where_to_continue(Path(cfg.out))}", file=sys.stderr)
+            print(f"python -m learner.main: interrupted; {where_to_continue(Path(cfg.out))}", file=sys.stderr)
+            _exit_if_cluster_gone(130)
             return 130
     except KeyboardInterrupt:  # before the run started: nothing to continue
         print("python -m learner.main: interrupted before the run started", file=sys.stderr)

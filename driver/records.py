@@ -28,6 +28,7 @@ from driver.results import (
     train_window,
 )
 from learner.algorithms import METHODS
+from replay_service.files import write_atomically
 
 METRICS_KEPT = ("env_steps", "updates", "episodes", "train_episodes", "train_return_mean", "train_success_rate",
                 "arms_cov", "arms_cor", "arms_cor0", "arm_proportions", "arm_mu", "arm_bonus")
@@ -276,6 +277,24 @@ def thin_metrics(rows: list[dict], cut: float, limit: int = METRICS_LINES) -> li
     return merged + tail
 
 
+def check_copies_dir(report: Path) -> None:
+    """`report/runs/` may take a report's copies: absent, or an earlier report's copies there (runs.csv beside
+    it, no link, no run of its own inside); ReportError otherwise, before anything is written."""
+    copies = report / RECORDS
+    if not copies.exists() and not copies.is_symlink():
+        return
+    if copies.is_symlink() or not copies.is_dir():
+        raise ReportError(f"{copies} is a link or not a directory: a report writes its copies of the runs only into "
+                          "a directory of its own; give --out another directory")
+    if not (report / "runs.csv").is_file():
+        raise ReportError(f"{copies} exists and is not an earlier report's copies of its runs (no runs.csv beside it): "
+                          "give --out another directory")
+    for child in copies.iterdir():
+        if child.is_symlink() or any((child / name).exists() for name in (".lock", ".written", "checkpoint.pt")):
+            raise ReportError(f"{child} is a link or a run's own directory, not a report's copy: give --out another "
+                              "directory")
+
+
 def write_copies(runs: list[RunData], out: Path) -> None:
     """`out/<run>/` for each run read from a directory (a run's, or a record's copy): its config.json,
     summary.json and evals.csv as they are, and its metrics.jsonl thinned (`thin_metrics`). Named by
@@ -291,12 +310,14 @@ def write_copies(runs: list[RunData], out: Path) -> None:
             if isinstance(config.get(key), str) and config[key]:
                 config[key] = Path(config[key]).name
         config["out"] = target.name
-        (target / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        text = json.dumps(config, indent=2) + "\n"
+        write_atomically(target / "config.json", lambda f, text=text: f.write(text))
         for name in ("summary.json", "evals.csv"):
-            (target / name).write_bytes((source / name).read_bytes())
+            data = (source / name).read_bytes()
+            write_atomically(target / name, lambda f, data=data: f.write(data), "wb")
         lines = []
         if (source / "metrics.jsonl").is_file():
             lines = [json.loads(line) for line in (source / "metrics.jsonl").read_text().splitlines() if line.strip()]
         end = run.summary.get("env_steps") or (lines[-1]["env_steps"] if lines else 0)
-        kept = thin_metrics(lines, end - train_window(run))
-        (target / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in kept))
+        kept = "".join(json.dumps(row) + "\n" for row in thin_metrics(lines, end - train_window(run)))
+        write_atomically(target / "metrics.jsonl", lambda f, kept=kept: f.write(kept))

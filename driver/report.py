@@ -46,7 +46,7 @@ import numpy as np
 
 from driver.config import flag
 from driver.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
-from driver.records import RECORDS, has_directory, is_recorded, load_all, write_copies
+from driver.records import RECORDS, check_copies_dir, has_directory, is_recorded, load_all, write_copies
 from driver.results import (
     ALGO_LABELS,
     SOLVED,
@@ -162,8 +162,9 @@ def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> t
         groups["all"] = envs
     numbers: dict = {"baseline": column_label(base), "aggregates": {}, "improvement": {}}
     lines = [f"Final scores normalised by {column_label(base)}'s mean in the same environment (environments where "
-             "that mean is 0 are left out), aggregated over every run of a domain's environments: interquartile "
-             "mean, mean and median, each with a 95% stratified bootstrap interval over seeds (rliable). A column "
+             "that mean is not above 0, or that it did not run, are left out), aggregated over a domain's "
+             "environments as rliable does: the interquartile mean of every run's score, and the mean and the "
+             "median of the environments' means; each with a 95% stratified bootstrap interval over seeds. A column "
              "whose seed counts differ between environments has no aggregate (—).", "",
              "| domain | environments | column | IQM | mean | median |", "| --- | --- | --- | --- | --- | --- |"]
     profiled: dict[str, np.ndarray] = {}
@@ -344,6 +345,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
             raise ReportError(f"--out {out} would put this report's record (runs.csv) at or above the runs of "
                               f"{root}, which then could not be reported again; give --out another directory "
                               f"(default: {root / 'report'})")
+    check_copies_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     header, rows, numbers = table(runs, reps)
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory

@@ -13,9 +13,11 @@ and the Ray runner, memory and Redis replay, are the same loop.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
+import sys
 import time
 import zipfile
 from collections import Counter
@@ -27,7 +29,7 @@ import torch
 from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
 from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
-from driver.state import RunState, check_run_dir, claim_run_dir, write_checkpoint
+from driver.state import RunState, check_run_dir, claim_run_dir, where_to_continue, write_checkpoint
 from learner.algorithms import acting
 from learner.learner import Learner, pick_device
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
@@ -131,7 +133,11 @@ class Run:
 
     # ---- the loop ----
     def run(self) -> dict:
-        with sigterm_interrupts():  # `kill`, `timeout`, a scheduler: as Ctrl-C (KeyboardInterrupt)
+        # `kill`, `timeout`, a scheduler: as Ctrl-C (KeyboardInterrupt); not in a grid's Ray task (Ray's process)
+        def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: say it, the process ends
+            print(f"python -m learner.main: interrupted; {where_to_continue(self.out)}", file=sys.stderr)
+
+        with sigterm_interrupts(gone) if getattr(self.backend, "owned", True) else contextlib.nullcontext():
             return self._run()
 
     def _run(self) -> dict:

@@ -217,6 +217,7 @@ class RayBackend:
 
         self.ray = ray
         self.handles: list = []
+        self.reaper = None
         self.owned = not ray.is_initialized()  # shut down only a cluster this backend started
         address = address or os.environ.get("RAY_ADDRESS", "")
         self.local = self.owned and not address  # a cluster of this machine only, started here: it cannot grow
@@ -231,7 +232,13 @@ class RayBackend:
                 ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, dashboard_host="127.0.0.1",
                          log_to_driver=False, runtime_env={"env_vars": {**_THREAD_VARS, THIS_MACHINE_VAR: "1"}},
                          logging_level=logging.WARNING)
+                self.reaper = _start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
+
+    def cluster_gone(self) -> bool:
+        """Whether the local cluster this backend started has lost its GCS or raylet (a signal to the process
+        group reached them too): then no Ray call can be answered, and none is made."""
+        return self.local and local_cluster_gone()
 
     def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
         """`restartable`: a process that dies is started again with the same arguments, and the call it
@@ -274,11 +281,70 @@ class RayBackend:
         return self.ray.get([h.__ray_call__.remote(here) for h in handles])
 
     def shutdown(self) -> None:
+        if self.cluster_gone():  # nothing to ask: its processes end with their raylet, and the reaper sees to it
+            self.handles.clear()
+            return
         for handle in self.handles:
             self.ray.kill(handle)
         self.handles.clear()
         if self.owned:
             self.ray.shutdown()
+
+
+_SIGNALLED = threading.Event()  # a SIGTERM arrived (`sigterm_interrupts`)
+
+
+def local_cluster_gone(wait: float | None = None) -> bool:
+    """Whether this process started a local Ray cluster whose GCS or raylet has ended (a signal to the process
+    group reached them too, or they were killed): no Ray call can be answered then. After a SIGTERM they get up
+    to 2 s (`wait`) to end (they received it when this process did)."""
+    worker = sys.modules.get("ray._private.worker")
+    node = getattr(worker, "_global_node", None)
+    processes = [info.process for kind in ("gcs_server", "raylet")
+                 for info in (getattr(node, "all_processes", None) or {}).get(kind, []) if info.process is not None]
+    if not processes:
+        return False
+    deadline = time.monotonic() + (wait if wait is not None else 2.0 if _SIGNALLED.is_set() else 0.0)
+    while True:
+        if any(process.poll() is not None for process in processes):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+_REAPER = """
+import os, signal, sys, time
+import psutil
+wanted = [(int(pid), float(t)) for pid, t in (w.split(":") for w in sys.argv[1:])]
+sys.stdin.read()  # EOF: the process that started the cluster is gone, however it ended
+time.sleep(2.0)  # Ray's own shutdown first
+for pid, started in wanted:
+    try:
+        p = psutil.Process(pid)
+        if abs(p.create_time() - started) < 0.01:  # the same process, not a new one with its number
+            p.kill()
+    except psutil.Error:
+        pass
+"""
+
+
+def _start_reaper():
+    """A small process of its own (outside this process group, so that a signal to the group leaves it) that
+    waits for this process to end, however it ends (SIGKILL too: its pipe closes), and then kills what is left
+    of the local Ray cluster started here: Ray's agents otherwise outlive a killed driver by minutes, waiting
+    on a GCS that is gone. It knows the cluster's processes as they were when it started (by number and start
+    time, so a number reused since is left alone)."""
+    import subprocess
+
+    import psutil
+
+    wanted = [f"{p.pid}:{p.create_time()}" for p in psutil.Process().children(recursive=True)]
+    try:
+        return subprocess.Popen([sys.executable, "-c", _REAPER, *wanted], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return None  # best effort: without it, Ray's agents end on their own, later
 
 
 def _check_room(backend, actors: int, actor_cpus: float) -> None:
@@ -377,9 +443,9 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
                     carried = "no claim" if strange is None else f"claim {strange}"
                     raise ConfigError("resume", f"the replay of run id {cfg.run_id!r} on this Redis is no longer "
                                                 f"this run's: its rings carry {carried}, not this checkpoint's {kept} "
-                                                "(now held by "
-                                                f"{replay.holder() or 'no run'}); the transitions it stored are "
-                                                "gone: start it again with --overwrite true, or with another --run-id")
+                                                f"(now held by {replay.holder() or 'no run'}); the transitions it "
+                                                "stored are gone: start it again with --overwrite true and "
+                                                "--take-run-id true, or with another --run-id")
             elif cfg.overwrite and not cfg.take_run_id:
                 other = replay.holder()
                 if other is not None and _claimed_dir(other) != str(Path(out).resolve()):
@@ -432,16 +498,53 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
 
 
 @contextlib.contextmanager
-def sigterm_interrupts():
+def sigterm_interrupts(when_cluster_gone=None):
     """While a run or a grid runs (in its process's main thread), `kill PID` (SIGTERM, what `timeout` and job
     schedulers send) stops it as Ctrl-C does: one started in the background by a script (`nohup … &`) ignores
-    SIGINT, so Ctrl-C's signal never reaches it. Installed after Ray's start, whose own handler aborts."""
+    SIGINT, so Ctrl-C's signal never reaches it. Installed after Ray's start, whose own handler aborts.
 
+    A SIGTERM sent to the process group reaches Ray's processes at the same moment (Ray blocks only SIGINT in
+    them), and the main thread may then be inside a Ray call that waits a minute for a GCS that is gone before
+    Python can raise anything. So a watcher thread hears every signal as it arrives (`signal.set_wakeup_fd`):
+    after a SIGTERM, if the local cluster's GCS or raylet ends within 2 s, it calls `when_cluster_gone()` (which
+    says where to continue) and ends the process at once (status 130)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    def terminated(signum, frame):
+        _SIGNALLED.set()
+        raise KeyboardInterrupt
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    previous = signal.signal(signal.SIGTERM, terminated)
+    previous_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+
+    def watch():
+        try:
+            while True:
+                got = os.read(read, 64)
+                if not got:  # the block ended: its write end closed
+                    return
+                if signal.SIGTERM in got and local_cluster_gone(wait=2.0):
+                    break
+        except OSError:
+            return
+        finally:
+            os.close(read)
+        try:
+            if when_cluster_gone is not None:
+                when_cluster_gone()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+
+    threading.Thread(target=watch, name="sigterm-watch", daemon=True).start()
     try:
         yield
     finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
+        signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        os.close(write)  # the watcher reads EOF and ends

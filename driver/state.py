@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import socket
 import stat
@@ -25,8 +26,7 @@ RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summ
 RUN_ENTRIES = RUN_FILES + ("checkpoint-nonfinite.pt", "replay", "redis", "wandb", "ray_warnings.log", ".lock", RECORD)
 # a run made before runs recorded their files (no OUT/.written): what `--overwrite` removes of it, by name
 _LEGACY_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")
-_LEGACY_PATTERNS = ("replay/shard*-*.npz", "redis/shard*", "wandb/run-*", "wandb/offline-run-*", "wandb/latest-run",
-                    "wandb/debug.log", "wandb/debug-internal.log")
+_LEGACY_PATTERNS = ("replay/shard*-*.npz", "redis/shard*")
 
 
 class RunDirectory:
@@ -43,9 +43,11 @@ class RunDirectory:
         except OSError as e:
             raise ConfigError("out", f"cannot write the run directory {out} ({e.strerror or e})") from None
         self.lock = os.fdopen(fd, "r+")
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # a hard link would be written through, too
             self.lock.close()
-            raise ConfigError("out", f"{out / '.lock'} is not a regular file")
+            raise ConfigError("out", f"{out / '.lock'} is not a regular file of its own"
+                                     f"{' (it has other hard links)' if info.st_nlink > 1 else ''}")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -78,6 +80,10 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
     if linked:
         raise ConfigError("out", f"{out / linked[0]} is a symbolic link: a run writes its own files there, never "
                                  "through a link (remove the link, or give another --out)")
+    shared = [name for name in RUN_ENTRIES if (out / name).is_file() and (out / name).stat().st_nlink > 1]
+    if shared:
+        raise ConfigError("out", f"{out / shared[0]} has other hard links: a run writes its own files there, never "
+                                 "into another name's file (remove it, or give another --out)")
     held = [name for name in RUN_FILES if (out / name).exists()]
     if held and not resuming and not overwrite:
         if (out / "summary.json").exists():
@@ -87,7 +93,19 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
         else:  # nothing to resume from: it stopped before its first checkpoint
             advice = "it has no checkpoint to continue from: replace it with --overwrite true"
         raise ConfigError("out", f"{out} already holds a run ({held[0]}): {advice}")
+    if held and not resuming and overwrite and not (out / RECORD).is_file() and not _a_run_of_ours(out):
+        raise ConfigError("out", f"{out} holds a config.json that is not a run's of this program (no env, algo, seed "
+                                 "and run_id in it): --overwrite removes this program's runs only; give another --out")
     return held
+
+
+def _a_run_of_ours(out: Path) -> bool:
+    """A run directory made before runs kept a record (`.written`): its config.json is this program's."""
+    try:
+        config = json.loads((out / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(config, dict) and all(k in config for k in ("env", "algo", "seed", "run_id"))
 
 
 PROJECT = Path(__file__).resolve().parents[1]  # this checkout: never a run's --out
@@ -96,8 +114,10 @@ PROJECT = Path(__file__).resolve().parents[1]  # this checkout: never a run's --
 def _temp_of_an_entry(name: str) -> bool:
     """A temp name a run's whole-file write leaves when killed mid-write: `.<entry>.<random>.tmp` (today's) or
     `<entry>.tmp` (earlier versions')."""
+    if not name.endswith(".tmp"):
+        return False
     stem = name.removesuffix(".tmp")
-    return name.endswith(".tmp") and (stem in RUN_ENTRIES or stem.lstrip(".").rsplit(".", 1)[0] in RUN_ENTRIES)
+    return stem in RUN_ENTRIES or (stem.startswith(".") and stem[1:].rsplit(".", 1)[0] in RUN_ENTRIES)
 
 
 def _check_own_directory(out: Path) -> None:
@@ -139,17 +159,31 @@ def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
     return directory
 
 
+def _wandb_id(out: Path) -> str | None:
+    """The W&B run id an older run's checkpoint names (its W&B directories end in it), or None."""
+    try:
+        checkpoint = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+        found = checkpoint.get("wandb_id") if isinstance(checkpoint, dict) else None
+    except Exception:  # noqa: BLE001 - no checkpoint, or one that does not load: no W&B run is removed
+        return None
+    return found if isinstance(found, str) and found.replace("-", "").isalnum() else None
+
+
 def remove_run(out: Path) -> None:
     """The files of the run in `out`: those its record names (`replay_service.files.Written`), or for a run made
-    before runs kept one, its own names (its top-level files, replay snapshots, Redis directories and W&B runs);
-    then the record, and the subdirectories left empty. A user's other files stay, wherever they are."""
+    before runs kept one (`check_run_dir` made sure it is this program's), its own names: its top-level files,
+    replay snapshots, Redis directories and the W&B runs of the id its checkpoint names; then the record, and
+    the subdirectories left empty. A user's other files stay, wherever they are."""
     recorded = Written.read(out)
     if recorded:
         remove_recorded(out, recorded)
     else:
+        wandb_id = _wandb_id(out)
+        patterns = _LEGACY_PATTERNS + ((f"wandb/run-*-{wandb_id}", f"wandb/offline-run-*-{wandb_id}")
+                                       if wandb_id else ())
         legacy = list(_LEGACY_FILES) + sorted({str(p.relative_to(out)) + ("/" if p.is_dir() and not p.is_symlink()
                                                                          else "")
-                                               for pattern in _LEGACY_PATTERNS for p in out.glob(pattern)})
+                                               for pattern in patterns for p in out.glob(pattern)})
         remove_recorded(out, legacy)
     remove_recorded(out, list(_LEGACY_FILES) + [RECORD])  # the run's own names at the top, the record last
     for name in ("replay", "redis", "wandb"):
@@ -217,3 +251,17 @@ def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -
     except (OSError, RuntimeError) as e:
         error = OutputError.of(out / name, e)
         raise OutputError(f"{error}; the last checkpoint written is intact") from None
+
+
+def where_to_continue(out: Path) -> str:
+    """What a stopped run leaves: its last checkpoint to continue from, or none."""
+    try:
+        config = json.loads((out / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    if isinstance(config, dict) and config.get("replay") == "redis-local" and not config.get("replay_persist"):
+        return (f"its redis-local replay was not persisted (--replay-persist), so it cannot be continued: start it "
+                f"again with --out {out} --overwrite true")
+    if (out / "checkpoint.pt").is_file():
+        return f"continue with --resume {out} (from its last checkpoint)"
+    return f"it had written no checkpoint yet: start it again with --out {out} --overwrite true"

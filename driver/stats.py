@@ -2,9 +2,9 @@
 NeurIPS 2021): every interval is its stratified bootstrap over runs (seeds), percentile method, 95%, seeded.
 
 - `mean_ci`: one cell of a table, the mean over seeds with its interval;
-- `curve_ci`: a learning curve, the mean over seeds at each evaluation with its interval (one bootstrap for
-  all points);
-- `aggregates`: IQM, mean and median over every run of several environments (a matrix runs × environments);
+- `curve_ci`: a learning curve, the mean over seeds at each evaluation with its interval;
+- `aggregates`: over several environments (a matrix runs × environments), rliable's IQM (of every run's score),
+  mean and median (of the environments' means over runs);
 - `improvement`: the probability that a run of X scores above a run of Y in the same environment, averaged over
   the environments (Mann–Whitney, a tie counts half), with its interval;
 - `profile`: the performance profile, the share of runs whose score is above τ, for each τ.
@@ -63,7 +63,8 @@ def mean_ci(values, reps: int | None = None, seed: int = 0) -> tuple[float, floa
 
 
 def curve_ci(curves, reps: int | None = None, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per point of the curves (an array seeds × points): the mean over seeds, low and high."""
+    """Per point of the curves (an array seeds × points): the mean over seeds, low and high (one call of rliable;
+    each point's seeds are resampled on their own)."""
     x = np.asarray(curves, dtype=np.float64)
     if x.shape[0] == 1:
         return x[0], x[0], x[0]
@@ -71,8 +72,8 @@ def curve_ci(curves, reps: int | None = None, seed: int = 0) -> tuple[np.ndarray
 
 
 def aggregates(matrix, reps: int | None = None, seed: int = 0) -> dict[str, tuple[float, float, float]]:
-    """IQM, mean and median of a matrix runs × environments (the same runs count in every environment), each
-    (point, low, high)."""
+    """rliable's aggregates of a matrix runs × environments (the same run count in every environment), each
+    (point, low, high): the IQM of all its scores, and the mean and the median of the environments' means."""
     x = np.asarray(matrix, dtype=np.float64)
     point, low, high = _estimate(x, lambda s: np.array([f(s) for f in AGGREGATES.values()]), reps, seed)
     return {name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(AGGREGATES)}

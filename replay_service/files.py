@@ -15,6 +15,7 @@ driver above uses it too.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -60,8 +61,13 @@ def write_atomically(path: Path, write, mode: str = "w", private: bool = False) 
 
 
 def open_append(path: Path, newline: str | None = None):
-    """`path` opened to append text (created if absent), never through a link (OSError ELOOP where one is)."""
+    """`path` opened to append text (created if absent), never through a link: OSError where it is a symbolic
+    link (ELOOP) or a file with other hard links (EMLINK)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # another name for a file elsewhere: never written
+        os.close(fd)
+        raise OSError(errno.EMLINK, "not a regular file of its own (a hard link, or not a file)", str(path))
     return os.fdopen(fd, "a", newline=newline)
 
 

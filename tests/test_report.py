@@ -685,3 +685,34 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
     runs = verdict.collect(verdict.records())  # the reused records read, each run once
     assert ("MinAtar/Asterix", "raw", 2) in runs and ("MinAtar/Seaquest", "minmax", 0) in runs
     assert ("MinAtar/Breakout", "dqn", 1) in runs and len({k for k in runs if k[1] == "minmax"}) >= 15
+    assert verdict.off_plan(runs["MinAtar/Asterix", "raw", 2]) == "" and verdict.off_plan(runs["MinAtar/Seaquest",
+                                                                                                "minmax", 1]) == ""
+    # records' commands that leave --bandit-returns out ran min-max (LEGACY), whatever the default becomes; and a
+    # β-DQN run's command names it from now on
+    from driver.config import run_command
+
+    config = dict(runs["MinAtar/Asterix", "minmax", 0].config)
+    assert "--bandit-returns minmax" in run_command(config) and "--bandit-returns" not in run_command(
+        {**config, "algo": "dqn"})
+
+
+def test_a_report_never_writes_its_copies_over_runs(tmp_path):
+    """--out whose runs/ holds real runs (the default single-run --out is runs/<run>), or a link: refused before
+    anything is written, the runs untouched."""
+    make_run(tmp_path / "proj" / "runs", "CliffWalk", "dqn", 0, 1.0, 1000.0)
+    real = tmp_path / "proj" / "runs" / "CliffWalk_dqn_s0"
+    (real / ".written").write_text("config.json\n")
+    before = {p.name: p.read_bytes() for p in real.iterdir()}
+    make_run(tmp_path / "other", "CliffWalk", "dqn", 0, 0.5, 1000.0)
+    with pytest.raises(ReportError, match=r"runs exists and is not an earlier report's copies"):
+        write_report(tmp_path / "other", tmp_path / "proj")
+    (tmp_path / "proj" / "runs.csv").write_text("planted\n")
+    with pytest.raises(ReportError, match=r"CliffWalk_dqn_s0 is a link or a run's own directory"):
+        write_report(tmp_path / "other", tmp_path / "proj")
+    assert {p.name: p.read_bytes() for p in real.iterdir()} == before
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "runs").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ReportError, match=r"runs is a link or not a directory"):
+        write_report(tmp_path / "other", tmp_path / "linked")
+    assert not any((tmp_path / "elsewhere").iterdir())

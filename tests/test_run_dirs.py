@@ -4,6 +4,7 @@ Each mistake ends in one line on stderr that names the bad value or path, exit s
 existed before is byte for byte the same."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -486,6 +487,10 @@ def _forge(ckpt: dict, change: str) -> None:
     elif change == "wrong shape":
         name = next(k for k, v in ckpt["learner"]["nets"].items() if getattr(v, "ndim", 0) == 2)
         ckpt["learner"]["nets"][name] = torch.zeros(3, 3)
+    elif change == "bad generation":
+        ckpt["counters"]["generation"] = "x"
+    elif change == "bad visits":
+        ckpt["visits"] = [1, 2]
     elif change == "another method":
         ckpt["learner"]["nets"] = {"q.0.weight": torch.zeros(2, 2)}
 
@@ -497,6 +502,8 @@ def _forge(ckpt: dict, change: str) -> None:
     ("evaluations not a list", "its evaluations are not a list of results with env_steps"),
     ("wrong shape", "does not fit this run's beta_dqn networks or arm source (RuntimeError: "),
     ("another method", "does not fit this run's beta_dqn networks or arm source ("),
+    ("bad generation", "its generation is 'x', not a whole number ≥ 0"),
+    ("bad visits", "its state visits are not a list of 48 counts"),
 ])
 def test_a_forged_checkpoint_is_one_line_on_resume(finished, tmp_path, capsys, change, message):
     """A loadable checkpoint whose contents do not fit the run (counters, evaluations, networks) is refused in one
@@ -512,4 +519,30 @@ def test_a_forged_checkpoint_is_one_line_on_resume(finished, tmp_path, capsys, c
     before = snapshot(out)
     line = one_line(capsys, main(["--resume", str(out), "--progress", "false"]))
     assert message in line and "--resume: " in line
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("name", [".lock", ".written", "ray_warnings.log"])
+def test_a_hard_link_planted_in_the_run_directory_is_refused(tmp_path, capsys, name):
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    out = tmp_path / "run"
+    out.mkdir()
+    os.link(victim, out / name)
+    line = one_line(capsys, main([*SHORT, "--out", str(out)]))
+    assert line.endswith(f"--out: {out / name} has other hard links: a run writes its own files there, never into "
+                         "another name's file (remove it, or give another --out)")
+    assert victim.read_text() == "keep\n"
+
+
+def test_a_directory_that_only_looks_like_a_run_is_not_emptied_by_overwrite(tmp_path, capsys):
+    """--overwrite removes a run this program made (by its record, or for an older run its own names); a
+    directory with a config.json of something else, and a wandb/ of the user's, is refused and left whole."""
+    out = tmp_path / "mine"
+    (out / "wandb" / "run-20240101-abc").mkdir(parents=True)
+    (out / "wandb" / "run-20240101-abc" / "notes.txt").write_text("mine")
+    (out / "config.json").write_text('{"model": "resnet"}')
+    before = snapshot(out)
+    line = one_line(capsys, main([*SHORT, "--out", str(out), "--overwrite", "true"]))
+    assert f"--out: {out} holds a config.json that is not a run's of this program" in line
     assert snapshot(out) == before

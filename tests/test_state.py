@@ -26,3 +26,12 @@ def test_run_state_round_trips_through_a_checkpoint_as_the_next_generation():
     assert back.wall_before == 41.5
     old = {**saved, "counters": {k: v for k, v in saved["counters"].items() if k != "wall_seconds"}}
     assert RunState.from_checkpoint(old).wall_before == 0.0  # a checkpoint from before: this sitting only
+
+
+def test_a_killed_whole_file_write_leaves_a_temp_name_a_new_run_accepts():
+    from driver.state import _temp_of_an_entry
+
+    for name in ("..written.ab12.tmp", ".checkpoint.pt.x9.tmp", "checkpoint.pt.tmp", ".summary.json.q.tmp"):
+        assert _temp_of_an_entry(name), name
+    for name in (".notes.txt.q.tmp", "mine.tmp", "checkpoint.pt", "..written"):
+        assert not _temp_of_an_entry(name), name

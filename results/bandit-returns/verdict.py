@@ -5,9 +5,10 @@
 Reads the report records of the study's runs (every directory under results/bandit-returns/ with a runs.csv) and
 of the earlier runs PLAN.md reuses, takes each run's final greedy score, and computes with rliable the
 probability that a raw run ends above a min–max run of the same environment, averaged over the 9
-environments, with its 95% stratified bootstrap interval; then applies the rule. Beside it, not deciding: per
-environment the raw / min–max / DQN means with intervals, the IQM of scores over DQN's mean per environment,
-and each β-DQN run's window at the end (π_cov / π_cor(α>0) / π_cor(0)) and training score.
+environments, with its 95% stratified bootstrap interval; then applies the rule: on seeds 0–2 first, and on
+seeds 0–4 only where that interval holds 0.5. Runs that depart from PLAN.md's flags are refused. Beside it,
+not deciding: per environment the raw / min–max / DQN means with intervals, the IQM of scores over DQN's mean
+per environment, and each β-DQN run's window at the end (π_cov / π_cor(α>0) / π_cor(0)) and training score.
 
 Exit status: 0 with a verdict, 1 when runs are missing (listed), 2 on a bad argument or a record that does not
 read.
@@ -23,7 +24,7 @@ import numpy as np
 
 from driver import stats
 from driver.records import load_all
-from driver.results import ReportError, column_by, final_score, train_score, window_shares
+from driver.results import ReportError, column_by, config_value, final_score, train_score, window_shares
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -56,6 +57,16 @@ def collect(roots: list[Path]) -> dict[tuple[str, str, int], object]:
     return chosen
 
 
+def off_plan(run) -> str:
+    """How a run departs from PLAN.md's flags ("" when it does not): β-DQN, 1M env steps on MinAtar and 500k on
+    MiniGrid, the bandit asked once per episode."""
+    steps = 1_000_000 if run.env.startswith("MinAtar/") else 500_000
+    for key, want in (("algo", "beta_dqn"), ("total_steps", steps), ("arm_exchange", "episode")):
+        if config_value(run, key) != want:
+            return f"{key} is {config_value(run, key)!r}, not {want!r}"
+    return ""
+
+
 def decide(p: float, low: float, high: float, seeds: int) -> tuple[str, str]:
     """PLAN.md's rule: (outcome, why) with outcome raw, minmax or more-seeds."""
     if seeds == 3:
@@ -85,19 +96,38 @@ def main(argv: list[str] | None = None) -> int:
     except ReportError as e:
         print(f"verdict.py: error: {e}", file=sys.stderr)
         return 2
-    seeds = [0, 1, 2, 3, 4] if all((e, v, s) in runs for e in ENVS for v in VARIANTS for s in (3, 4)) else [0, 1, 2]
-    missing = [f"{e} {v} seed {s}" for e in ENVS for v in VARIANTS for s in seeds if (e, v, s) not in runs]
-    if missing:
-        print(f"{len(missing)} of the study's {len(ENVS) * len(VARIANTS) * len(seeds)} runs are not in the records "
-              f"yet: {', '.join(missing)}")
+    def missing(seeds: list[int]) -> list[str]:
+        return [f"{e} {v} seed {s}" for e in ENVS for v in VARIANTS for s in seeds if (e, v, s) not in runs]
+
+    if missing([0, 1, 2]):
+        print(f"{len(missing([0, 1, 2]))} of the study's {len(ENVS) * len(VARIANTS) * 3} runs are not in the records "
+              f"yet: {', '.join(missing([0, 1, 2]))}")
         return 1
-    matrix = {v: np.array([[final_score(runs[e, v, s]) for e in ENVS] for s in seeds]) for v in VARIANTS}
-    p, low, high = stats.improvement(matrix["raw"], matrix["minmax"], reps=args.reps, seed=0)
-    print(f"bandit-returns study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
-          f"{2 * len(ENVS) * len(seeds)} β-DQN runs")
+    wrong = [f"{e} {v} seed {s}: {why}" for (e, v, s), run in runs.items() if v in VARIANTS
+             for why in [off_plan(run)] if why]
+    if wrong:
+        print(f"verdict.py: error: runs that do not follow PLAN.md's flags: {'; '.join(wrong)}", file=sys.stderr)
+        return 2
+
+    def estimate(seeds: list[int]):
+        matrix = {v: np.array([[final_score(runs[e, v, s]) for e in ENVS] for s in seeds]) for v in VARIANTS}
+        return matrix, stats.improvement(matrix["raw"], matrix["minmax"], reps=args.reps, seed=0)
+
+    seeds = [0, 1, 2]
+    matrix, (p, low, high) = estimate(seeds)
+    outcome, said = decide(p, low, high, 3)
+    print(f"bandit-returns study: {len(ENVS)} environments, seeds 0-2, {2 * len(ENVS) * 3} β-DQN runs")
     print(f"P(raw > min-max) = {p:.4f}, 95% interval [{low:.4f}, {high:.4f}] "
           f"(rliable, stratified bootstrap, {args.reps:,} resamples, seed 0)")
-    print(f"verdict: {decide(p, low, high, len(seeds))[1]}" + ("" if args.reps == REPS else
+    if outcome == "more-seeds" and not missing([3, 4]):
+        seeds = [0, 1, 2, 3, 4]
+        matrix, (p, low, high) = estimate(seeds)
+        outcome, said = decide(p, low, high, 5)
+        print(f"seeds 0-4, {2 * len(ENVS) * 5} β-DQN runs: P(raw > min-max) = {p:.4f}, 95% interval "
+              f"[{low:.4f}, {high:.4f}]")
+    elif outcome == "more-seeds":
+        said += f" ({len(missing([3, 4]))} of those runs are not in the records yet)"
+    print(f"verdict: {said}" + ("" if args.reps == REPS else
                                 f" (NOT the verdict: {args.reps:,} resamples, not PLAN.md's {REPS:,})"))
     print()
     print("Beside it, not deciding: final greedy score per environment, mean [95% interval] (n)")
