@@ -119,7 +119,7 @@ class RunLogger:
         """What the logs made in the run directory, relative to it (for the run's record of its files): the two
         files, and W&B's run directory (whole) and the links W&B keeps beside it."""
         made = ["metrics.jsonl", "evals.csv"]
-        if self.wandb is not None:
+        if self.wandb is not None and getattr(self.wandb, "dir", None):
             run_dir = Path(self.wandb.dir).parent  # <out>/wandb/<offline-run-...>/files
             if run_dir.is_relative_to(self.out):
                 made.append(str(run_dir.relative_to(self.out)) + "/")

@@ -541,10 +541,12 @@ def sigterm_interrupts(when_cluster_gone=None):
             sys.stderr.flush()
             os._exit(130)
 
-    threading.Thread(target=watch, name="sigterm-watch", daemon=True).start()
+    watcher = threading.Thread(target=watch, name="sigterm-watch", daemon=True)
+    watcher.start()
     try:
         yield
     finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
         signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-        os.close(write)  # the watcher reads EOF and ends
+        os.close(write)  # the watcher reads EOF and ends: waited for, so no thread is left at the process's exit
+        watcher.join(timeout=5)
