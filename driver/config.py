@@ -324,6 +324,9 @@ def validate(cfg: Config) -> None:
         raise ConfigError("pack_seeds", f"must be >= 1, got {cfg.pack_seeds}")
     if cfg.retries < 0:
         raise ConfigError("retries", f"must be >= 0, got {cfg.retries}")
+    if cfg.take_run_id and not cfg.overwrite:
+        raise ConfigError("take_run_id", "true without --overwrite true: taking another run's --run-id replaces "
+                                         "that run's replay, which only --overwrite does")
     if not (cfg.learner_gpus >= 0 or cfg.learner_gpus == -1):
         raise ConfigError("learner_gpus", f"must be >= 0, or -1 for automatic, got {cfg.learner_gpus}")
     if cfg.seeds:

@@ -86,6 +86,9 @@ def _grid(argv: list[str] | None) -> int | None:
     args = vars(build_parser().parse_args(argv))
     if not is_grid(args):
         return None
+    if args.get("seeds") and "seed" in vars(build_parser(defaults=False).parse_args(argv)):
+        raise ConfigError("seed", f"{args['seed']} with --seeds {args['seeds']}: a grid's seeds are --seeds; give "
+                                  "one of them")
     grid = grid_from_args(args)
     try:
         with _quiet_stdout(grid.dir / "ray_warnings.log"):

@@ -445,10 +445,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="flags (e.g. bandit-returns) whose values split the columns as a grid's axes do: "
                              "runs of separate grids that differ in them, side by side (runs.csv's and "
                              "study.json's variant then name them too)")
-    parser.add_argument("--reps", type=int, default=REPS, metavar="N",
+    parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help=f"bootstrap resamples of every interval (default {REPS}; rliable's stratified bootstrap)")
     args = parser.parse_args(argv)
-    if args.reps < 100:
+    if args.reps is not None and args.reps < 100:
         print(f"python -m learner.report: error: --reps {args.reps}: give at least 100 resamples", file=sys.stderr)
         return 2
     for name in args.runs_dir:

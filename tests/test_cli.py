@@ -84,6 +84,8 @@ CASES = [
                                         "be made here (ImportError: "),
     (["--seeds", "0-2,1"], "--seeds: '0-2,1' names seed 1 twice; give each seed once"),
     (["--seed", "5", "--seeds", "1,2"], "--seed: 5 with --seeds 1,2: a grid's seeds are --seeds; give one of them"),
+    (["--seed", "0", "--seeds", "1,2"], "--seed: 0 with --seeds 1,2: a grid's seeds are --seeds; give one of them"),
+    (["--take-run-id", "true"], "--take-run-id: true without --overwrite true: taking another run's --run-id"),
     (["--env", "CliffWalk", "--out", "/"], "--out: / is the file system's root: give a directory of the run's own"),
     (["--env", "CliffWalk", "--out", str(ROOT)], f"--out: {ROOT} is this project's checkout: give a directory"),
     (["--env", "CliffWalk", "--out", str(ROOT / "tests")], f"--out: {ROOT / 'tests'} holds other files ("),
