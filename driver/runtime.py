@@ -292,6 +292,7 @@ class RayBackend:
 
 
 _SIGNALLED = threading.Event()  # a SIGTERM arrived (`sigterm_interrupts`)
+CLUSTER_DRAIN_S = 20.0  # how long, after a SIGTERM, a local cluster's GCS or raylet may take to end
 
 
 def local_cluster_gone(wait: float | None = None) -> bool:
@@ -506,8 +507,9 @@ def sigterm_interrupts(when_cluster_gone=None):
     A SIGTERM sent to the process group reaches Ray's processes at the same moment (Ray blocks only SIGINT in
     them), and the main thread may then be inside a Ray call that waits a minute for a GCS that is gone before
     Python can raise anything. So a watcher thread hears every signal as it arrives (`signal.set_wakeup_fd`):
-    after a SIGTERM, if the local cluster's GCS or raylet ends within 2 s, it calls `when_cluster_gone()` (which
-    says where to continue) and ends the process at once (status 130)."""
+    after a SIGTERM, if the local cluster's GCS or raylet ends while the block lasts (within `CLUSTER_DRAIN_S`:
+    a raylet with workers to stop takes about 10 s), it calls `when_cluster_gone()` (which says where to
+    continue) and ends the process at once (status 130)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -521,13 +523,23 @@ def sigterm_interrupts(when_cluster_gone=None):
     previous = signal.signal(signal.SIGTERM, terminated)
     previous_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
 
+    ended = threading.Event()
+
+    def cluster_ends() -> bool:  # (a SIGTERM to this process alone leaves the cluster up: the block ends first)
+        deadline = time.monotonic() + CLUSTER_DRAIN_S
+        while not ended.is_set() and time.monotonic() < deadline:
+            if local_cluster_gone(wait=0.0):
+                return True
+            time.sleep(0.05)
+        return False
+
     def watch():
         try:
             while True:
                 got = os.read(read, 64)
                 if not got:  # the block ended: its write end closed
                     return
-                if signal.SIGTERM in got and local_cluster_gone(wait=2.0):
+                if signal.SIGTERM in got and cluster_ends():
                     break
         except OSError:
             return
@@ -548,5 +560,6 @@ def sigterm_interrupts(when_cluster_gone=None):
     finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
         signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        ended.set()
         os.close(write)  # the watcher reads EOF and ends: waited for, so no thread is left at the process's exit
         watcher.join(timeout=5)

@@ -171,7 +171,7 @@ def _left(processes, seconds: float) -> list[str]:
     return left
 
 
-@pytest.mark.parametrize("grid", [False])  # a grid: still open (its GCS drains slowly on SIGTERM; README)
+@pytest.mark.parametrize("grid", [False, True])
 def test_sigterm_to_a_ray_runs_process_group_ends_it_in_seconds_and_leaves_no_ray_process(tmp_path, grid):
     """`kill -- -PGID` (what `timeout` and schedulers send) reaches Ray's own processes too: the run still ends
     within seconds in one line naming where to continue, and none of Ray's processes lives on."""
@@ -181,7 +181,8 @@ def test_sigterm_to_a_ray_runs_process_group_ends_it_in_seconds_and_leaves_no_ra
     os.killpg(proc.pid, signal.SIGTERM)
     sent = time.monotonic()
     _, err = proc.communicate(timeout=120)
-    assert time.monotonic() - sent < 15 and proc.returncode == 130, err
+    # (a grid's raylet first stops its workers: about 10 s)
+    assert time.monotonic() - sent < (25 if grid else 15) and proc.returncode == 130, err
     ours = [line for line in err.strip().splitlines() if line.startswith("python -m learner.main")]
     said = (f"grid interrupted; continue it with --resume {out}" if grid
             else f"interrupted; continue with --resume {out} (from its last checkpoint)")
