@@ -26,7 +26,7 @@ import numpy as np
 
 from actors.envs import make_env
 from actors.numpy_net import NumpyNet, acting_values, unflatten
-from learner.algorithms import acting
+from methods import acting
 from replay_service.buffer import make_packer
 
 _COLUMNS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "episode", "option")  # per step
@@ -66,14 +66,14 @@ class Actor:
         self.unreported: list[tuple] = []  # finished episodes (arm, return, bonus, stamp) to report
         self.exchange_reply: Future | None = None  # the arms on their way
         self.arms_taken = 0  # arms taken by episodes in this collect
-        self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+        self.packer = make_packer(spec)
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
         self.episodes: list[Episode | None] = [None] * len(self.envs)
         self.episodes_begun = 0
         self.instance, self.chunks_sent = secrets.token_hex(4), 0  # a restarted process is a new instance
-        # CliffWalk: training visits per cell (the report's state-visitation heatmaps), per chunk
-        self.track_visits = spec.name == "CliffWalk"
+        # training visits per cell of a one-hot grid (the report's state-visitation heatmaps), per chunk
+        self.track_visits = spec.state_grid is not None
 
     def ready(self) -> int:
         """Answers once the actor is constructed (the run waits for all before the first chunk)."""

@@ -38,6 +38,20 @@ def known_names() -> list[str]:
     return ["CliffWalk", *(f"MinAtar/{g}" for g in MINATAR_GAMES), *MINIGRID_TASKS]
 
 
+def domain(name: str) -> str:
+    """The family an environment belongs to in tables: MinAtar, MiniGrid, CliffWalk, or Other."""
+    if name.startswith("MinAtar/"):
+        return "MinAtar"
+    if name in MINIGRID_TASKS:
+        return "MiniGrid"
+    return name if name == "CliffWalk" else "Other"
+
+
+def scored_by_success(name: str) -> bool:
+    """Whether the paper scores the environment by its success rate (MiniGrid, CliffWalk), not its return."""
+    return domain(name) in ("MiniGrid", "CliffWalk")
+
+
 def canonical_name(name: str) -> str:
     """`MinAtar/Breakout-v0` -> `MinAtar/Breakout`; other names unchanged."""
     if name.startswith("MinAtar/") and name.endswith("-v0"):
@@ -56,6 +70,10 @@ class EnvSpec:
     gamma: float
     learning_rate: float
     has_success: bool
+    binary_obs: bool  # every observation entry is 0 or 1 (stored bit-packed): MinAtar's, a one-hot state's
+    # (rows, columns) when the observation is a one-hot of a grid's cell (CliffWalk's): the run counts its
+    # training visits per cell and the report draws them as a heatmap; else None
+    state_grid: tuple[int, int] | None
 
 
 class CliffWalk(gym.Env):
@@ -68,6 +86,7 @@ class CliffWalk(gym.Env):
     START, GOAL = (3, 0), (3, 11)
     MAX_STEPS = 100
     _MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))
+    state_grid = (ROWS, COLS)  # its observation is a one-hot of the cell (`EnvSpec.state_grid`)
 
     def __init__(self):
         self.observation_space = gym.spaces.Box(0, 1, shape=(self.ROWS * self.COLS,), dtype=np.uint8)
@@ -234,6 +253,7 @@ def env_spec(name: str) -> EnvSpec:
     name = canonical_name(name)
     env, has_success = _build(name)
     space = env.observation_space
+    grid = getattr(env.unwrapped, "state_grid", None)
     spec = EnvSpec(
         name=name,
         obs_shape=tuple(int(d) for d in space.shape),
@@ -242,6 +262,8 @@ def env_spec(name: str) -> EnvSpec:
         gamma=0.9 if name == "CliffWalk" else 0.99,
         learning_rate=_LEARNING_RATES.get(name, 3e-4),
         has_success=has_success,
+        binary_obs=bool(np.dtype(space.dtype) == np.bool_ or grid),
+        state_grid=grid,
     )
     env.close()
     return spec

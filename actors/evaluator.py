@@ -12,7 +12,7 @@ import numpy as np
 
 from actors.envs import make_env
 from actors.numpy_net import NumpyNet, acting_values, unflatten
-from learner.algorithms import acting
+from methods import acting
 
 
 class Evaluator:

@@ -14,7 +14,6 @@ Prints a table and writes JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from driver.errors import OneLineParser, run_script  # noqa: E402
 
 
 def learner_rows(env: str, device: str, updates: int) -> list[dict]:
@@ -125,7 +126,7 @@ def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="bench/breakdown.py", description=__doc__.split("\n")[0])
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--device", default="auto")
     p.add_argument("--updates", type=int, default=300)
@@ -162,9 +163,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from driver.config import ConfigError
-
-    try:
-        sys.exit(main())
-    except ConfigError as e:  # a bad --env or --device: one line, as driver.main says it
-        sys.exit(f"bench/breakdown.py: error: {e}")
+    run_script("bench/breakdown.py", main)

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
+from driver.errors import OneLineParser, run_script  # noqa: E402
 
 ALGOS = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")
 PAPER_COST = {"dqn": 100.0, "bootstrapped_dqn": 195.34, "ez_greedy": 94.32, "rnd": 152.57, "lesson": 371.07,
@@ -52,7 +53,7 @@ def one_run(args, algo: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(prog="bench/cost.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--algos", default=",".join(ALGOS), help="comma-separated; dqn is always included")
     p.add_argument("--steps", type=int, default=20_000, help="env steps measured after the warm-up")
@@ -129,10 +130,4 @@ def print_table(result: dict) -> None:
 
 
 if __name__ == "__main__":
-    from driver.config import ConfigError
-
-    try:
-        sys.exit(main())
-    except ConfigError as e:  # a bad --env or --device: one line, as driver.main says it
-        print(f"bench/cost.py: error: {e}", file=sys.stderr)
-        sys.exit(2)
+    run_script("bench/cost.py", main)

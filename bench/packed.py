@@ -21,7 +21,6 @@ packed/solo ratio per K.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
+from driver.errors import OneLineParser, run_script  # noqa: E402
 
 
 def learner_rates(args, k: int, device) -> dict:
@@ -121,7 +121,7 @@ def end_to_end(args, k: int, packed: bool, gpus: int) -> dict:
 
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="bench/packed.py", description=__doc__.split("\n")[0])
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--algo", default="beta_dqn")
     p.add_argument("--ks", default="", help="comma-separated pack sizes (default 1,2,4 on CPU, 1,4,8,16 on a GPU)")
@@ -208,4 +208,4 @@ def print_table(result: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script("bench/packed.py", main)

@@ -13,7 +13,6 @@ writes JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -26,6 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from driver.errors import OneLineParser, run_script  # noqa: E402
+
 CONFIGS = [("memory", 1), ("memory", 4), ("redis-local", 1), ("redis-local", 4)]
 
 
@@ -34,7 +35,7 @@ def real_chunks(env: str, n_chunks: int, chunk: int = 64):
     from replay_service.buffer import make_packer
 
     spec = env_spec(env)
-    packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+    packer = make_packer(spec)
     e, rng = make_env(env, seed=0), np.random.default_rng(0)
     obs, _ = e.reset(seed=0)
     rows = {k: [] for k in ("obs", "next_obs", "action", "reward", "terminated", "truncated")}
@@ -123,7 +124,7 @@ def learner_wait(args, kind: str, shards: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="bench/replay.py", description=__doc__.split("\n")[0])
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--chunks", type=int, default=300, help="chunks of 64 transitions inserted per configuration")
     p.add_argument("--batches", type=int, default=1000, help="batches of 32 sampled per configuration")
@@ -159,9 +160,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from driver.config import ConfigError
-
-    try:
-        sys.exit(main())
-    except ConfigError as e:
-        sys.exit(f"bench/replay.py: error: {e}")
+    run_script("bench/replay.py", main)

@@ -24,7 +24,6 @@ env steps/s on both and their ratio, and writes the JSON of both sides.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
+from driver.errors import OneLineParser, run_script  # noqa: E402
 
 ALGOS = ("beta_dqn", "dqn")
 
@@ -135,7 +135,7 @@ def actors_alone(args, actors: int) -> dict:
 
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="bench/throughput.py", description=__doc__.split("\n")[0])
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--actors", default="1,2,4,32", help="comma-separated actor counts")
     p.add_argument("--steps", type=int, default=20_000, help="steady-state env steps per run (after warm-up)")
@@ -288,9 +288,4 @@ def print_table(result: dict) -> None:
 
 
 if __name__ == "__main__":
-    from driver.config import ConfigError
-
-    try:
-        sys.exit(main())
-    except ConfigError as e:  # a bad --env or --device: one line, as driver.main says it
-        sys.exit(f"bench/throughput.py: error: {e}")
+    run_script("bench/throughput.py", main)

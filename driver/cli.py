@@ -20,11 +20,9 @@ from driver.config import (
     restore_password,
     with_legacy,
 )
+from driver.errors import OneLineParser
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> typing.NoReturn:  # one line, status 2, no usage dump
-        self.exit(2, f"{self.prog}: error: {message}\n")
+PROG = "python -m learner.main"
 
 
 def _bool(text: str) -> bool:
@@ -56,7 +54,7 @@ def _axis(conv):
 def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
     """learner.main's flags, one per Config field; `defaults=False`: a flag not given is absent from the result
     (the fields a command names, e.g. a recorded run's)."""
-    parser = _Parser(prog="python -m learner.main", description=__doc__, epilog=_EPILOG,
+    parser = OneLineParser(prog=PROG, description=__doc__, epilog=_EPILOG,
                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     hints = typing.get_type_hints(Config)
     for f in dataclasses.fields(Config):

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from learner.algorithms import METHODS
-from learner.algorithms.dqn_acting import EpsilonGreedy
+from methods import METHODS
+from methods.dqn.acting import EpsilonGreedy
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
@@ -263,7 +263,7 @@ def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
 
 def validate(cfg: Config) -> None:
     """Raise ConfigError on the first invalid field. Environment names are checked in `resolve`."""
-    from actors.policies import POLICY_SETS
+    from methods.beta_dqn.policies import POLICY_SETS
 
     for f in dataclasses.fields(cfg):
         v = getattr(cfg, f.name)

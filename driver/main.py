@@ -13,8 +13,9 @@ import sys
 import threading
 from pathlib import Path
 
-from driver.cli import build_parser, parse_config, resume_config
+from driver.cli import PROG, build_parser, parse_config, resume_config
 from driver.config import ConfigError, OutputError, resolve
+from driver.errors import user_error
 from driver.state import where_to_continue
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
@@ -139,11 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         print("python -m learner.main: interrupted before the run started", file=sys.stderr)
         return 130
     except ConfigError as e:
-        print(f"python -m learner.main: error: {e}", file=sys.stderr)
-        return 2
+        return user_error(PROG, str(e))
     except RedisSetupError as e:  # e.g. a redis-local server that did not start
-        print(f"python -m learner.main: error: --replay: {e}", file=sys.stderr)
-        return 2
+        return user_error(PROG, f"--replay: {e}")
     except Exception as e:
         from driver.run import NonFiniteLoss, ReplayUnavailable
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from driver.config import ConfigError, OutputError, public, shorten
-from learner.algorithms import acting
+from methods import acting
 from replay_service.files import open_append, write_atomically
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -177,7 +177,7 @@ class RunLogger:
 
 def describe_run(cfg, summary: dict) -> str:
     """What a person reads at the end of a run: what ran, how fast, the evaluations, where the outputs are."""
-    from driver.results import ALGO_LABELS, metric, steps_text
+    from reporting.results import ALGO_LABELS, metric, steps_text
 
     key = metric(summary["env"])
     layout = (f"{cfg.actors} actor{'s' * (cfg.actors > 1)} × {cfg.envs_per_actor} env"
@@ -211,7 +211,7 @@ def describe_run(cfg, summary: dict) -> str:
 
 def describe_grid(summary: dict, grid_dir: Path) -> str:
     """A grid's table for a person: per environment and column, the seeds done and the final scores."""
-    from driver.results import column_label, metric
+    from reporting.results import column_label, metric
 
     groups: dict[tuple, list[dict]] = {}
     for row in summary["runs"]:

@@ -30,8 +30,8 @@ from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
 from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, where_to_continue, write_checkpoint
-from learner.algorithms import acting
 from learner.learner import Learner, pick_device
+from methods import acting
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
 from replay_service.files import Written
 from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
@@ -493,7 +493,7 @@ class Run:
             "throughput": self.clock.summary(st.env_steps, learner.updates, self.staleness),
             "placement": self.placement,
             "replay_servers": self.replay.locations(),  # Redis: where the shards lived (no password)
-            # CliffWalk: training env steps taken in each of the 4×12 cells (row-major), for the report
+            # one-hot grids (CliffWalk): training env steps taken in each cell (row-major), for the report
             "state_visits": None if st.visits is None else st.visits.tolist(),
             # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
             "bandit": self._bandit() if self.acting.central else None,

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from actors.actor import Actor
 from actors.evaluator import Evaluator
 from driver.config import ConfigError
-from learner.algorithms import acting
+from methods import acting
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import ReplaySampler, ShardedReplay, shard_of
 from replay_service.redis_replay import RedisReplay
@@ -385,13 +385,13 @@ def check_memory(cfg, spec) -> None:
     and the evaluator. A joined cluster's memory is elsewhere: not checked."""
     import torch
 
-    from learner.algorithms import algorithm
+    from methods import algorithm
 
     if cfg.runtime != "serial" and (cfg.address or os.environ.get("RAY_ADDRESS")):
         return
     machine = machine_memory()
     if cfg.replay == "memory":
-        packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+        packer = make_packer(spec)
         row = ReplayBuffer.bytes_per_transition(packer.packed_shape, packer.packed_dtype)
         filled, shard = min(cfg.replay_capacity, cfg.total_steps) * row, cfg.replay_capacity // cfg.replay_shards * row
         if max(filled, shard) > machine:
@@ -470,7 +470,7 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
             replay.close(started=False)
             raise
         return replay
-    packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+    packer = make_packer(spec)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
     handles = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
                             cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]

@@ -211,7 +211,7 @@ class RunState:
 
     @classmethod
     def new(cls, cfg, spec) -> RunState:
-        visits = np.zeros(spec.obs_shape[0], dtype=np.int64) if spec.name == "CliffWalk" else None
+        visits = np.zeros(spec.obs_shape[0], dtype=np.int64) if spec.state_grid else None
         return cls(visits=visits, next_target=cfg.target_update, next_eval=min(cfg.eval_every, cfg.total_steps))
 
     @classmethod

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from learner.algorithms import algorithm
 from learner.networks import flat_weights
+from methods import algorithm
 from replay_service.buffer import make_packer
 
 GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
@@ -104,7 +104,7 @@ class Updates:
         self.eager_updates = 0  # this process's eager updates before the graph (a resumed run warms up too)
         self.static: dict[str, torch.Tensor] = {}  # graph inputs; metrics are its outputs
         self.static_metrics: dict[str, torch.Tensor] = {}
-        self.packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+        self.packer = make_packer(spec)
         self.updates = 0
 
     def _adam(self, params) -> torch.optim.Adam:

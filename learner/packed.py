@@ -19,8 +19,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
-from learner.algorithms import algorithm
 from learner.learner import Networks, Updates, make_modules
+from methods import algorithm
 
 TRAINED = "nets."  # the stacked tensors an optimizer steps; the rest ("frozen.") only the loss reads
 

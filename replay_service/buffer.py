@@ -38,9 +38,9 @@ class ObsPacker:
         return np.dtype(np.uint8) if self.binary else self.dtype
 
 
-def make_packer(obs_shape: tuple[int, ...], obs_dtype: str, env_name: str) -> ObsPacker:
-    binary = obs_dtype == "bool" or env_name == "CliffWalk"
-    return ObsPacker(obs_shape, obs_dtype, binary)
+def make_packer(spec) -> ObsPacker:
+    """The packer of an environment's observations (`actors.envs.EnvSpec`): bit-packed when binary."""
+    return ObsPacker(spec.obs_shape, spec.obs_dtype, spec.binary_obs)
 
 
 class ReplayBuffer:

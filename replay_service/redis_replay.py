@@ -40,7 +40,7 @@ class RedisReplay(ShardIndex):
                 except redis.RedisError as e:
                     print(f"warning: --replay-persist: {redact(url)} refused CONFIG SET appendonly yes "
                           f"({type(e).__name__}); its own persistence settings apply", file=sys.stderr)
-        packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+        packer = make_packer(spec)
         capacity = cfg.replay_capacity // len(urls)
         self.shards = [RedisShard(url, cfg.run_id, i, capacity, Codec(packer, spec.n_actions), cfg.seed * 1000 + i,
                                   timeout=cfg.replay_timeout) for i, url in enumerate(urls)]

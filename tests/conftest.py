@@ -37,6 +37,6 @@ def few_bootstrap_resamples(monkeypatch):
     """The report's intervals with 200 resamples instead of 2,000 (rliable's bootstrap is a Python loop: a
     probability of improvement costs ~2 ms per resample and environment); tests that check the default
     resample count name it."""
-    from driver import stats
+    from reporting import stats
 
     monkeypatch.setattr(stats, "REPS", 200)

@@ -11,9 +11,9 @@ set 8 without counts, Redis replay, two shards, two MiniGrid tasks). Each writes
 evaluation, as the run wrote it), `<name>/params.sha256` (a checksum of every final parameter, target
 and optimizer tensor in the checkpoint, in name order), `<name>/checkpoint.sha256` (the same over the whole
 final checkpoint but its configuration, which holds the run's directory and a random Redis namespace:
-counters, schedules, the arm source's and the replay's state) and `<name>/summary.json` (the summary
-without its timings, memory and commit). `--compare` says, run by run, whether all are identical byte
-for byte.
+counters, schedules, the arm source's and the replay's state; not a Redis run's random claim id) and
+`<name>/summary.json` (the summary without its timings, memory and commit). `--compare` says, run by run,
+whether all are identical byte for byte. `--only NAMES` records some of the runs.
 
 Bit-identity holds on one machine: float kernels can differ between CPU kinds (AMD and Intel), so compare
 directories written on the same host, never against outputs recorded elsewhere. It goes through the
@@ -68,6 +68,9 @@ def without_measurements(state: dict) -> dict:
             else v for k, v in state.items()}
 
 
+# a checkpoint's top-level keys that are not computed: the configuration (it holds the run's directory and a
+# random Redis namespace) and the random id a Redis run marks its rings with
+UNCOMPUTED = ("config", "replay_claim")
 FILES = ("evals.csv", "params.sha256", "checkpoint.sha256", "summary.json")
 
 
@@ -94,10 +97,12 @@ def checksum(state) -> str:
     return digest.hexdigest()
 
 
-def record(out: Path, repo: Path) -> None:
+def record(out: Path, repo: Path, only: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=False)
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv in runs().items():
+            if only and name not in only:
+                continue
             run_dir = Path(tmp) / name
             cmd = [sys.executable, "-m", "learner.main", *SHORT, *argv, "--out", str(run_dir)]
             done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
@@ -109,7 +114,7 @@ def record(out: Path, repo: Path) -> None:
 
             ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True, map_location="cpu")
             (out / name / "params.sha256").write_text(checksum(ckpt["learner"]) + "\n")
-            rest = without_measurements({k: v for k, v in ckpt.items() if k != "config"})
+            rest = without_measurements({k: v for k, v in ckpt.items() if k not in UNCOMPUTED})
             (out / name / "checkpoint.sha256").write_text(checksum(rest) + "\n")
             summary = without_measurements(json.loads((run_dir / "summary.json").read_text()))
             (out / name / "summary.json").write_text(
@@ -135,12 +140,17 @@ def main() -> int:
     p.add_argument("--out", type=Path, help="a new directory for this checkout's golden outputs")
     p.add_argument("--repo", type=Path, default=ROOT, help="the checkout whose code runs (default: this one)")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    p.add_argument("--only", default="", metavar="NAMES", help="record only these runs (comma-separated names)")
     args = p.parse_args()
     if args.compare:
         return compare(*args.compare)
     if args.out is None:
         p.error("give --out DIR or --compare BEFORE AFTER")
-    record(args.out, args.repo.resolve())
+    only = [n for n in args.only.split(",") if n]
+    unknown = sorted(set(only) - set(runs()))
+    if unknown:
+        p.error(f"--only: no run named {', '.join(unknown)}; known: {', '.join(runs())}")
+    record(args.out, args.repo.resolve(), only)
     return 0
 
 

@@ -9,11 +9,12 @@ import torch
 
 from actors.evaluator import Evaluator
 from actors.numpy_net import unflatten
-from actors.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
 from driver.config import Config, ConfigError, resolve
 from driver.runtime import SerialBackend, build
-from learner.algorithms import beta_dqn, dqn
 from learner.learner import Learner
+from methods.beta_dqn import learning as beta_dqn
+from methods.beta_dqn.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
+from methods.dqn import learning as dqn
 from tests.test_actor import FakeReplay
 
 

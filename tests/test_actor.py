@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from actors.actor import Actor
-from actors.policies import is_exploitation
 from driver.config import Config, resolve
 from learner.networks import make_network, to_numpy
+from methods.beta_dqn.policies import is_exploitation
 
 
 class FakeArms:

@@ -12,20 +12,18 @@ import torch
 
 from actors.actor import Actor
 from actors.numpy_net import NumpyNet, acting_values, unflatten
-from actors.policies import (
-    OPTION_PROB_CLIP,
-    ez_greedy,
-    lesson_act,
-    majority_vote,
-    option_probabilities,
-    zeta_duration,
-)
 from driver.config import Config, resolve
-from learner.algorithms import bootstrapped_dqn, dqn, lesson, rnd
-from learner.algorithms.common import td_loss
 from learner.learner import Learner
 from learner.networks import HeadsNet, RunningMeanStd, flat_weights
 from meta_controller.bandit import UniformArm
+from methods.bootstrapped_dqn import learning as bootstrapped_dqn
+from methods.bootstrapped_dqn.acting import majority_vote
+from methods.dqn import learning as dqn
+from methods.ez_greedy.acting import ez_greedy, zeta_duration
+from methods.lesson import learning as lesson
+from methods.lesson.options import OPTION_PROB_CLIP, lesson_act, option_probabilities
+from methods.rnd import learning as rnd
+from methods.td import td_loss
 from tests.test_actor import FakeReplay
 
 

@@ -6,8 +6,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from learner.algorithms import beta_dqn, dqn
-from learner.algorithms.common import bootstrap, td_loss
+from methods.beta_dqn import learning as beta_dqn
+from methods.dqn import learning as dqn
+from methods.td import bootstrap, td_loss
 
 EPS = 0.05
 

@@ -104,6 +104,17 @@ def test_bad_input_exits_2_with_one_line(argv, message):
     assert "hunter2" not in proc.stderr  # a password never reaches the terminal
 
 
+@pytest.mark.parametrize("prog,command", [
+    *((f"bench/{name}.py", [f"bench/{name}.py"]) for name in ("breakdown", "cost", "packed", "replay", "throughput")),
+    ("python -m learner.report", ["-m", "learner.report", "."]),
+])
+def test_every_command_says_a_mistake_in_one_line_with_status_2(prog, command):
+    proc = subprocess.run([sys.executable, *command, "--no-such-flag"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"{prog}: error: unrecognized arguments: --no-such-flag"]
+
+
 RAY_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(INFO|WARNING) \w+\.py:\d+ -- ")
 
 

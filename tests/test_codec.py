@@ -13,7 +13,7 @@ from replay_service.codec import SCHEMA_VERSION, Codec, RecordError
 
 def codec_for(name):
     spec = env_spec(name)
-    return Codec(make_packer(spec.obs_shape, spec.obs_dtype, spec.name), spec.n_actions), spec
+    return Codec(make_packer(spec), spec.n_actions), spec
 
 
 def real_chunk(name, n=20, seed=0):

@@ -23,7 +23,7 @@ UPDATES = 3
 
 
 def batch(spec, rng: np.random.Generator, n: int = 32) -> dict[str, np.ndarray]:
-    packer = make_packer(spec.obs_shape, spec.obs_dtype, spec.name)
+    packer = make_packer(spec)
     if spec.name == "CliffWalk":  # one-hot cells
         cells = rng.integers(spec.obs_shape[0], size=(2, n))
         obs = np.eye(spec.obs_shape[0], dtype=np.float32)[cells]

@@ -102,7 +102,7 @@ def test_a_serial_grid_run_is_computed_again_by_its_command(ray_cluster, tmp_pat
     import shlex
 
     from driver.main import main
-    from driver.report import write_report
+    from reporting.report import write_report
 
     args = args_of(["--algo", "beta_dqn", "--bandit-returns", "minmax,raw", *SHORT, "--runtime", "serial",
                     "--eval-episodes", "5", "--learner-cpus", "0.5", "--out", str(tmp_path / "grid")])
@@ -165,8 +165,8 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     first = [(r["task"]["started"], r["task"]["ended"]) for r in summary["runs"] if r["attempts"] == 1]
     assert sum(end - start for start, end in first) > max(end for _, end in first) - min(start for start, _ in first)
     assert json.loads((tmp_path / "grid" / "grid_summary.json").read_text()) == summary
-    # and the grid's directory is what driver.report reads: a table and figures, CliffWalk's visits too
-    from driver.report import write_report
+    # and the grid's directory is what reporting.report reads: a table and figures, CliffWalk's visits too
+    from reporting.report import write_report
 
     report = write_report(tmp_path / "grid").read_text()
     assert "| CliffWalk | CliffWalk |" in report and "(n=2)" in report

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("actors", "driver", "learner", "replay_service", "meta_controller", "bench")
+PACKAGES = ("actors", "driver", "learner", "methods", "replay_service", "meta_controller", "reporting", "bench")
 
 
 def modules() -> dict[str, Path]:
@@ -83,30 +83,38 @@ def test_no_module_of_the_project_is_part_of_an_import_cycle():
 
 
 def test_layers_point_down_only_the_entry_points_reach_the_driver():
-    """learner/, actors/, replay_service/ and meta_controller/ never import the driver (the CLI, config, run
-    loop): only the entry points `learner.main` and `learner.report` do."""
+    """learner/, methods/, actors/, replay_service/ and meta_controller/ never import the driver (the CLI,
+    config, run loop) or the reporting: only the entry points `learner.main` and `learner.report` do."""
     graph = import_graph()
     entry_points = {"learner.main", "learner.report"}
-    upward = {(m, t) for m, targets in graph.items() if m.split(".")[0] in ("actors", "learner", "replay_service",
-                                                                           "meta_controller") and m not in entry_points
-              for t in targets if t.split(".")[0] == "driver"}
-    assert not upward, f"imports of the driver from below it: {sorted(upward)}"
+    below = ("actors", "learner", "methods", "replay_service", "meta_controller")
+    upward = {(m, t) for m, targets in graph.items() if m.split(".")[0] in below and m not in entry_points
+              for t in targets if t.split(".")[0] in ("driver", "reporting")}
+    assert not upward, f"imports of the driver or the reporting from below them: {sorted(upward)}"
 
 
-def test_actors_reach_into_learner_only_for_the_methods_acting():
+def acting_modules(graph) -> set[str]:
+    """The methods' torch-free modules: the registry, the contracts, the shared ε-greedy helpers and every
+    module of a method's folder but its learning."""
+    return {m for m in graph if m == "methods" or (m.startswith("methods.") and m != "methods.td"
+                                                    and not m.endswith(".learning"))}
+
+
+def test_actors_reach_into_the_methods_only_for_their_acting():
     graph = import_graph()
-    torch_free = {"learner.algorithms", "learner.algorithms.contracts"} | {
-        m for m in graph if m.startswith("learner.algorithms.") and m.endswith("_acting")}
+    torch_free = acting_modules(graph)
+    assert {"methods.contracts", "methods.exploration", "methods.beta_dqn.acting"} <= torch_free
     reached = {(m, t) for m, targets in graph.items() if m.startswith("actors.") for t in targets
-               if t.startswith("learner.") and t not in torch_free}
-    assert not reached, f"actors import learner modules beyond acting: {sorted(reached)}"
-    inside = {(m, t) for m in torch_free for t in graph[m] if t.startswith("learner.") and t not in torch_free}
+               if t.split(".")[0] in ("learner", "methods") and t not in torch_free}
+    assert not reached, f"actors import learning modules: {sorted(reached)}"
+    inside = {(m, t) for m in torch_free for t in graph[m] if t.split(".")[0] in ("learner", "methods")
+              and t not in torch_free}
     assert not inside, f"acting modules import learning modules: {sorted(inside)}"
 
 
 def test_acting_loads_no_torch():
     """Actors and the evaluator act with numpy: importing them (and every method's acting) loads no torch."""
-    code = ("import sys, actors.actor, actors.evaluator, learner.algorithms as m; "
+    code = ("import sys, actors.actor, actors.evaluator, methods as m; "
             "assert 'torch' not in sys.modules, 'torch was imported'; print(len(m.METHODS))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -1,11 +1,11 @@
-"""A method is a learning module, an acting class and one registry line (`learner.algorithms.METHODS`)."""
+"""A method is a learning module, an acting class and one registry line (`methods.METHODS`)."""
 
 import numpy as np
 import pytest
 
 from driver.config import ALGOS, Config
-from learner.algorithms import METHODS, acting, algorithm
-from learner.algorithms.contracts import Acting, Algorithm
+from methods import METHODS, acting, algorithm
+from methods.contracts import Acting, Algorithm
 
 
 def _members(protocol) -> set[str]:

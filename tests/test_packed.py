@@ -377,7 +377,7 @@ def test_a_packed_grid_is_the_solo_grid_and_its_report_cannot_tell(ray_cluster, 
     """Seeds 0-2 with --pack-seeds 2: a pack of seeds 0 and 1 and seed 2 alone. Serial (deterministic): the
     evaluations are a solo grid's; the report's rows are the same. On Ray: the pack's seeds run in one task."""
     from driver.grid import grid_from_args
-    from driver.report import write_report
+    from reporting.report import write_report
 
     for name, extra in (("packed", ["--pack-seeds", "2"]), ("solo", [])):
         summary = grid_from_args(grid_args(tmp_path, name, "--runtime", "serial", *extra)).run()

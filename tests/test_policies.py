@@ -3,11 +3,9 @@
 import numpy as np
 import pytest
 
-from actors.policies import (
+from methods.beta_dqn.policies import (
     Arm,
-    argmax_random_tie,
     augmented_beta,
-    linear_epsilon,
     masked_q,
     pi_cor,
     pi_cov,
@@ -15,6 +13,7 @@ from actors.policies import (
     pure_exploitation,
     supported,
 )
+from methods.exploration import argmax_random_tie, linear_epsilon
 
 EPS = 0.05
 # action 1 has the largest Q but is unsupported (β = 0.02 ≤ ε); action 2 is the best supported one.

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import redis
 
+from actors.envs import env_spec
 from replay_service.buffer import make_packer
 from replay_service.codec import Codec
 from replay_service.redis_shard import RedisShard
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 
 def codec():
-    return Codec(make_packer((48,), "uint8", "CliffWalk"), 4)
+    return Codec(make_packer(env_spec("CliffWalk")), 4)
 
 
 def marked_chunk(start, n):

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from actors.envs import env_spec
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import RateLimiter, achieved_ratio, split_batch
 
@@ -17,22 +18,22 @@ def chunk(start, n, packer):
 
 
 def test_bool_observations_are_bit_packed_and_round_trip():
-    packer = make_packer((10, 10, 4), "bool", "MinAtar/Breakout")
+    packer = make_packer(env_spec("MinAtar/Breakout"))
     obs = np.random.default_rng(0).random((7, 10, 10, 4)) > 0.7
     packed = packer.pack(obs)
     assert packed.shape == (7, 50) and packed.dtype == np.uint8  # 400 bits -> 50 bytes
     assert np.array_equal(packer.unpack(packed), obs)
-    cliff = make_packer((48,), "uint8", "CliffWalk")
+    cliff = make_packer(env_spec("CliffWalk"))
     one_hot = np.eye(48, dtype=np.uint8)[[3, 40]]
     assert cliff.pack(one_hot).shape == (2, 6)
     assert np.array_equal(cliff.unpack(cliff.pack(one_hot)), one_hot)
-    grid = make_packer((6, 6, 3), "uint8", "DoorKey")  # values up to 10: stored as bytes
+    grid = make_packer(env_spec("DoorKey"))  # values up to 10: stored as bytes
     g = np.random.default_rng(1).integers(0, 11, (3, 6, 6, 3)).astype(np.uint8)
     assert np.array_equal(grid.unpack(grid.pack(g)), g)
 
 
 def test_ring_is_fifo_at_capacity():
-    packer = make_packer((10, 10, 4), "bool", "MinAtar/Breakout")
+    packer = make_packer(env_spec("MinAtar/Breakout"))
     buf = ReplayBuffer(10, packer.packed_shape, packer.packed_dtype, seed=0)
     buf.insert(chunk(0, 6, packer))
     buf.insert(chunk(6, 6, packer))

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from driver import stats
 from driver.config import Config, resolve
-from driver.report import ReportError, write_report
-from driver.report import main as report_main
-from driver.results import load_runs, train_window
+from reporting import stats
+from reporting.report import ReportError, write_report
+from reporting.report import main as report_main
+from reporting.results import load_runs, train_window
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -460,7 +460,7 @@ def test_a_records_copies_give_back_its_runs_whole(tmp_path):
 def test_metrics_are_thinned_before_the_training_window_only():
     """A copy's metrics.jsonl: the lines before the last evaluation interval merged (episodes summed, their score
     weighted by episodes; the window's state at the last line), those inside it as they were."""
-    from driver.records import thin_metrics
+    from reporting.records import thin_metrics
 
     rows = [{"env_steps": 100 * (i + 1), "train_episodes": 2, "train_return_mean": float(i), "arms_cov": i / 10,
              "replay_ratio": 0.25} for i in range(10)]

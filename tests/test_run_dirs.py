@@ -306,11 +306,11 @@ def test_a_run_id_claimed_by_a_run_that_has_stored_nothing_yet_is_refused(redis_
 def test_of_two_runs_claiming_one_id_at_once_one_gets_it_and_a_partial_claim_is_let_go(redis_url):
     import threading
 
-    from replay_service.buffer import make_packer
+    from replay_service.buffer import ObsPacker
     from replay_service.codec import Codec
     from replay_service.redis_shard import RedisShard
 
-    packer = make_packer((4,), "float32", "CartPole-v1")
+    packer = ObsPacker((4,), "float32", binary=False)
 
     def shard(i):
         return RedisShard(redis_url, "race-id", i, 100, Codec(packer, 2))

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from driver import stats
-from driver.records import load_all
-from driver.results import ReportError, column_by, config_value, final_score, train_score, window_shares
+from reporting import stats
+from reporting.records import load_all
+from reporting.results import ReportError, column_by, config_value, final_score, train_score, window_shares
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

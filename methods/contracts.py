@@ -1,6 +1,6 @@
 """What a method is, as two small contracts: how it learns (`Algorithm`, torch, in the learner) and how it
 acts (`Acting`, numpy only, in the actors and the evaluator). A method is a module of each and one line in
-`learner.algorithms.METHODS`. `BaseActing` holds the defaults of a method that plays one policy in every
+`methods.METHODS`. `BaseActing` holds the defaults of a method that plays one policy in every
 episode and is evaluated greedily; εz-greedy (`ez_greedy.py`, `ez_greedy_acting.py`) is the smallest method.
 """
 
@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from actors.policies import argmax_random_tie
 from meta_controller.bandit import ArmSource, FixedArm
+from methods.exploration import argmax_random_tie
 
 
 class Algorithm(Protocol):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from learner.algorithms.common import bootstrap, td_loss
 from learner.networks import make_network
+from methods.td import bootstrap, td_loss
 
 
 def networks(spec, cfg) -> dict:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from learner.algorithms import dqn
-from learner.algorithms.common import bootstrap, td_loss
 from learner.networks import make_network
+from methods.dqn import learning as dqn
+from methods.td import bootstrap, td_loss
 
 
 def networks(spec, cfg) -> dict:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.results import RunData, column_label, columns_of, metric, steps_text
-from driver.stats import curve_ci
+from actors.envs import env_spec
+from reporting.results import RunData, column_label, columns_of, metric, steps_text
+from reporting.stats import curve_ci
 
 MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
 
@@ -161,9 +162,19 @@ def selection_proportions(runs: list[RunData], env: str, path: Path, points: int
     return True
 
 
+def _state_grid(env: str) -> tuple[int, int] | None:
+    try:
+        return env_spec(env).state_grid
+    except Exception:  # an environment this installation cannot build (the run came from elsewhere): no heatmap
+        return None
+
+
 def visitation(runs: list[RunData], path: Path) -> bool:
-    """CliffWalk's training visits per cell, mean over seeds, a heatmap per column."""
-    visited = [r for r in runs if r.env == "CliffWalk" and r.summary.get("state_visits")]
+    """Training visits per cell of the one-hot grid environments (CliffWalk), mean over seeds, a heatmap per
+    column (of the first such environment)."""
+    grids = {r.env: _state_grid(r.env) for r in runs if r.summary.get("state_visits")}
+    first = next((env for env, grid in grids.items() if grid), None)
+    visited = [r for r in runs if r.env == first and r.summary.get("state_visits")]
     columns = columns_of(visited)
     if not columns:
         return False
@@ -171,7 +182,7 @@ def visitation(runs: list[RunData], path: Path) -> bool:
     for ax, column in zip(axes, columns, strict=True):
         group = [r for r in visited if r.column == column]
         counts = np.mean([np.asarray(r.summary["state_visits"], dtype=np.float64) for r in group], axis=0)
-        image = ax.imshow(np.log10(1 + counts.reshape(4, 12)), cmap="viridis")
+        image = ax.imshow(np.log10(1 + counts.reshape(grids[first])), cmap="viridis")
         ax.set(xticks=[], yticks=[])
         _title(ax, f"{column_label(column)}: log10(1 + visits), n={len(group)}")
         fig.colorbar(image, ax=ax, fraction=0.02)

@@ -1,8 +1,6 @@
-"""Pure action selection for one state (spec §2). No torch here: actors act with numpy.
-
-Every function takes Q(s,·) and/or β(·|s) as 1-D arrays and a seeded `np.random.Generator`;
-ties in any argmax are broken uniformly at random with that rng.
-"""
+"""β-DQN's policies (spec §2): the in-sample mask, π_cov(δ), π_cor(α), the policy set Π and the basic
+policies, as pure functions of one state's Q(s,·) and β(·|s) (1-D arrays) and a seeded `np.random.Generator`;
+ties in any argmax are broken uniformly at random with that rng. Numpy only: the actors run them."""
 
 from __future__ import annotations
 
@@ -10,10 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def argmax_random_tie(values: np.ndarray, rng: np.random.Generator) -> int:
-    best = np.flatnonzero(values == values.max())
-    return int(best[0]) if best.size == 1 else int(rng.choice(best))
+from methods.exploration import argmax_random_tie
 
 
 def supported(beta: np.ndarray, eps: float) -> np.ndarray:
@@ -74,18 +69,6 @@ def pi_cor(q: np.ndarray, beta: np.ndarray, alpha: float, eps: float, rng: np.ra
     return argmax_random_tie(alpha * optimistic + (1.0 - alpha) * masked_q(q, beta, eps), rng)
 
 
-def epsilon_greedy(q: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
-    if rng.random() < epsilon:
-        return int(rng.integers(q.shape[0]))
-    return argmax_random_tie(q, rng)
-
-
-def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:
-    """ε decayed linearly from `start` to `end` over `decay_steps` env steps, then held."""
-    frac = min(max(step, 0) / decay_steps, 1.0)
-    return start + frac * (end - start)
-
-
 def is_exploitation(action: int, q: np.ndarray, beta: np.ndarray, eps: float) -> bool:
     """Whether `action` is a pure-exploitation action (one of the maximisers of [eq:q mask greedy])."""
     mask = supported(beta, eps)
@@ -144,69 +127,3 @@ def argmin_beta(beta: np.ndarray, rng: np.random.Generator) -> int:
     """The basic policy that always takes the least-taken action, argmin_a β(a|s) (paper, "three basic
     policies"; it is π_cov(δ) for δ just above min β)."""
     return argmax_random_tie(-beta, rng)
-
-
-# ---- the baselines' acting (spec §7) ----
-
-def zeta_duration(mu: float, rng: np.random.Generator) -> int:
-    """n ~ Zeta(μ): P(n) = n^−μ / ζ(μ), n ≥ 1 (εz-greedy's heavy-tailed hold)."""
-    return int(rng.zipf(mu))
-
-
-def ez_greedy(q: np.ndarray, epsilon: float, mu: float, rng: np.random.Generator,
-              hold: tuple[int, int]) -> tuple[int, tuple[int, int]]:
-    """εz-greedy (Dabney et al. 2021): `hold` = (action, steps it is still repeated). With none held, with
-    probability ε draw a uniform action and a duration n ~ Zeta(μ) and take it now and for the next n − 1
-    steps; otherwise act greedily. Returns (action, the hold for the next step)."""
-    action, left = hold
-    if left > 0:
-        return action, (action, left - 1)
-    if rng.random() < epsilon:
-        action = int(rng.integers(q.shape[0]))
-        return action, (action, zeta_duration(mu, rng) - 1)
-    return argmax_random_tie(q, rng), (0, 0)
-
-
-def majority_vote(q_heads: np.ndarray, rng: np.random.Generator) -> int:
-    """Bootstrapped DQN's evaluation: each head (rows of `q_heads`, (K, A)) votes for its greedy action;
-    the most voted action wins (ties broken at random, among the heads' ties too)."""
-    votes = np.bincount([argmax_random_tie(q, rng) for q in q_heads], minlength=q_heads.shape[1])
-    return argmax_random_tie(votes, rng)
-
-
-LESSON_OPTIONS = ("random", "repeat", "intrinsic", "greedy")  # option index -> what it does
-TERMINATION_CLIP = (0.1, 0.9)  # LESSON's reference code clips β_ω when acting and in its target
-OPTION_PROB_CLIP = (0.05, 0.95)  # and the option probabilities (every option keeps a floor)
-
-
-def option_probabilities(option_q: np.ndarray, tau: float) -> np.ndarray:
-    """LESSON's option choice: softmax of Q_Ω(s,·)/τ, the temperature scaled by max(max_ω Q_Ω, 1) as in
-    the reference code (so it does not depend on the reward's scale), probabilities clipped to
-    [0.05, 0.95] and renormalised."""
-    scale = max(float(option_q.max()), 1.0)
-    z = option_q / (tau * scale)
-    p = np.exp(z - z.max())
-    p = np.clip(p / p.sum(), *OPTION_PROB_CLIP)
-    return p / p.sum()
-
-
-def lesson_act(q: np.ndarray, q_int: np.ndarray, option_q: np.ndarray, termination: np.ndarray,
-               rng: np.random.Generator, tau: float, state: tuple[int, int] | None) -> tuple[int, tuple[int, int]]:
-    """One LESSON step at state s. `state` = (option, its repeated action), None at an episode's start.
-    The running option ends with probability clip(β_ω(s), 0.1, 0.9); then (or at the start) a new one is
-    drawn from `option_probabilities`, with a new random action for the repeat option. Options: uniform
-    random each step; repeat one random action; greedy on the intrinsic Q; greedy on the task Q.
-    Returns (action, the state for the next step)."""
-    if state is None or rng.random() < float(np.clip(termination[state[0]], *TERMINATION_CLIP)):
-        option = int(rng.choice(len(option_q), p=option_probabilities(option_q, tau)))
-        state = (option, int(rng.integers(q.shape[0])))
-    option, repeated = state
-    if option == 0:
-        action = int(rng.integers(q.shape[0]))
-    elif option == 1:
-        action = repeated
-    elif option == 2:
-        action = argmax_random_tie(q_int, rng)
-    else:
-        action = argmax_random_tie(q, rng)
-    return action, state

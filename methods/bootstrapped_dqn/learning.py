@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from learner.algorithms.common import bootstrap, td_loss
-from learner.algorithms.dqn import acting_networks, targets
 from learner.networks import make_network
+from methods.dqn.learning import acting_networks, targets
+from methods.td import bootstrap, td_loss
 
 __all__ = ["acting_networks", "loss", "networks", "targets"]
 

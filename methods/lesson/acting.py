@@ -1,14 +1,14 @@
 """LESSON's acting (Kim et al. 2023; spec §7): an option (random, repeat, intrinsic greedy, task greedy) runs
 until the option network's termination ends it, then a new one is drawn from Q_Ω's softmax
-(`actors.policies.lesson_act`). Per episode it keeps the running option and its repeated action; every
+(`methods.lesson.options.lesson_act`). Per episode it keeps the running option and its repeated action; every
 transition is stored with its option (the option values' target needs it)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from actors.policies import lesson_act
-from learner.algorithms.contracts import BaseActing, Episode
+from methods.contracts import BaseActing, Episode
+from methods.lesson.options import lesson_act
 
 
 class Lesson(BaseActing):

@@ -15,7 +15,9 @@ import math
 from pathlib import Path
 
 from driver.config import BOOKKEEPING, FIELDS, flag_text, run_name, settled_arm_exchange
-from driver.results import (
+from methods import METHODS
+from replay_service.files import write_atomically
+from reporting.results import (
     RECORDS,
     ReportError,
     RunData,
@@ -27,8 +29,6 @@ from driver.results import (
     metric,
     train_window,
 )
-from learner.algorithms import METHODS
-from replay_service.files import write_atomically
 
 METRICS_KEPT = ("env_steps", "updates", "episodes", "train_episodes", "train_return_mean", "train_success_rate",
                 "arms_cov", "arms_cor", "arms_cor0", "arm_proportions", "arm_mu", "arm_bonus")
@@ -49,7 +49,7 @@ def is_recorded(root: Path) -> bool:
 
 
 def load_all(*roots: Path) -> tuple[list[RunData], list[str]]:
-    """`driver.results.load_runs` over the roots that hold runs, and `load_recorded` over those that are a
+    """`reporting.results.load_runs` over the roots that hold runs, and `load_recorded` over those that are a
     report's record; the directories left out, each once: a record's unfinished run only where it is not here
     from elsewhere (finished since, as a run of that name outside the record, or left out again)."""
     runs, records = [], []

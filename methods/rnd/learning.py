@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from learner.algorithms.dqn import acting_networks, q_loss, targets
 from learner.networks import RunningMeanStd, make_network
+from methods.dqn.learning import acting_networks, q_loss, targets
 
 __all__ = ["acting_networks", "fixed", "intrinsic_reward", "loss", "networks", "targets"]
 

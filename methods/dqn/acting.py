@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from actors.policies import epsilon_greedy, linear_epsilon
-from learner.algorithms.contracts import BaseActing, Episode
+from methods.contracts import BaseActing, Episode
+from methods.exploration import epsilon_greedy, linear_epsilon
 
 
 class EpsilonGreedy(BaseActing):

@@ -1,6 +1,8 @@
-"""The methods. A method is a learning module (torch: its networks and loss, `contracts.Algorithm`), an
-acting module (numpy: its arms, actions and evaluation, `contracts.Acting`) and one line in `METHODS`.
-The smallest example is εz-greedy: `ez_greedy.py` (DQN's learning) and `ez_greedy_acting.py`.
+"""The methods, one folder each: `<method>/learning.py` (torch: its networks and loss, `contracts.Algorithm`),
+`<method>/acting.py` (numpy: its arms, actions and evaluation, `contracts.Acting`), the policies that are its
+own beside them, and one line in `METHODS`. Helpers shared by several methods: `exploration.py` (ε-greedy,
+numpy) and `td.py` (the TD target and loss, torch). The smallest method is εz-greedy (`ez_greedy/`: DQN's
+learning, its own acting).
 
 This file imports no torch (the actors read it); `algorithm(name)` imports a learning module when the
 learner asks for it.
@@ -11,16 +13,16 @@ from __future__ import annotations
 from importlib import import_module
 from typing import NamedTuple
 
-from learner.algorithms.beta_dqn_acting import BetaDQN
-from learner.algorithms.bootstrapped_dqn_acting import HeadPerEpisode
-from learner.algorithms.contracts import Acting, Algorithm
-from learner.algorithms.dqn_acting import EpsilonGreedy
-from learner.algorithms.ez_greedy_acting import EzGreedy
-from learner.algorithms.lesson_acting import Lesson
+from methods.beta_dqn.acting import BetaDQN
+from methods.bootstrapped_dqn.acting import HeadPerEpisode
+from methods.contracts import Acting, Algorithm
+from methods.dqn.acting import EpsilonGreedy
+from methods.ez_greedy.acting import EzGreedy
+from methods.lesson.acting import Lesson
 
 
 class Method(NamedTuple):
-    learning: str  # its learning module in this package
+    learning: str  # the folder whose learning.py is its learning module
     acting: type  # its acting class
     label: str  # its name in tables and summaries
 
@@ -37,7 +39,7 @@ METHODS: dict[str, Method] = {  # --algo NAME
 
 def algorithm(name: str) -> Algorithm:
     """Method `name`'s learning module."""
-    return import_module(f"{__name__}.{METHODS[name].learning}")
+    return import_module(f"{__name__}.{METHODS[name].learning}.learning")
 
 
 def acting(cfg) -> Acting:

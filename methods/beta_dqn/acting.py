@@ -10,16 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from actors.policies import (
-    act_beta_dqn,
-    argmax_random_tie,
-    argmin_beta,
-    is_exploitation,
-    policy_set,
-    pure_exploitation,
-)
-from learner.algorithms.contracts import BaseActing, Episode
 from meta_controller.bandit import ArmSource, SlidingWindowBandit
+from methods.beta_dqn.policies import act_beta_dqn, argmin_beta, is_exploitation, policy_set, pure_exploitation
+from methods.contracts import BaseActing, Episode
+from methods.exploration import argmax_random_tie
 
 BASIC = ("argmin_beta", "argmax_q")  # the paper's basic policies besides pure exploitation (the main one)
 

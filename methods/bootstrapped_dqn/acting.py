@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from actors.policies import argmax_random_tie, epsilon_greedy, majority_vote
-from learner.algorithms.contracts import Episode
-from learner.algorithms.dqn_acting import EpsilonGreedy
 from meta_controller.bandit import ArmSource, UniformArm
+from methods.contracts import Episode
+from methods.dqn.acting import EpsilonGreedy
+from methods.exploration import argmax_random_tie, epsilon_greedy
+
+
+def majority_vote(q_heads: np.ndarray, rng: np.random.Generator) -> int:
+    """Bootstrapped DQN's evaluation: each head (rows of `q_heads`, (K, A)) votes for its greedy action;
+    the most voted action wins (ties broken at random, among the heads' ties too)."""
+    votes = np.bincount([argmax_random_tie(q, rng) for q in q_heads], minlength=q_heads.shape[1])
+    return argmax_random_tie(votes, rng)
 
 
 class HeadPerEpisode(EpsilonGreedy):

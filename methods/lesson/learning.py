@@ -1,10 +1,10 @@
 """LESSON (Kim et al. 2023; spec §7): exploration strategies as options, chosen by an option-value network.
 
-Options (`actors.policies.lesson_act`): uniform random each step; repeat one random action; greedy on
+Options (`methods.lesson.options.lesson_act`): uniform random each step; repeat one random action; greedy on
 an intrinsic Q; greedy on the task Q. The option network has one torso and two heads, as in the
 authors' code: Q_Ω(s,·) and the termination logits of β_ω(s) (one output layer of 2·4 units here, the
 MinAtar baseline network like every function of this project). Networks: task Q, intrinsic Q, option
-network, RND predictor (+ RND's fixed target and statistics, `learner.algorithms.rnd`); the three Q-like
+network, RND predictor (+ RND's fixed target and statistics, `methods.rnd.learning`); the three Q-like
 networks have target copies. On one minibatch, with ω the option stored with each transition and
 r_i the RND bonus of s′:
 
@@ -13,17 +13,18 @@ r_i the RND bonus of s′:
 - option value: g = r + α r_i + γ m [(1 − β′) Q_Ω⁻(s′,ω) + β′ max_ω′ Q_Ω⁻(s′,ω′)],
                 β′ = clip(β_ω(s′), 0.1, 0.9) from the online network, no gradient   (option-critic's U)
 - termination:  L = mean[β_ω(s) (A + ξ) m], A = Q_Ω⁻(s,ω) − max_ω′ Q_Ω⁻(s,ω′) (no gradient), ξ = −mean A
-- RND predictor: as `learner.algorithms.rnd`.
+- RND predictor: as `methods.rnd.learning`.
 """
 
 from __future__ import annotations
 
 import torch
 
-from actors.policies import LESSON_OPTIONS, TERMINATION_CLIP
-from learner.algorithms import dqn, rnd
-from learner.algorithms.common import bootstrap, td_loss
 from learner.networks import make_network
+from methods.dqn import learning as dqn
+from methods.lesson.options import LESSON_OPTIONS, TERMINATION_CLIP
+from methods.rnd import learning as rnd
+from methods.td import bootstrap, td_loss
 
 N_OPTIONS = len(LESSON_OPTIONS)
 fixed = rnd.fixed

@@ -29,7 +29,7 @@ otherwise it stops with one line naming the field and two runs that differ.
 Beside the report, `study.json` lists every run with the command line that computes it again.
 
 A RUNS_DIR may also be a report's directory (runs.csv and study.json, no run under it: a committed
-`results/<grid>/`): its runs enter the tables as it recorded them (`driver.records`), when
+`results/<grid>/`): its runs enter the tables as it recorded them (`reporting.records`), when
 their directories are gone; the figures and the meta-controller's rows are drawn from run directories only.
 """
 from __future__ import annotations
@@ -44,10 +44,12 @@ from pathlib import Path
 
 import numpy as np
 
+from actors.envs import domain
 from driver.config import flag
-from driver.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
-from driver.records import RECORDS, check_copies_dir, has_directory, is_recorded, load_all, write_copies
-from driver.results import (
+from driver.errors import OneLineParser, user_error
+from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
+from reporting.records import RECORDS, check_copies_dir, has_directory, is_recorded, load_all, write_copies
+from reporting.results import (
     ALGO_LABELS,
     SOLVED,
     ReportError,
@@ -58,7 +60,6 @@ from driver.results import (
     column_fields,
     column_label,
     columns_of,
-    domain,
     final_score,
     first_solved,
     metric,
@@ -68,7 +69,7 @@ from driver.results import (
     value_order,
     window_shares,
 )
-from driver.stats import REPS, aggregates, improvement, mean_ci, profile
+from reporting.stats import REPS, aggregates, improvement, mean_ci, profile
 
 
 def table(runs: list[RunData], reps: int | None = None) -> tuple[list[str], list[list[str]], dict]:
@@ -149,7 +150,7 @@ def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> t
     final scores normalised by the baseline's mean in the same environment (DQN's first column, else the first
     column), with stratified bootstrap intervals; for every two columns the probability that a run of the later
     one scores above a run of the earlier one (raw scores, per environment, averaged); and the performance
-    profile of the normalised scores (a figure). All from rliable (`driver.stats`)."""
+    profile of the normalised scores (a figure). All from rliable (`reporting.stats`)."""
     columns = columns_of(runs)
     if len(columns) < 2:
         return [], {}
@@ -318,7 +319,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                  reps: int | None = None) -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
     root's `report/`); `column_flags` (`--column-by`'s text) names flags whose values split the columns as a
-    grid's axes do; `reps`: the bootstrap's resamples (default `driver.stats.REPS`)."""
+    grid's axes do; `reps`: the bootstrap's resamples (default `reporting.stats.REPS`)."""
     fields = column_fields(column_flags)
     given = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(root) for root in roots]
     roots = [root for k, root in enumerate(given) if root.resolve() not in {r.resolve() for r in given[:k]}]
@@ -434,7 +435,7 @@ def write_runs_csv(runs: list, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m learner.report", description=__doc__,
+    parser = OneLineParser(prog="python -m learner.report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs_dir", nargs="+",
                         help="a directory of runs (a grid's, or any tree of run directories), or a report's directory "
@@ -449,18 +450,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"bootstrap resamples of every interval (default {REPS}; rliable's stratified bootstrap)")
     args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 100:
-        print(f"python -m learner.report: error: --reps {args.reps}: give at least 100 resamples", file=sys.stderr)
-        return 2
+        return user_error(parser.prog, f"--reps {args.reps}: give at least 100 resamples")
     for name in args.runs_dir:
         if not Path(name).is_dir():
-            print(f"python -m learner.report: error: {name!r} is not a directory", file=sys.stderr)
-            return 2
+            return user_error(parser.prog, f"{name!r} is not a directory")
     try:
         path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
                             args.column_by, args.reps)
     except ReportError as e:
-        print(f"python -m learner.report: error: {e}", file=sys.stderr)
-        return 2
+        return user_error(parser.prog, str(e))
     print(path)
     return 0
 

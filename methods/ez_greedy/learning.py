@@ -4,6 +4,6 @@ With probability ε (DQN's schedule) an actor starts a uniformly random action a
 n ~ Zeta(μ = 2) steps (`ez_greedy_acting.py`); the networks and the loss are DQN's.
 """
 
-from learner.algorithms.dqn import acting_networks, loss, networks, targets
+from methods.dqn.learning import acting_networks, loss, networks, targets
 
 __all__ = ["acting_networks", "loss", "networks", "targets"]

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from actors.envs import scored_by_success
 from driver.config import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange
-from learner.algorithms import METHODS
+from methods import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
 PAPER_ORDER = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")  # Table 1's columns; then others
@@ -39,7 +40,7 @@ class RunData:
     evals: list[dict]
     metrics: list[dict] = field(default_factory=list)
     path: str = ""  # the run's directory as found
-    # a run read from a report's runs.csv and study.json (`driver.records`), not from its directory: its training
+    # a run read from a report's runs.csv and study.json (`reporting.records`), not from its directory: its training
     # score, first evaluation at ≥ 0.9 and command as the report recorded them; None for a run's directory
     recorded: dict | None = None
 
@@ -121,26 +122,16 @@ def _reads(algo: str, key: str) -> bool:
     return key not in FIELDS or reads(algo, key)
 
 
-def domain(env: str) -> str:
-    from actors.envs import MINIGRID_TASKS
-
-    if env.startswith("MinAtar/"):
-        return "MinAtar"
-    if env in MINIGRID_TASKS:
-        return "MiniGrid"
-    return env if env == "CliffWalk" else "Other"
-
-
 def metric(env: str) -> str:
     """The score the paper reports: success rate on MiniGrid and CliffWalk, return otherwise."""
-    return "success_rate" if domain(env) in ("MiniGrid", "CliffWalk") else "return_mean"
+    return "success_rate" if scored_by_success(env) else "return_mean"
 
 
 def _number(text: str) -> float:
     return float("nan") if text in ("", "None", "nan") else float(text)
 
 
-RECORDS = "runs"  # a report's copies of the run directories it read: <report>/runs/<run>/ (`driver.records`)
+RECORDS = "runs"  # a report's copies of the run directories it read: <report>/runs/<run>/ (`reporting.records`)
 
 
 def is_copy(run_dir: Path) -> bool:
@@ -151,7 +142,7 @@ def is_copy(run_dir: Path) -> bool:
 def load_runs(*roots: Path) -> tuple[list[RunData], list[str]]:
     """Every finished run under the `roots` (once, where they overlap), and the directories left out:
     unfinished ones (no summary.json), and damaged ones (a file that does not parse: a warning naming it, and
-    the report goes on without the run). A report's record of runs: `driver.records`."""
+    the report goes on without the run). A report's record of runs: `reporting.records`."""
     runs, left_out, seen = [], [], set()
     for config_path in (path for root in roots for path in sorted(root.rglob("config.json"))):
         run_dir = config_path.parent
@@ -318,7 +309,7 @@ def first_solved(run: RunData) -> int | None:
 
 
 def _arms(run: RunData) -> list:
-    from actors.policies import policy_set
+    from methods.beta_dqn.policies import policy_set
 
     return policy_set(run.config.get("policy_set", "13"))
 

@@ -1,0 +1,35 @@
+"""One way every command of the project says a user's mistake: one line on standard error,
+`<program>: error: <what>`, and exit status 2 (`USER_ERROR`); no usage dump, no traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import typing
+
+from driver.config import ConfigError
+
+USER_ERROR = 2  # the exit status of a user's mistake, in every command (argparse's own)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and status `USER_ERROR`."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(USER_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def user_error(prog: str, message: str) -> int:
+    """Say the mistake in one line; the status to exit with."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return USER_ERROR
+
+
+def run_script(prog: str, main: typing.Callable[[], int | None]) -> typing.NoReturn:
+    """A script's `__main__`: `main()`'s status, or one line and `USER_ERROR` for a `ConfigError` (a bad
+    --env or --device: what `python -m learner.main` says of it)."""
+    try:
+        status = main()
+    except ConfigError as e:
+        status = user_error(prog, str(e))
+    sys.exit(status)
