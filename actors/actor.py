@@ -28,8 +28,7 @@ from actors.envs import make_env
 from actors.numpy_net import NumpyNet, acting_values, unflatten
 from methods import acting
 from replay_service.buffer import make_packer
-
-_COLUMNS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "episode", "option")  # per step
+from replay_service.schema import RECORD_ONLY, Schema
 
 
 @dataclass
@@ -67,6 +66,8 @@ class Actor:
         self.exchange_reply: Future | None = None  # the arms on their way
         self.arms_taken = 0  # arms taken by episodes in this collect
         self.packer = make_packer(spec)
+        self.schema = Schema(self.acting.extras)  # what a chunk holds per step (the method's extras too)
+        self.step_columns = ("obs", "next_obs", *(f.name for f in self.schema.columns + RECORD_ONLY))
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
         self.episodes: list[Episode | None] = [None] * len(self.envs)
@@ -169,7 +170,7 @@ class Actor:
             self.set_weights(weights, version)
         if not self.nets:
             raise RuntimeError("collect before any weights were set")
-        rows: dict[str, list] = {name: [] for name in _COLUMNS}
+        rows: dict[str, list] = {name: [] for name in self.step_columns}
         finished: list[dict] = []
         visits = np.zeros(self.spec.obs_shape[0], dtype=np.int64) if self.track_visits else None
         produced = 0
@@ -214,15 +215,15 @@ class Actor:
         obs = np.stack([self.obs[i] for i in active])
         needs_values = any(self.episodes[i].arm is not None for i in active)
         heads = self.acting.heads([self.episodes[i].arm for i in active])
-        values = acting_values(self.nets, obs, heads) if needs_values else {}
+        values = self.acting.outputs(acting_values(self.nets, obs, heads)) if needs_values else {}
         for j, i in enumerate(active):
             ep = self.episodes[i]
             a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step + j)
             next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
             if visits is not None:
                 visits[int(np.argmax(self.obs[i]))] += 1
-            for name, value in zip(_COLUMNS, (self.obs[i], a, reward, next_obs, terminated, truncated, ep.id,
-                                              self.acting.option(ep)), strict=True):
+            for name, value in zip(self.step_columns, (self.obs[i], next_obs, a, reward, terminated,
+                                                       *self.acting.step_extras(ep), truncated, ep.id), strict=True):
                 rows[name].append(value)
             ep.ret += float(reward)
             ep.length += 1
@@ -247,14 +248,10 @@ class Actor:
     def _chunk(self, rows: dict[str, list]) -> dict:
         chunk = {
             "obs": self.packer.pack(np.stack(rows["obs"])),
-            "action": np.asarray(rows["action"], dtype=np.int64),
-            "reward": np.asarray(rows["reward"], dtype=np.float32),
             "next_obs": self.packer.pack(np.stack(rows["next_obs"])),
-            "terminated": np.asarray(rows["terminated"], dtype=bool),
-            # for external replays' records (`replay_service.codec`); the learner's batch does not use them
-            "truncated": np.asarray(rows["truncated"], dtype=bool),
-            "episode": np.asarray(rows["episode"], dtype=np.int64),
-            "option": np.asarray(rows["option"], dtype=np.int8),  # LESSON's option per step (0 otherwise)
+            # the core's and the method's columns; `truncated` and `episode` for external replays' records
+            # (`replay_service.codec`): the learner's batch does not use them
+            **{name: self.schema.column(name, rows[name]) for name in self.step_columns[2:]},
             "actor": self.actor_id,
             "version": self.version,
             # names this chunk for an external replay, which stores a chunk sent twice (a retry) once

@@ -39,7 +39,7 @@ class Evaluator:
                 if rng.random() < self.cfg.eval_epsilon:
                     a = int(rng.integers(self.spec.n_actions))
                 else:
-                    values = acting_values(nets, obs[None])
+                    values = self.acting.outputs(acting_values(nets, obs[None]))
                     a = self.acting.evaluate(policy, {k: v[0] for k, v in values.items()}, rng)
                 obs, r, terminated, truncated, info = env.step(a)
                 ret += float(r)

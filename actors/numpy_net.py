@@ -98,27 +98,12 @@ class NumpyNet:
         return x @ self.w_out + self.b_out
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
-
-
 def acting_values(nets: dict[str, NumpyNet], obs: np.ndarray, heads: list[int] | None = None) -> dict[str, np.ndarray]:
-    """Every acting network's output for a batch of observations: "q" (N, A), or with K heads (N, K, A), or
-    with `heads` (one per row) that head's (N, A); "beta" as probabilities; "q_full" (two-Q ablation);
-    "q_int", "option_q" and "termination" (LESSON)."""
+    """Every acting network's raw output for a batch of observations, by the network's name: "q" (N, A), or
+    with K heads (N, K, A), or with `heads` (one per row) that head's (N, A). The method's acting reads them
+    as it needs (`methods.contracts.Acting.outputs`)."""
     q_net = nets["q"]
     patches = q_net.patches(obs) if q_net.conv else None  # one gather for all the conv nets
     out = {name: net(obs, patches) for name, net in nets.items() if name != "q"}
     out["q"] = q_net(obs, patches, heads)
-    if "beta" in out:
-        out["beta"] = softmax(out["beta"])
-    if "option" in out:  # one torso, two heads: Q_Ω(s,·) and the termination logits
-        option = out.pop("option")
-        half = option.shape[1] // 2
-        out["option_q"], out["termination"] = option[:, :half], sigmoid(option[:, half:])
     return out

@@ -22,10 +22,11 @@ from typing import Any, Protocol
 from actors.actor import Actor
 from actors.evaluator import Evaluator
 from driver.config import ConfigError
-from methods import acting
+from methods import acting, extras
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import ReplaySampler, ShardedReplay, shard_of
 from replay_service.redis_replay import RedisReplay
+from replay_service.schema import Schema
 
 MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -392,7 +393,7 @@ def check_memory(cfg, spec) -> None:
     machine = machine_memory()
     if cfg.replay == "memory":
         packer = make_packer(spec)
-        row = ReplayBuffer.bytes_per_transition(packer.packed_shape, packer.packed_dtype)
+        row = Schema(extras(cfg.algo)).row_bytes(packer.packed_shape, packer.packed_dtype)
         filled, shard = min(cfg.replay_capacity, cfg.total_steps) * row, cfg.replay_capacity // cfg.replay_shards * row
         if max(filled, shard) > machine:
             raise ConfigError("replay_capacity", f"{cfg.replay_capacity:,} transitions of {spec.name} ({row} B each) "
@@ -432,7 +433,7 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
     (`--overwrite`), and takes another run directory's claim only with `--take-run-id`; a resumed run (`resume`:
     its checkpoint) takes its namespace back only while the rings still carry its claim id."""
     if cfg.replay != "memory":
-        replay = RedisReplay(cfg, spec, out, backend.concurrent, backend.reachable_address())
+        replay = RedisReplay(cfg, spec, out, backend.concurrent, backend.reachable_address(), extras(cfg.algo))
         try:
             since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             kept = (resume or {}).get("replay_claim")
@@ -473,7 +474,7 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
     packer = make_packer(spec)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
     handles = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
-                            cfg.seed * 1000 + s) for s in range(cfg.replay_shards)]
+                            cfg.seed * 1000 + s, extras(cfg.algo)) for s in range(cfg.replay_shards)]
     return ShardedReplay(backend, handles, cfg.replay_capacity, cfg.batch_size, cfg.seed)
 
 

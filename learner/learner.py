@@ -13,8 +13,11 @@ import torch
 from torch import nn
 
 from learner.networks import flat_weights
-from methods import algorithm
+from methods import algorithm, extras
 from replay_service.buffer import make_packer
+from replay_service.schema import Schema
+
+_TORCH_TYPES = {int: torch.int64, float: torch.float32, bool: torch.bool}  # an extra's batch tensor by kind
 
 GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
 
@@ -105,6 +108,7 @@ class Updates:
         self.static: dict[str, torch.Tensor] = {}  # graph inputs; metrics are its outputs
         self.static_metrics: dict[str, torch.Tensor] = {}
         self.packer = make_packer(spec)
+        self.extras = Schema(extras(cfg.algo)).extras  # the method's per-step fields, in every batch
         self.updates = 0
 
     def _adam(self, params) -> torch.optim.Adam:
@@ -118,8 +122,8 @@ class Updates:
         out["action"] = torch.tensor(batch["action"], dtype=torch.int64)
         out["reward"] = torch.tensor(batch["reward"], dtype=torch.float32)
         out["terminated"] = torch.tensor(batch["terminated"], dtype=torch.bool)
-        # LESSON's option per transition (every replay stores one; 0 for the other algorithms)
-        out["option"] = torch.tensor(batch.get("option", np.zeros(len(batch["action"]))), dtype=torch.int64)
+        for f in self.extras:  # (integers as int64: what indexing wants)
+            out[f.name] = torch.tensor(batch[f.name], dtype=_TORCH_TYPES[f.kind])
         return out
 
     def _to_tensors(self, batch) -> dict[str, torch.Tensor]:

@@ -19,6 +19,7 @@ from methods.contracts import Acting, Algorithm
 from methods.dqn.acting import EpsilonGreedy
 from methods.ez_greedy.acting import EzGreedy
 from methods.lesson.acting import Lesson
+from replay_service.schema import Field
 
 
 class Method(NamedTuple):
@@ -40,6 +41,11 @@ METHODS: dict[str, Method] = {  # --algo NAME
 def algorithm(name: str) -> Algorithm:
     """Method `name`'s learning module."""
     return import_module(f"{__name__}.{METHODS[name].learning}.learning")
+
+
+def extras(name: str) -> tuple[Field, ...]:
+    """The per-step fields method `name` stores with each transition besides the core's (`replay_service.schema`)."""
+    return METHODS[name].acting.extras
 
 
 def acting(cfg) -> Acting:

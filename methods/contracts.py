@@ -1,7 +1,8 @@
 """What a method is, as two small contracts: how it learns (`Algorithm`, torch, in the learner) and how it
-acts (`Acting`, numpy only, in the actors and the evaluator). A method is a module of each and one line in
-`methods.METHODS`. `BaseActing` holds the defaults of a method that plays one policy in every
-episode and is evaluated greedily; εz-greedy (`ez_greedy.py`, `ez_greedy_acting.py`) is the smallest method.
+acts (`Acting`, numpy only, in the actors and the evaluator). A method is a folder with a module of each
+(`<method>/learning.py`, `<method>/acting.py`) and one line in `methods.METHODS`. `BaseActing` holds the
+defaults of a method that plays one policy in every episode and is evaluated greedily; εz-greedy
+(`ez_greedy/`) is the smallest method.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 
 from meta_controller.bandit import ArmSource, FixedArm
 from methods.exploration import argmax_random_tie
+from replay_service.schema import Field
 
 
 class Algorithm(Protocol):
@@ -52,6 +54,7 @@ class Acting(Protocol):
     logs_arms: bool  # the logs show each arm's share of the episodes (β-DQN's policies, Bootstrapped DQN's heads)
     arm_groups: tuple[str, ...] | None  # β-DQN: each arm's group (cov, cor, cor0), for the logs' shares
     eval_policies: tuple[str, ...]  # the evaluation's policies: "main" (the method's score) first
+    extras: tuple[Field, ...]  # per-step fields stored with each transition besides the core's (`step_extras`)
 
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         """The arm source's class and its constructor's arguments (the runtime builds it where it runs)."""
@@ -59,16 +62,20 @@ class Acting(Protocol):
     def heads(self, arms: list[int | None]) -> list[int] | None:
         """The network head each row's acting reads (Bootstrapped DQN: the episode's), or None for all."""
 
+    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The acting networks' raw outputs for a batch of states (`actors.numpy_net.acting_values`) as `act`
+        and `evaluate` read them (β-DQN: β as probabilities), once per batch."""
+
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
-        """The action of episode `ep` at `obs` under its arm, given the acting networks' outputs at `obs`
-        (`actors.numpy_net.acting_values`) and the run's env step `step` (ε schedules)."""
+        """The action of episode `ep` at `obs` under its arm, given `outputs` at `obs` and the run's env step
+        `step` (ε schedules)."""
 
     def bonus(self, ep: Episode) -> float:
         """What the arm source hears with a finished episode's return (β-DQN's B(π))."""
 
-    def option(self, ep: Episode) -> int:
-        """The option stored with each transition (LESSON's; 0 for the others)."""
+    def step_extras(self, ep: Episode) -> tuple:
+        """The values of the method's `extras` for the step episode `ep` just took (LESSON: its option)."""
 
     def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:
         """The action of evaluation policy `policy` (one of `eval_policies`) from the networks' outputs."""
@@ -82,6 +89,7 @@ class BaseActing:
     logs_arms = False
     arm_groups: tuple[str, ...] | None = None
     eval_policies: tuple[str, ...] = ("main",)
+    extras: tuple[Field, ...] = ()
 
     def __init__(self, cfg):
         self.cfg = cfg
@@ -92,11 +100,14 @@ class BaseActing:
     def heads(self, arms: list[int | None]) -> list[int] | None:
         return None
 
+    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return raw
+
     def bonus(self, ep: Episode) -> float:
         return 0.0
 
-    def option(self, ep: Episode) -> int:
-        return 0
+    def step_extras(self, ep: Episode) -> tuple:
+        return ()
 
     def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:
         return argmax_random_tie(values["q"], rng)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "option")  # option: LESSON's (else 0)
+from replay_service.schema import OBSERVATIONS, Field, Schema
 
 
 class ObsPacker:
@@ -44,37 +44,29 @@ def make_packer(spec) -> ObsPacker:
 
 
 class ReplayBuffer:
-    """Fixed-capacity FIFO ring. `insert` takes a chunk of packed transitions; `sample` is uniform."""
+    """Fixed-capacity FIFO ring. `insert` takes a chunk of packed transitions; `sample` is uniform. It holds
+    the columns of `schema.Schema(extras)`: the core's and the method's extras."""
 
-    def __init__(self, capacity: int, packed_shape: tuple[int, ...], packed_dtype, seed: int = 0):
+    def __init__(self, capacity: int, packed_shape: tuple[int, ...], packed_dtype, seed: int = 0,
+                 extras: tuple[Field, ...] = ()):
         self.capacity = capacity
-        self.obs = np.zeros((capacity, *packed_shape), dtype=packed_dtype)
-        self.next_obs = np.zeros_like(self.obs)
-        self.action = np.zeros(capacity, dtype=np.int64)
-        self.reward = np.zeros(capacity, dtype=np.float32)
-        self.terminated = np.zeros(capacity, dtype=bool)
-        self.option = np.zeros(capacity, dtype=np.int8)
+        self.schema = Schema(tuple(extras))
+        self.columns = {name: np.zeros((capacity, *packed_shape), dtype=packed_dtype) for name in OBSERVATIONS}
+        self.columns.update({f.name: np.zeros(capacity, dtype=f.dtype) for f in self.schema.columns})
         self.cursor = 0  # next slot to write
         self.size = 0
         self.inserted = 0  # total ever inserted
         self.rng = np.random.default_rng(seed)
 
-    @staticmethod
-    def bytes_per_transition(packed_shape: tuple[int, ...], packed_dtype) -> int:
-        """What one slot holds: obs and next obs (packed), action (int64), reward (float32), terminated, option."""
-        return 2 * int(np.prod(packed_shape)) * np.dtype(packed_dtype).itemsize + 8 + 4 + 1 + 1
-
     def insert(self, chunk: dict[str, np.ndarray]) -> int:
         n = len(chunk["action"])
-        if "option" not in chunk:  # only LESSON's actors send options
-            chunk = {**chunk, "option": np.zeros(n, dtype=np.int8)}
         if n > self.capacity:  # only the newest `capacity` survive FIFO anyway
-            chunk = {k: chunk[k][-self.capacity:] for k in FIELDS}
+            chunk = {k: chunk[k][-self.capacity:] for k in self.columns}
             self.inserted += n - self.capacity
             n = self.capacity
         idx = (self.cursor + np.arange(n)) % self.capacity
-        for name in FIELDS:
-            getattr(self, name)[idx] = chunk[name]
+        for name, column in self.columns.items():
+            column[idx] = chunk[name]
         self.cursor = (self.cursor + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
         self.inserted += n
@@ -84,11 +76,11 @@ class ReplayBuffer:
         if self.size == 0:
             raise RuntimeError("sample from an empty replay buffer")
         idx = self.rng.integers(0, self.size, size=batch_size)
-        return {name: getattr(self, name)[idx] for name in FIELDS}
+        return {name: column[idx] for name, column in self.columns.items()}
 
     def state_dict(self) -> dict:
         """Everything, for a snapshot in the run directory (plain arrays and numbers: np.savez-able)."""
-        state = {name: getattr(self, name)[:self.size] for name in FIELDS}
+        state = {name: column[:self.size] for name, column in self.columns.items()}
         state.update(cursor=self.cursor, size=self.size, inserted=self.inserted,
                      rng=np.frombuffer(repr(self.rng.bit_generator.state).encode(), dtype=np.uint8))
         return state
@@ -97,8 +89,8 @@ class ReplayBuffer:
         import ast
 
         self.size, self.cursor, self.inserted = int(state["size"]), int(state["cursor"]), int(state["inserted"])
-        for name in FIELDS:
-            getattr(self, name)[:self.size] = state[name]
+        for name, column in self.columns.items():  # (a snapshot of an older version may hold more: not read)
+            column[:self.size] = state[name]
         self.rng.bit_generator.state = ast.literal_eval(bytes(state["rng"]).decode())
 
     def stats(self) -> dict[str, int]:

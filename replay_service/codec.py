@@ -2,12 +2,14 @@
 
 One record per transition, a msgpack map with a schema version:
 
-    {"v": 2, "obs": bytes, "next_obs": bytes, "dtype": str, "shape": [int, ...], "packed": bool,
-     "action": int, "option": int, "reward": float, "terminated": bool, "truncated": bool,
-     "actor": int, "episode": int, "version": int}
+    {"v": 3, "obs": bytes, "next_obs": bytes, "dtype": str, "shape": [int, ...], "packed": bool,
+     "action": int, "reward": float, "terminated": bool, "truncated": bool,
+     "actor": int, "episode": int, "version": int, <the method's extras>}
 
-`option` is the LESSON option active when the action was taken (0 for every other algorithm; schema 2
-added it).
+The extras are the per-step fields the run's method declares (`replay_service.schema`; LESSON's `option`),
+each an int, float or bool of its declared range; a record carries exactly its run's. Schema 2 records
+(every record carried an `option`, 0 but for LESSON) are read too: their `option` is the extra of a method
+that declares one, and must be 0 for the others.
 
 `obs`/`next_obs` are the observation's bytes, bit-packed (`packed`) for boolean and one-hot observations
 (`replay_service.buffer.ObsPacker`). Decoding validates every field against what the run expects and
@@ -28,11 +30,13 @@ import msgpack
 import numpy as np
 
 from replay_service.buffer import ObsPacker
+from replay_service.schema import CORE, RECORD_ONLY, Field, Schema
 
-SCHEMA_VERSION = 2
-MAX_OPTION = 127  # the replay stores options as int8
-KEYS = frozenset({"v", "obs", "next_obs", "dtype", "shape", "packed", "action", "option", "reward", "terminated",
-                  "truncated", "actor", "episode", "version"})
+SCHEMA_VERSION = 3  # 3: a method's extras (2: an `option` in every record)
+READABLE = (2, SCHEMA_VERSION)
+BOOKKEEPING = (("v", int), ("obs", bytes), ("next_obs", bytes), ("dtype", str), ("shape", list), ("packed", bool),
+               ("actor", int), ("version", int))
+V2_OPTION = Field("option", "int8", 0, 127)  # what schema 2 stored with every record
 MAX_RECORD_BYTES = 1 << 20  # no observation of the supported environments comes near 1 MiB
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -55,8 +59,12 @@ class Codec:
 
     packer: ObsPacker
     n_actions: int
+    extras: tuple[Field, ...] = ()
 
     def __post_init__(self):
+        self.schema = Schema(tuple(self.extras))
+        self.fields = self.schema.columns + RECORD_ONLY  # the per-step fields of a record
+        self.keys = frozenset({name for name, _ in BOOKKEEPING} | {f.name for f in self.fields})
         self.shape = list(self.packer.shape)
         self.dtype = self.packer.dtype.name
         self.obs_bytes = int(np.prod(self.packer.packed_shape)) * self.packer.packed_dtype.itemsize
@@ -67,15 +75,13 @@ class Codec:
     def encode_chunk(self, chunk: dict[str, np.ndarray], actor: int, version: int) -> list[bytes]:
         """A chunk as the actor builds it (packed observations) -> one record per transition."""
         n = len(chunk["action"])
-        truncated = chunk.get("truncated", np.zeros(n, dtype=bool))
-        episode = chunk.get("episode", np.zeros(n, dtype=np.int64))
-        option = chunk.get("option", np.zeros(n, dtype=np.int8))
+        columns = {f.name: (chunk[f.name] if f.name in chunk else np.zeros(n, dtype=f.dtype), f.kind)
+                   for f in self.fields}  # (`truncated` and `episode` are zeros where a chunk has none)
         head = {"v": SCHEMA_VERSION, "dtype": self.dtype, "shape": self.shape, "packed": self.packer.binary,
                 "actor": int(actor), "version": int(version)}
         return [msgpack.packb({**head, "obs": chunk["obs"][i].tobytes(), "next_obs": chunk["next_obs"][i].tobytes(),
-                               "action": int(chunk["action"][i]), "option": int(option[i]),
-                               "reward": float(chunk["reward"][i]), "terminated": bool(chunk["terminated"][i]),
-                               "truncated": bool(truncated[i]), "episode": int(episode[i])}, use_bin_type=True)
+                               **{name: kind(values[i]) for name, (values, kind) in columns.items()}},
+                              use_bin_type=True)
                 for i in range(n)]
 
     # ---- decoding (learner) ----
@@ -95,13 +101,17 @@ class Codec:
             raise RecordError("not_msgpack", type(e).__name__) from None
         if not isinstance(rec, dict):
             raise RecordError("type", f"a {type(rec).__name__}, not a map")
-        if rec.get("v") != SCHEMA_VERSION:
-            raise RecordError("version", f"schema {rec.get('v')!r}, expected {SCHEMA_VERSION}")
-        if rec.keys() != KEYS:
-            raise RecordError("keys", f"missing {sorted(KEYS - rec.keys())}, extra {sorted(rec.keys() - KEYS)}")
-        for key, kind in (("obs", bytes), ("next_obs", bytes), ("dtype", str), ("shape", list), ("packed", bool),
-                          ("action", int), ("option", int), ("reward", float), ("terminated", bool),
-                          ("truncated", bool), ("actor", int), ("episode", int), ("version", int)):
+        version = rec.get("v")
+        if type(version) is not int or version not in READABLE:
+            raise RecordError("version", f"schema {version!r}, expected {SCHEMA_VERSION}")
+        fields, keys, extras = self.fields, self.keys, self.schema.extras
+        if version == 2:  # every record had an option: the extra of a method that declares one, else 0
+            option = next((f for f in self.schema.extras if f.name == "option"), V2_OPTION)
+            fields, extras = CORE + RECORD_ONLY + (option,), (option,)
+            keys = frozenset({name for name, _ in BOOKKEEPING} | {f.name for f in fields})
+        if rec.keys() != keys:
+            raise RecordError("keys", f"missing {sorted(keys - rec.keys())}, extra {sorted(rec.keys() - keys)}")
+        for key, kind in (*BOOKKEEPING, *((f.name, f.kind) for f in fields)):
             value = rec[key]
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise RecordError("type", f"{key} is a {type(value).__name__}, expected {kind.__name__}")
@@ -114,8 +124,18 @@ class Codec:
                                        f"expected {self.obs_bytes}")
         if not 0 <= rec["action"] < self.n_actions:
             raise RecordError("value", f"action {rec['action']} outside [0, {self.n_actions})")
-        if not 0 <= rec["option"] <= MAX_OPTION:
-            raise RecordError("value", f"option {rec['option']} outside [0, {MAX_OPTION}]")
+        for f in extras:  # within their declared range
+            bounds = f.bounds()
+            if bounds is not None and not bounds[0] <= rec[f.name] <= bounds[1]:
+                raise RecordError("value", f"{f.name} {rec[f.name]} outside [{bounds[0]}, {bounds[1]}]")
+            if f.kind is float and (not math.isfinite(rec[f.name]) or abs(rec[f.name]) > FLOAT32_MAX):
+                raise RecordError("value", f"{f.name} {rec[f.name]} (finite float32 expected)")
+        if version == 2:
+            option = rec.pop("option")
+            if "option" in self.schema.stored:
+                rec["option"] = option
+            elif option != 0:
+                raise RecordError("value", f"option {option} in a schema 2 record of a method without options")
         if not math.isfinite(rec["reward"]) or abs(rec["reward"]) > FLOAT32_MAX:
             raise RecordError("value", f"reward {rec['reward']} (finite float32 expected)")
         if self.float_obs and not all(np.isfinite(np.frombuffer(rec[k], dtype=self.packer.packed_dtype)).all()
@@ -139,9 +159,6 @@ class Codec:
         batch = {
             "obs": np.frombuffer(b"".join(r["obs"] for r in good), dtype=dtype).reshape(len(good), *width),
             "next_obs": np.frombuffer(b"".join(r["next_obs"] for r in good), dtype=dtype).reshape(len(good), *width),
-            "action": np.array([r["action"] for r in good], dtype=np.int64),
-            "option": np.array([r["option"] for r in good], dtype=np.int8),
-            "reward": np.array([r["reward"] for r in good], dtype=np.float32),
-            "terminated": np.array([r["terminated"] for r in good], dtype=bool),
+            **{f.name: np.array([r[f.name] for r in good], dtype=f.dtype) for f in self.schema.columns},
         }
         return batch, errors

@@ -22,8 +22,9 @@ PREFETCH_BATCHES = 16
 
 
 class RedisReplay(ShardIndex):
-    def __init__(self, cfg, spec, out: Path, concurrent: bool, host: str = "127.0.0.1"):
-        """`host`: where `redis-local` servers listen (the address the run's actors reach this node at)."""
+    def __init__(self, cfg, spec, out: Path, concurrent: bool, host: str = "127.0.0.1", extras: tuple = ()):
+        """`host`: where `redis-local` servers listen (the address the run's actors reach this node at);
+        `extras`: the method's per-step fields (`replay_service.schema`)."""
         self.concurrent = concurrent  # Ray: batches decoded ahead on a thread; serial: drawn when asked
         self.servers = []
         if cfg.replay == "redis-local":
@@ -42,8 +43,8 @@ class RedisReplay(ShardIndex):
                           f"({type(e).__name__}); its own persistence settings apply", file=sys.stderr)
         packer = make_packer(spec)
         capacity = cfg.replay_capacity // len(urls)
-        self.shards = [RedisShard(url, cfg.run_id, i, capacity, Codec(packer, spec.n_actions), cfg.seed * 1000 + i,
-                                  timeout=cfg.replay_timeout) for i, url in enumerate(urls)]
+        self.shards = [RedisShard(url, cfg.run_id, i, capacity, Codec(packer, spec.n_actions, extras),
+                                  cfg.seed * 1000 + i, timeout=cfg.replay_timeout) for i, url in enumerate(urls)]
         self.ports = self.shards  # every actor holds a copy of its shard (each copy opens its own connection)
         super().__init__(len(self.shards), cfg.replay_capacity, cfg.batch_size, cfg.seed)
         self.queue: queue.Queue = queue.Queue(maxsize=PREFETCH_BATCHES)

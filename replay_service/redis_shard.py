@@ -100,11 +100,11 @@ class RedisShard:
     def __getstate__(self) -> dict:
         """What travels to an actor process: the shard's address and settings, not a connection."""
         return {"args": (self.url, self.run_id, self.shard, self.capacity, self.codec.packer, self.codec.n_actions,
-                         self.timeout), "rng": self.rng.bit_generator.state}
+                         self.codec.extras, self.timeout), "rng": self.rng.bit_generator.state}
 
     def __setstate__(self, state: dict) -> None:
-        url, run_id, shard, capacity, packer, n_actions, timeout = state["args"]
-        self.__init__(url, run_id, shard, capacity, Codec(packer, n_actions), timeout=timeout)
+        url, run_id, shard, capacity, packer, n_actions, extras, timeout = state["args"]
+        self.__init__(url, run_id, shard, capacity, Codec(packer, n_actions, extras), timeout=timeout)
         self.rng.bit_generator.state = state["rng"]
 
     def insert(self, chunk: dict) -> int:

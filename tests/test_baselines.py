@@ -16,6 +16,7 @@ from driver.config import Config, resolve
 from learner.learner import Learner
 from learner.networks import HeadsNet, RunningMeanStd, flat_weights
 from meta_controller.bandit import UniformArm
+from methods import acting
 from methods.bootstrapped_dqn import learning as bootstrapped_dqn
 from methods.bootstrapped_dqn.acting import majority_vote
 from methods.dqn import learning as dqn
@@ -305,7 +306,7 @@ def test_actors_get_the_acting_networks_and_their_numpy_forward_equals_torch(alg
     learner = Learner(cfg, spec)
     nets = {n: NumpyNet(p) for n, p in unflatten(learner.weights()).items()}
     obs = np.eye(48, dtype=np.uint8)[[0, 5, 47]]
-    values = acting_values(nets, obs)
+    values = acting(cfg).outputs(acting_values(nets, obs))  # as the method's acting reads them
     assert {k: v.shape for k, v in values.items()} == shapes
     with torch.no_grad():
         torch.testing.assert_close(torch.as_tensor(values["q"]), learner.nets["q"](torch.as_tensor(obs)),

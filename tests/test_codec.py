@@ -7,18 +7,22 @@ import numpy as np
 import pytest
 
 from actors.envs import env_spec, make_env
+from methods import extras
 from replay_service.buffer import make_packer
 from replay_service.codec import SCHEMA_VERSION, Codec, RecordError
 
+LESSON = extras("lesson")  # a method with a per-step extra: the option (0..3, int8)
 
-def codec_for(name):
+
+def codec_for(name, extra=()):
     spec = env_spec(name)
-    return Codec(make_packer(spec), spec.n_actions), spec
+    return Codec(make_packer(spec), spec.n_actions, extra), spec
 
 
-def real_chunk(name, n=20, seed=0):
-    """Transitions from the real environment, packed as an actor packs them."""
-    codec, spec = codec_for(name)
+def real_chunk(name, n=20, seed=0, extra=()):
+    """Transitions from the real environment, packed as an actor packs them (with LESSON's options if
+    `extra` declares them)."""
+    codec, spec = codec_for(name, extra)
     env, rng = make_env(name, seed=seed), np.random.default_rng(seed)
     obs, _ = env.reset(seed=seed)
     rows = {k: [] for k in ("obs", "next_obs", "action", "reward", "terminated", "truncated", "episode")}
@@ -34,18 +38,21 @@ def real_chunk(name, n=20, seed=0):
             episode += 1
     chunk = {k: np.asarray(v) for k, v in rows.items()}
     chunk["obs"], chunk["next_obs"] = codec.packer.pack(chunk["obs"]), codec.packer.pack(chunk["next_obs"])
-    chunk["option"] = (np.arange(n) % 4).astype(np.int8)  # LESSON's options travel with the records
+    if extra:
+        chunk["option"] = (np.arange(n) % 4).astype(np.int8)  # LESSON's options travel with the records
     return codec, spec, chunk
 
 
+@pytest.mark.parametrize("extra", [(), LESSON], ids=["core", "lesson"])
 @pytest.mark.parametrize("name", ["MinAtar/Breakout", "DoorKey", "CliffWalk"])
-def test_round_trip(name):
-    codec, spec, chunk = real_chunk(name)
+def test_round_trip(name, extra):
+    codec, spec, chunk = real_chunk(name, extra=extra)
     records = codec.encode_chunk(chunk, actor=3, version=7)
     assert all(isinstance(r, bytes) for r in records)
     batch, errors = codec.decode_batch(records)
     assert errors == [] and not codec.rejected
-    for k in ("obs", "next_obs", "action", "terminated", "option"):
+    assert set(batch) == {"obs", "next_obs", "action", "reward", "terminated", *(f.name for f in extra)}
+    for k in ("obs", "next_obs", "action", "terminated", *(f.name for f in extra)):
         np.testing.assert_array_equal(batch[k], chunk[k])
     np.testing.assert_array_equal(batch["reward"], chunk["reward"].astype(np.float32))
     # and back to observations the learner can use
@@ -65,7 +72,7 @@ def tampered(record: bytes, **changes) -> bytes:
 
 
 def test_malformed_records_are_rejected_and_counted():
-    codec, _, chunk = real_chunk("MinAtar/Breakout", n=4)
+    codec, _, chunk = real_chunk("MinAtar/Breakout", n=4, extra=LESSON)
     good = codec.encode_chunk(chunk, actor=0, version=1)[0]
     bad = {
         "truncated bytes": (good[:len(good) // 2], "not_msgpack"),
@@ -79,7 +86,10 @@ def test_malformed_records_are_rejected_and_counted():
         "reward beyond float32": (tampered(good, reward=3.5e38), "value"),
         "negative action": (tampered(good, action=-1), "value"),
         "action out of range": (tampered(good, action=6), "value"),
-        "option out of range": (tampered(good, option=128), "value"),
+        "option out of range": (tampered(good, option=4), "value"),
+        "negative option": (tampered(good, option=-1), "value"),
+        "no option": (tampered(good, option=KeyError), "keys"),
+        "option not an int": (tampered(good, option=1.0), "type"),
         "extra key": (tampered(good, evil=1), "keys"),
         "missing key": (tampered(good, reward=KeyError), "keys"),
         "foreign type": (tampered(good, action="0"), "type"),
@@ -97,7 +107,36 @@ def test_malformed_records_are_rejected_and_counted():
             assert err.value.kind == kind, what
     batch, errors = codec.decode_batch([good, *[b for b, _ in bad.values()], good])
     assert len(batch["action"]) == 2 and len(errors) == len(bad)
-    assert sum(codec.rejected.values()) == len(bad) and codec.rejected["value"] == 6
+    assert sum(codec.rejected.values()) == len(bad) and codec.rejected["value"] == 7
+
+
+def test_a_record_carries_exactly_its_methods_extras():
+    """A DQN run's replay refuses a record with an option (another method's extra), and LESSON's one without."""
+    dqn, _ = codec_for("CliffWalk")
+    lesson, _, chunk = real_chunk("CliffWalk", n=2, extra=LESSON)
+    with_option = lesson.encode_chunk(chunk, actor=0, version=0)[0]
+    without = dqn.encode_chunk(chunk, actor=0, version=0)[0]  # (the chunk's option is not a DQN field)
+    assert "option" not in msgpack.unpackb(without, raw=False)
+    for codec, blob in ((dqn, with_option), (lesson, without)):
+        with pytest.raises(RecordError) as err:
+            codec.decode(blob)
+        assert err.value.kind == "keys"
+
+
+def test_schema_2_records_are_read_with_their_option():
+    """Records written before the extras (schema 2: an option in every record, 0 but for LESSON) are read: a
+    LESSON replay keeps their option, another method's drops a 0 and refuses any other value."""
+    lesson, _, chunk = real_chunk("CliffWalk", n=3, extra=LESSON)
+    old = [tampered(r, v=2) for r in lesson.encode_chunk(chunk, actor=0, version=0)]
+    batch, errors = lesson.decode_batch(old)
+    assert errors == [] and batch["option"].tolist() == chunk["option"].tolist()
+    dqn, _ = codec_for("CliffWalk")
+    batch, errors = dqn.decode_batch(old)
+    assert "option" not in batch and len(batch["action"]) == 1  # option 0 read; options 1 and 2 refused
+    assert [e.kind for e in errors] == ["value", "value"]
+    with pytest.raises(RecordError) as err:
+        dqn.decode(tampered(old[0], option=KeyError))
+    assert err.value.kind == "keys"
 
 
 def test_a_pickled_object_is_never_constructed(tmp_path):

@@ -44,6 +44,7 @@ def test_acting_is_seeded_and_keeps_its_state_in_the_episode(name):
         for step in range(20):
             ep.arm_steps += 1
             actions.append(method.act(ep, np.array([step % 3]), values, step, act_rng))
-        runs.append((actions, method.bonus(ep), method.option(ep)))
+        runs.append((actions, method.bonus(ep), method.step_extras(ep)))
     assert runs[0] == runs[1]
     assert all(0 <= a < 4 for a in runs[0][0])
+    assert len(runs[0][2]) == len(method.extras)  # a value for each per-step field it declares

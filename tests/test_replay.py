@@ -39,7 +39,7 @@ def test_ring_is_fifo_at_capacity():
     buf.insert(chunk(6, 6, packer))
     assert buf.stats() == {"size": 10, "inserted": 12, "capacity": 10}
     # the two oldest (rewards 0 and 1) were evicted; 2..11 remain
-    assert sorted(buf.reward.tolist()) == list(range(2, 12))
+    assert sorted(buf.columns["reward"].tolist()) == list(range(2, 12))
     batch = buf.sample(500)
     assert set(batch["reward"].tolist()) == set(range(2, 12))
     # transitions stay whole: action and observation belong to the same step

@@ -39,6 +39,12 @@ class BetaDQN(BaseActing):
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         return SlidingWindowBandit, (len(self.arms), self.cfg.bandit_window, seed, self.cfg.bandit_returns)
 
+    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """β's logits as probabilities β(·|s)."""
+        logits = raw["beta"]
+        z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return {**raw, "beta": z / z.sum(axis=-1, keepdims=True)}
+
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
         cfg, arm = self.cfg, self.arms[ep.arm]

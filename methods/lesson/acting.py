@@ -8,15 +8,25 @@ from __future__ import annotations
 import numpy as np
 
 from methods.contracts import BaseActing, Episode
-from methods.lesson.options import lesson_act
+from methods.lesson.options import LESSON_OPTIONS, lesson_act
+from replay_service.schema import Field
 
 
 class Lesson(BaseActing):
+    extras = (Field("option", "int8", 0, len(LESSON_OPTIONS) - 1),)  # the option each step was taken under
+    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The option network's one torso, two heads: Q_Ω(s,·) and the termination probabilities β_ω(s)."""
+        out = dict(raw)
+        option = out.pop("option")
+        half = option.shape[-1] // 2
+        out["option_q"], out["termination"] = option[..., :half], 0.5 * (1.0 + np.tanh(0.5 * option[..., half:]))
+        return out
+
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
         action, ep.memory = lesson_act(values["q"], values["q_int"], values["option_q"], values["termination"],
                                        rng, self.cfg.lesson_tau, ep.memory)
         return action
 
-    def option(self, ep: Episode) -> int:
-        return 0 if ep.memory is None or ep.arm is None else ep.memory[0]
+    def step_extras(self, ep: Episode) -> tuple[int]:
+        return (0 if ep.memory is None or ep.arm is None else ep.memory[0],)
