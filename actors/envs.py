@@ -47,9 +47,12 @@ def domain(name: str) -> str:
     return name if name == "CliffWalk" else "Other"
 
 
+SUCCESS_DOMAINS = ("MiniGrid", "CliffWalk")  # the domains the paper scores by their success rate
+
+
 def scored_by_success(name: str) -> bool:
-    """Whether the paper scores the environment by its success rate (MiniGrid, CliffWalk), not its return."""
-    return domain(name) in ("MiniGrid", "CliffWalk")
+    """Whether the paper scores the environment by its success rate, not its return."""
+    return domain(name) in SUCCESS_DOMAINS
 
 
 def canonical_name(name: str) -> str:

@@ -169,15 +169,17 @@ def _state_grid(env: str) -> tuple[int, int] | None:
         return None
 
 
-def visitation(runs: list[RunData], path: Path) -> bool:
-    """Training visits per cell of the one-hot grid environments (CliffWalk), mean over seeds, a heatmap per
-    column (of the first such environment)."""
+def visitation(runs: list[RunData], out: Path) -> tuple[str, str] | None:
+    """Training visits per cell of a one-hot grid environment (`EnvSpec.state_grid`: CliffWalk), mean over
+    seeds, a heatmap per column, of the first such environment, in `out/visits_<env>.png`: (env, file name),
+    or None when no run counted visits."""
     grids = {r.env: _state_grid(r.env) for r in runs if r.summary.get("state_visits")}
     first = next((env for env, grid in grids.items() if grid), None)
     visited = [r for r in runs if r.env == first and r.summary.get("state_visits")]
     columns = columns_of(visited)
     if not columns:
-        return False
+        return None
+    name = f"visits_{first.replace('/', '-')}.png"
     fig, axes = _panels(len(columns), 6, 2.6, ncols=2)
     for ax, column in zip(axes, columns, strict=True):
         group = [r for r in visited if r.column == column]
@@ -186,5 +188,5 @@ def visitation(runs: list[RunData], path: Path) -> bool:
         ax.set(xticks=[], yticks=[])
         _title(ax, f"{column_label(column)}: log10(1 + visits), n={len(group)}")
         fig.colorbar(image, ax=ax, fraction=0.02)
-    _save(fig, path)
-    return True
+    _save(fig, out / name)
+    return first, name

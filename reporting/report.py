@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.envs import domain
+from actors.envs import SUCCESS_DOMAINS, domain
 from driver.config import flag
 from driver.errors import OneLineParser, user_error
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
@@ -360,7 +360,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished or damaged left out)" if unfinished
                                         else "") + ". "
         "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
-        "MiniGrid and CliffWalk, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
+        f"{' and '.join(SUCCESS_DOMAINS)}, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
         "A column is a method and, in a grid with axes besides --env, --algo and --seeds (or for the flags "
         "--column-by names), its variant. "
@@ -403,8 +403,10 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                       "The window's episodes per arm at the last step: the arm that holds most of them (its share, "
                       "μ and b), and of the others the one with the largest μ + b [eq:policy select].", "",
                       *per_run, ""]
-    if visitation(drawn, out / "cliffwalk_visits.png"):
-        lines += ["## CliffWalk state visitation (training)", "", "![visits](cliffwalk_visits.png)", ""]
+    drawn_visits = visitation(drawn, out)
+    if drawn_visits is not None:
+        env, name = drawn_visits
+        lines += [f"## {env}: state visitation (training)", "", f"![visits]({name})", ""]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers},
                                                 indent=2) + "\n")

@@ -170,7 +170,7 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
 
     report = write_report(tmp_path / "grid").read_text()
     assert "| CliffWalk | CliffWalk |" in report and "(n=2)" in report
-    for name in ("curves_CliffWalk.png", "cliffwalk_visits.png", "selection_CliffWalk.png"):
+    for name in ("curves_CliffWalk.png", "visits_CliffWalk.png", "selection_CliffWalk.png"):
         assert (tmp_path / "grid" / "report" / name).stat().st_size > 5000
 
 

@@ -99,7 +99,7 @@ def test_table_one_by_hand(tmp_path):
     assert [(r["seed"], r["score"], r["metric"], r["train_score"]) for r in breakout_dqn] == [
         ("0", "4", "return_mean", "3.2"), ("1", "6", "return_mean", "4.8")]  # 0.8 × final (make_run)
     for name in ("curves_CliffWalk.png", "curves_MinAtar-Breakout.png", "selection_CliffWalk.png",
-                 "basic_CliffWalk.png", "cliffwalk_visits.png"):
+                 "basic_CliffWalk.png", "visits_CliffWalk.png"):
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
         assert f"({name})" in report
@@ -408,7 +408,7 @@ def test_a_reports_directory_gives_its_runs_to_a_later_report(tmp_path):
         in report
     assert (tmp_path / "table1" / "curves_MinAtar-SpaceInvaders.png").is_file()
     assert not (tmp_path / "table1" / "curves_MinAtar-Breakout.png").exists()
-    assert not (tmp_path / "table1" / "cliffwalk_visits.png").exists()  # visits are in the runs' directories
+    assert not (tmp_path / "table1" / "visits_CliffWalk.png").exists()  # visits are in the runs' directories
     # the training return as recorded: 0.8 of the final return (make_run), 3.2 and 4.8
     assert "| DQN | 5.00 [4.00, 6.00] (n=2) | 4.00 [3.20, 4.80] (n=2) | — |" in report
     assert (tmp_path / "table1" / "runs.csv").read_text() == (tmp_path / "one" / "report" / "runs.csv").read_text()
@@ -447,7 +447,7 @@ def test_a_records_copies_give_back_its_runs_whole(tmp_path):
     shutil.move(tmp_path / "runs", tmp_path / "gone")
     again = write_report(tmp_path / "whole", tmp_path / "again").read_text()
     assert again.split("\n", 4)[4] == whole.split("\n", 4)[4]  # all but the command block
-    for name in ("runs.csv", "curves_CliffWalk.png", "selection_CliffWalk.png", "cliffwalk_visits.png"):
+    for name in ("runs.csv", "curves_CliffWalk.png", "selection_CliffWalk.png", "visits_CliffWalk.png"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
     assert "0.10 / 0.90 / 0.00" in again and "in the record's report.md" not in again
     # a copy that is not the run runs.csv lists is refused
