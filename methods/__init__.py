@@ -4,12 +4,17 @@ own beside them, and one line in `METHODS`. Helpers shared by several methods: `
 numpy) and `td.py` (the TD target and loss, torch). The smallest method is εz-greedy (`ez_greedy/`: DQN's
 learning, its own acting).
 
+A method may also live outside this package, in a folder of its own: a module that calls `register` and is
+named in the environment variable `BETA_DQN_METHODS` (`tests/toy_method` is one, run end to end by
+`tests/test_method_folder.py`).
+
 This file imports no torch (the actors read it); `algorithm(name)` imports a learning module when the
 learner asks for it.
 """
 
 from __future__ import annotations
 
+import os
 from importlib import import_module
 from typing import NamedTuple
 
@@ -23,24 +28,33 @@ from replay_service.schema import Field
 
 
 class Method(NamedTuple):
-    learning: str  # the folder whose learning.py is its learning module
+    package: str  # its folder, as a package: `<package>.learning` is its learning module
     acting: type  # its acting class
     label: str  # its name in tables and summaries
 
 
 METHODS: dict[str, Method] = {  # --algo NAME
-    "beta_dqn": Method("beta_dqn", BetaDQN, "β-DQN"),
-    "dqn": Method("dqn", EpsilonGreedy, "DQN"),
-    "bootstrapped_dqn": Method("bootstrapped_dqn", HeadPerEpisode, "Bootstrapped DQN"),
-    "ez_greedy": Method("ez_greedy", EzGreedy, "εz-greedy"),
-    "rnd": Method("rnd", EpsilonGreedy, "RND"),  # RND acts as DQN does; its bonus is in its learning
-    "lesson": Method("lesson", Lesson, "LESSON"),
+    "beta_dqn": Method("methods.beta_dqn", BetaDQN, "β-DQN"),
+    "dqn": Method("methods.dqn", EpsilonGreedy, "DQN"),
+    "bootstrapped_dqn": Method("methods.bootstrapped_dqn", HeadPerEpisode, "Bootstrapped DQN"),
+    "ez_greedy": Method("methods.ez_greedy", EzGreedy, "εz-greedy"),
+    "rnd": Method("methods.rnd", EpsilonGreedy, "RND"),  # RND acts as DQN does; its bonus is in its learning
+    "lesson": Method("methods.lesson", Lesson, "LESSON"),
 }
+PLUGINS = "BETA_DQN_METHODS"  # environment variable: modules (comma-separated) that `register` methods of their own
+
+
+def register(name: str, method: Method) -> None:
+    """Add a method whose folder lives outside this package (a module named in `PLUGINS` calls it when
+    imported; Ray's workers inherit the variable, so they register it too)."""
+    if name in METHODS:
+        raise ValueError(f"a method named {name!r} is registered already")
+    METHODS[name] = method
 
 
 def algorithm(name: str) -> Algorithm:
     """Method `name`'s learning module."""
-    return import_module(f"{__name__}.{METHODS[name].learning}.learning")
+    return import_module(f"{METHODS[name].package}.learning")
 
 
 def extras(name: str) -> tuple[Field, ...]:
@@ -51,3 +65,7 @@ def extras(name: str) -> tuple[Field, ...]:
 def acting(cfg) -> Acting:
     """The acting object of the method `cfg.algo`."""
     return METHODS[cfg.algo].acting(cfg)
+
+
+for _module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
+    import_module(_module)  # (last: a plugin imports this package's names)
