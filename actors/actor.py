@@ -26,7 +26,7 @@ import numpy as np
 
 from actors.envs import make_env
 from actors.numpy_net import NumpyNet, acting_values, unflatten
-from methods import acting
+from methods import acting, extras
 from replay_service.buffer import make_packer
 from replay_service.schema import RECORD_ONLY, Schema
 
@@ -66,8 +66,9 @@ class Actor:
         self.exchange_reply: Future | None = None  # the arms on their way
         self.arms_taken = 0  # arms taken by episodes in this collect
         self.packer = make_packer(spec)
-        self.schema = Schema(self.acting.extras)  # what a chunk holds per step (the method's extras too)
-        self.step_columns = ("obs", "next_obs", *(f.name for f in self.schema.columns + RECORD_ONLY))
+        self.schema = Schema(extras(cfg.algo))  # what a chunk holds per step (the method's extras too)
+        self.extra_names = tuple(f.name for f in self.schema.extras)
+        self.per_step = tuple(f.name for f in self.schema.columns + RECORD_ONLY)  # besides the observations
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
         self.episodes: list[Episode | None] = [None] * len(self.envs)
@@ -170,7 +171,7 @@ class Actor:
             self.set_weights(weights, version)
         if not self.nets:
             raise RuntimeError("collect before any weights were set")
-        rows: dict[str, list] = {name: [] for name in self.step_columns}
+        rows: dict[str, list] = {name: [] for name in ("obs", "next_obs", *self.per_step)}
         finished: list[dict] = []
         visits = np.zeros(self.spec.obs_shape[0], dtype=np.int64) if self.track_visits else None
         produced = 0
@@ -222,9 +223,11 @@ class Actor:
             next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
             if visits is not None:
                 visits[int(np.argmax(self.obs[i]))] += 1
-            for name, value in zip(self.step_columns, (self.obs[i], next_obs, a, reward, terminated,
-                                                       *self.acting.step_extras(ep), truncated, ep.id), strict=True):
-                rows[name].append(value)
+            step_row = {"obs": self.obs[i], "next_obs": next_obs, "action": a, "reward": reward,
+                        "terminated": terminated, "truncated": truncated, "episode": ep.id,
+                        **dict(zip(self.extra_names, self.acting.step_extras(ep), strict=True))}
+            for name, column in rows.items():
+                column.append(step_row[name])
             ep.ret += float(reward)
             ep.length += 1
             if terminated or truncated:
@@ -251,7 +254,7 @@ class Actor:
             "next_obs": self.packer.pack(np.stack(rows["next_obs"])),
             # the core's and the method's columns; `truncated` and `episode` for external replays' records
             # (`replay_service.codec`): the learner's batch does not use them
-            **{name: self.schema.column(name, rows[name]) for name in self.step_columns[2:]},
+            **{name: self.schema.column(name, rows[name]) for name in self.per_step},
             "actor": self.actor_id,
             "version": self.version,
             # names this chunk for an external replay, which stores a chunk sent twice (a retry) once

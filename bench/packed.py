@@ -133,7 +133,14 @@ def parse(argv=None):
     p.add_argument("--device", default="auto")
     p.add_argument("--skip-end-to-end", action="store_true")
     p.add_argument("--out", default="", help="JSON path (default bench/results/packed-<cpus>cpu-<device>.json)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    try:
+        args.k_list = [int(x) for x in args.ks.split(",")] if args.ks else []
+        if any(k < 1 for k in args.k_list):
+            raise ValueError
+    except ValueError:
+        p.error(f"--ks: expected comma-separated positive integers, got {args.ks!r}")
+    return args
 
 
 def main(argv=None) -> int:
@@ -144,7 +151,7 @@ def main(argv=None) -> int:
     args = parse(argv)
     device = pick_device(args.device)
     gpus = torch.cuda.device_count() if device.type == "cuda" else 0
-    ks = [int(x) for x in args.ks.split(",")] if args.ks else ([1, 4, 8, 16] if gpus else [1, 2, 4])
+    ks = args.k_list or ([1, 4, 8, 16] if gpus else [1, 2, 4])
     t0 = time.perf_counter()
     torch.set_num_threads(1)  # as a run's learner (--learner-threads 1)
     out = Path(args.out or ROOT / "bench" / "results" / f"packed-{os.cpu_count()}cpu-{device.type}.json")

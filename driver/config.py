@@ -9,20 +9,21 @@ from __future__ import annotations
 import dataclasses
 import math
 import secrets
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
 from methods import METHODS
 from methods.dqn.acting import EpsilonGreedy
+from methods.flags import FlagError
+from methods.flags import values as flag_values
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
 CHECKPOINT_FORMAT = 2  # 2: the learner's target copies and fixed modules as one "frozen" dict; options in replay
 ALGOS = tuple(METHODS)
 LOSSES = ("huber", "mse")
-COUNT_MODES = ("augment", "simple", "off")
-BANDIT_RETURNS = ("minmax", "raw")
 ARM_EXCHANGES = ("auto", "episode", "chunk")
 # what runs made before a field existed did: read in place of its default where a saved run lacks it
 # (and where a recorded command leaves a flag out: such commands name only the values that were not the default
@@ -88,7 +89,9 @@ def _beta(default, help: str):
 
 
 @dataclass(frozen=True)
-class Config:
+class CoreConfig:
+    """The flags every method shares; `Config` adds each method's own (`methods.flags`)."""
+
     # --- the run ---
     env: str = _opt("MinAtar/Breakout", "environment name (see README)")
     algo: str = _opt("beta_dqn", f"algorithm: {', '.join(ALGOS)}")
@@ -156,32 +159,6 @@ class Config:
     eps_end: float = _opt(0.01, "DQN-family ε-greedy end", algos=EPSILON_ALGOS)
     eps_decay_steps: int = _opt(1_000_000, "env steps of the linear ε decay (the spec's 1M; the paper's "
                                            "CliffWalk DQN is not specified)", algos=EPSILON_ALGOS)
-    # --- β-DQN (spec §1–3) ---
-    beta_eps: float = _beta(0.05, "ε of the in-sample mask β(a|s) > ε")
-    policy_set: str = _beta("13", "policy set: 13, 8, 23, cov, cor0, cor1")
-    count_mode: str = _beta("augment", f"episodic counts in π_cov: {', '.join(COUNT_MODES)} (augment: β̃ = (β + "
-                                       "c)/(1 + Σc) in π_cov's tests, spec §2; simple: rare = β ≤ δ and not yet "
-                                       "taken at this state in the episode; off: the learned β alone)")
-    bandit_window: int = _beta(1000, "meta-controller window L (episodes; the paper's 1000 for 5M-step runs, "
-                                     "and it asks L < K, the episodes of the run)")
-    bandit_returns: str = _beta("minmax", "how returns enter the meta-controller's μ: minmax (normalised to "
-                                          "[0, 1] by the window's min and max: the paper's commented-out "
-                                          "implementation note, the spec's default) or raw (as the published "
-                                          "text reads)")
-    two_q: bool = _beta(False, "β-DQN ablation: learn a second Q with the unconstrained target for π_cor's "
-                               "optimistic term")
-    eval_basic: bool = _beta(True, "β-DQN: at every evaluation also evaluate the basic policies argmin β and "
-                                   "argmax Q")
-    # --- baselines (spec §7) ---
-    boot_heads: int = _opt(10, "Bootstrapped DQN: heads K", algos=("bootstrapped_dqn",))
-    boot_epsilon: bool = _opt(True, "Bootstrapped DQN: ε-greedy (DQN's schedule) on the episode's head; false: "
-                                    "greedy on it", algos=("bootstrapped_dqn",))
-    ez_mu: float = _opt(2.0, "εz-greedy: exponent μ of the Zeta duration (> 1)", algos=("ez_greedy",))
-    rnd_scale: float = _opt(10.0, "RND: intrinsic reward scale in Q's target; LESSON: in the intrinsic Q's",
-                            algos=("rnd", "lesson"))
-    lesson_tau: float = _opt(0.02, "LESSON: softmax temperature of the option choice", algos=("lesson",))
-    lesson_alpha: float = _opt(0.0, "LESSON: weight of the intrinsic reward in the option values' reward",
-                               algos=("lesson",))
     # --- evaluation (spec §4) ---
     checkpoint_every: int = _run(100_000, "env steps between checkpoints (and one at the end); the run pauses "
                                           "its actors to write one")
@@ -263,8 +240,6 @@ def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
 
 def validate(cfg: Config) -> None:
     """Raise ConfigError on the first invalid field. Environment names are checked in `resolve`."""
-    from methods.beta_dqn.policies import POLICY_SETS
-
     for f in dataclasses.fields(cfg):
         v = getattr(cfg, f.name)
         if isinstance(v, float) and not math.isfinite(v):
@@ -289,24 +264,20 @@ def validate(cfg: Config) -> None:
     _choice(cfg, "runtime", RUNTIMES)
     _choice(cfg, "device", DEVICES)
     _choice(cfg, "loss", LOSSES)
-    _choice(cfg, "count_mode", COUNT_MODES)
-    _choice(cfg, "bandit_returns", BANDIT_RETURNS)
     _choice(cfg, "arm_exchange", ARM_EXCHANGES)
-    _choice(cfg, "policy_set", tuple(POLICY_SETS))
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
     _positive(cfg, "total_steps", "actors", "learner_cpus", "envs_per_actor", "chunk_steps", "replay_shards",
               "checkpoint_every", "replay_timeout",
               "learner_threads", "publish_every", "batch_size", "replay_capacity", "replay_ratio",
-              "target_update", "eps_decay_steps", "bandit_window", "eval_every", "eval_episodes",
+              "target_update", "eps_decay_steps", "eval_every", "eval_episodes",
               "log_every")
-    _open_unit(cfg, "beta_eps")
-    _positive(cfg, "boot_heads", "lesson_tau")
-    if not cfg.ez_mu > 1.0:
-        raise ConfigError("ez_mu", f"must be > 1 (a Zeta distribution), got {cfg.ez_mu}")
-    for n in ("rnd_scale", "lesson_alpha"):
-        if getattr(cfg, n) < 0:
-            raise ConfigError(n, f"must be >= 0, got {getattr(cfg, n)}")
+    for method in METHODS.values():  # each method checks its own flags
+        try:
+            if method.flags is not None:
+                flag_values(method.flags, cfg).check()
+        except FlagError as e:
+            raise ConfigError(e.name, e.message) from None
     if cfg.two_q and cfg.algo != "beta_dqn":
         raise ConfigError("two_q", f"is a β-DQN ablation; --algo is {cfg.algo}")
     if cfg.gamma is not None:
@@ -324,7 +295,7 @@ def validate(cfg: Config) -> None:
         raise ConfigError("pack_seeds", f"must be >= 1, got {cfg.pack_seeds}")
     if cfg.retries < 0:
         raise ConfigError("retries", f"must be >= 0, got {cfg.retries}")
-    if cfg.take_run_id and not cfg.overwrite:
+    if cfg.take_run_id and not cfg.overwrite and not cfg.resume:  # (a run saved before this rule resumes)
         raise ConfigError("take_run_id", "true without --overwrite true: taking another run's --run-id replaces "
                                          "that run's replay, which only --overwrite does")
     if not (cfg.learner_gpus >= 0 or cfg.learner_gpus == -1):
@@ -418,6 +389,43 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         lr=spec.learning_rate if cfg.lr is None else cfg.lr)
     return cfg, spec
 
+
+def _method_fields() -> list[tuple[str, type, dataclasses.Field]]:
+    """Every registered method's own flags (`<method>/flags.py`) as fields of Config, each read by the method
+    that declares it and by those its `also` names."""
+    taken = {f.name for f in dataclasses.fields(CoreConfig)}
+    gathered = []
+    for name, method in METHODS.items():
+        if method.flags is None:
+            continue
+        hints = typing.get_type_hints(method.flags)
+        for f in dataclasses.fields(method.flags):
+            if f.name in taken:
+                raise ValueError(f"method {name!r} declares a flag {f.name!r} that another already has")
+            taken.add(f.name)
+            gathered.append((f.name, hints[f.name], _opt(f.default, f.metadata["help"],
+                                                         algos=(name, *f.metadata["also"]))))
+    return gathered
+
+
+def _gathered() -> list[tuple[str, type, dataclasses.Field]]:
+    """CoreConfig's fields with the methods' own before its evaluation block, where they always stood: a grid's
+    variants and run names follow this order, so a grid made before keeps its runs' names."""
+    hints = typing.get_type_hints(CoreConfig)
+    core = [(f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
+            for f in dataclasses.fields(CoreConfig)]
+    at = next(i for i, (name, _, _) in enumerate(core) if name == METHOD_FLAGS_BEFORE)
+    return core[:at] + _method_fields() + core[at:]
+
+
+METHOD_FLAGS_BEFORE = "checkpoint_every"  # the first field of CoreConfig's evaluation block
+# The one configuration: the shared flags and every method's own. Every field is a flag of learner.main.
+# (made anew rather than derived from CoreConfig, whose fields would come first: its one method goes along)
+Config = dataclasses.make_dataclass("Config", _gathered(), frozen=True,
+                                    namespace={"__post_init__": CoreConfig.__post_init__})
+Config.__module__ = __name__  # (pickled by reference: a run's config crosses to Ray's processes)
+Config.__doc__ = """A run's whole configuration: `CoreConfig`'s flags and every registered method's (a frozen
+dataclass: one flag of learner.main per field)."""
 
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 # fields that say where and how a run or a grid executes and reports, not what a run computes

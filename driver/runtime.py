@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from actors.actor import Actor
 from actors.evaluator import Evaluator
 from driver.config import ConfigError
-from methods import acting, extras
+from methods import PLUGINS, acting, extras
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import ReplaySampler, ShardedReplay, shard_of
 from replay_service.redis_replay import RedisReplay
@@ -30,6 +30,14 @@ from replay_service.schema import Schema
 
 MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _worker_vars() -> dict[str, str]:
+    """What Ray's workers are given: one thread per numeric library, and the methods registered from outside
+    `methods/` (`methods.PLUGINS`: a worker of a joined cluster inherits nothing of this process; the modules
+    must be importable there too, e.g. from the same checkout on PYTHONPATH)."""
+    plugins = os.environ.get(PLUGINS, "")
+    return {**_THREAD_VARS, **({PLUGINS: plugins} if plugins else {})}
 # set in every process of a Ray cluster that a run or grid started on this machine (a grid's runs among them)
 THIS_MACHINE_VAR = "BETA_DQN_THIS_MACHINE"
 
@@ -176,7 +184,7 @@ def _join(ray, address: str) -> None:
             saved = os.dup(2)
             os.dup2(held.fileno(), 2)
         try:
-            ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _THREAD_VARS},
+            ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _worker_vars()},
                      logging_level=logging.WARNING)
             failure = None
         except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
@@ -231,7 +239,7 @@ class RayBackend:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
                 ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, dashboard_host="127.0.0.1",
-                         log_to_driver=False, runtime_env={"env_vars": {**_THREAD_VARS, THIS_MACHINE_VAR: "1"}},
+                         log_to_driver=False, runtime_env={"env_vars": {**_worker_vars(), THIS_MACHINE_VAR: "1"}},
                          logging_level=logging.WARNING)
                 self.reaper = _start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
@@ -289,11 +297,14 @@ class RayBackend:
             self.ray.kill(handle)
         self.handles.clear()
         if self.owned:
+            _OWN_SHUTDOWN.set()  # its cluster ends now by this process's hand, not by a signal's
             self.ray.shutdown()
 
 
 _SIGNALLED = threading.Event()  # a SIGTERM arrived (`sigterm_interrupts`)
-CLUSTER_DRAIN_S = 20.0  # how long, after a SIGTERM, a local cluster's GCS or raylet may take to end
+_OWN_SHUTDOWN = threading.Event()  # this process is shutting its local cluster down (`RayBackend.shutdown`)
+CLUSTER_DRAIN_S = 30.0  # how long, after a SIGTERM, a local cluster's GCS or raylet may take to end
+OWN_SHUTDOWN_S = 5.0  # how long the watcher lets this process's own shutdown of its cluster finish
 
 
 def local_cluster_gone(wait: float | None = None) -> bool:
@@ -541,6 +552,10 @@ def sigterm_interrupts(when_cluster_gone=None):
                 if not got:  # the block ended: its write end closed
                     return
                 if signal.SIGTERM in got and cluster_ends():
+                    # (a SIGTERM to this process alone: its own shutdown may have ended the cluster, and the
+                    # block then ends in seconds on its own, writing and releasing what it must)
+                    if _OWN_SHUTDOWN.is_set() and ended.wait(OWN_SHUTDOWN_S):
+                        return
                     break
         except OSError:
             return

@@ -15,31 +15,40 @@ learner asks for it.
 from __future__ import annotations
 
 import os
+import sys
 from importlib import import_module
 from typing import NamedTuple
 
+from methods.beta_dqn import flags as beta_dqn_flags
 from methods.beta_dqn.acting import BetaDQN
+from methods.bootstrapped_dqn import flags as bootstrapped_dqn_flags
 from methods.bootstrapped_dqn.acting import HeadPerEpisode
 from methods.contracts import Acting, Algorithm
 from methods.dqn.acting import EpsilonGreedy
+from methods.ez_greedy import flags as ez_greedy_flags
 from methods.ez_greedy.acting import EzGreedy
+from methods.lesson import flags as lesson_flags
 from methods.lesson.acting import Lesson
-from replay_service.schema import Field
+from methods.rnd import flags as rnd_flags
+from replay_service.schema import Field, Schema
 
 
 class Method(NamedTuple):
     package: str  # its folder, as a package: `<package>.learning` is its learning module
     acting: type  # its acting class
     label: str  # its name in tables and summaries
+    flags: type | None = None  # its own flags (`methods.flags`), a frozen dataclass
 
 
 METHODS: dict[str, Method] = {  # --algo NAME
-    "beta_dqn": Method("methods.beta_dqn", BetaDQN, "β-DQN"),
+    "beta_dqn": Method("methods.beta_dqn", BetaDQN, "β-DQN", beta_dqn_flags.Flags),
     "dqn": Method("methods.dqn", EpsilonGreedy, "DQN"),
-    "bootstrapped_dqn": Method("methods.bootstrapped_dqn", HeadPerEpisode, "Bootstrapped DQN"),
-    "ez_greedy": Method("methods.ez_greedy", EzGreedy, "εz-greedy"),
-    "rnd": Method("methods.rnd", EpsilonGreedy, "RND"),  # RND acts as DQN does; its bonus is in its learning
-    "lesson": Method("methods.lesson", Lesson, "LESSON"),
+    "bootstrapped_dqn": Method("methods.bootstrapped_dqn", HeadPerEpisode, "Bootstrapped DQN",
+                               bootstrapped_dqn_flags.Flags),
+    "ez_greedy": Method("methods.ez_greedy", EzGreedy, "εz-greedy", ez_greedy_flags.Flags),
+    # RND acts as DQN does; its bonus is in its learning
+    "rnd": Method("methods.rnd", EpsilonGreedy, "RND", rnd_flags.Flags),
+    "lesson": Method("methods.lesson", Lesson, "LESSON", lesson_flags.Flags),
 }
 PLUGINS = "BETA_DQN_METHODS"  # environment variable: modules (comma-separated) that `register` methods of their own
 
@@ -49,6 +58,7 @@ def register(name: str, method: Method) -> None:
     imported; Ray's workers inherit the variable, so they register it too)."""
     if name in METHODS:
         raise ValueError(f"a method named {name!r} is registered already")
+    Schema(method.acting.extras)  # extras the replay can hold (else ValueError now, not mid-run)
     METHODS[name] = method
 
 
@@ -58,7 +68,8 @@ def algorithm(name: str) -> Algorithm:
 
 
 def extras(name: str) -> tuple[Field, ...]:
-    """The per-step fields method `name` stores with each transition besides the core's (`replay_service.schema`)."""
+    """The per-step fields method `name` stores with each transition besides the core's (`replay_service.schema`):
+    its acting class's `extras`, the same for every run of the method."""
     return METHODS[name].acting.extras
 
 
@@ -68,4 +79,8 @@ def acting(cfg) -> Acting:
 
 
 for _module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
-    import_module(_module)  # (last: a plugin imports this package's names)
+    try:
+        import_module(_module)  # (last: a plugin imports this package's names)
+    except (ImportError, ValueError) as _e:  # a user's mistake: one line, as every command says one
+        print(f"error: {PLUGINS}: cannot register the methods of {_module!r}: {_e}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -75,6 +75,9 @@ class Codec:
     def encode_chunk(self, chunk: dict[str, np.ndarray], actor: int, version: int) -> list[bytes]:
         """A chunk as the actor builds it (packed observations) -> one record per transition."""
         n = len(chunk["action"])
+        missing = [f.name for f in self.schema.columns if f.name not in chunk]
+        if missing:
+            raise ValueError(f"a chunk without {missing}: every transition holds them")
         columns = {f.name: (chunk[f.name] if f.name in chunk else np.zeros(n, dtype=f.dtype), f.kind)
                    for f in self.fields}  # (`truncated` and `episode` are zeros where a chunk has none)
         head = {"v": SCHEMA_VERSION, "dtype": self.dtype, "shape": self.shape, "packed": self.packer.binary,
@@ -103,8 +106,11 @@ class Codec:
             raise RecordError("type", f"a {type(rec).__name__}, not a map")
         version = rec.get("v")
         if type(version) is not int or version not in READABLE:
-            raise RecordError("version", f"schema {version!r}, expected {SCHEMA_VERSION}")
+            raise RecordError("version", f"schema {version!r}, expected one of {list(READABLE)}")
         fields, keys, extras = self.fields, self.keys, self.schema.extras
+        if version == 2 and any(f.name != "option" for f in self.schema.extras):
+            raise RecordError("version", f"schema 2, which holds no extras but an option, for a method that "
+                                         f"declares {[f.name for f in self.schema.extras]}")
         if version == 2:  # every record had an option: the extra of a method that declares one, else 0
             option = next((f for f in self.schema.extras if f.name == "option"), V2_OPTION)
             fields, extras = CORE + RECORD_ONLY + (option,), (option,)

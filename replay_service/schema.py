@@ -35,11 +35,11 @@ class Field:
         return bool if dtype == np.bool_ else int if np.issubdtype(dtype, np.integer) else float
 
     def bounds(self) -> tuple[int, int] | None:
-        """The range a record's value must lie in: the declared one, within the dtype's (integers only)."""
+        """The range a record's value must lie in (integers): the declared one, else the dtype's."""
         if self.kind is not int:
             return None
         info = np.iinfo(np.dtype(self.dtype))
-        return (info.min if self.low is None else self.low, info.max if self.high is None else self.high)
+        return (int(info.min) if self.low is None else self.low, int(info.max) if self.high is None else self.high)
 
 
 CORE = (Field("action", "int64"), Field("reward", "float32"), Field("terminated", "bool"))
@@ -61,9 +61,15 @@ class Schema:
         if clash:
             raise ValueError(f"extra fields {clash} clash with the core's or each other's names")
         for f in self.extras:
-            if np.dtype(f.dtype) not in (np.dtype(d) for d in ("bool", "int8", "int16", "int32", "int64",
-                                                              "float32")):
+            if f.dtype not in ("bool", "int8", "int16", "int32", "int64", "float32"):
                 raise ValueError(f"extra field {f.name!r}: dtype {f.dtype!r}; allowed: bool, int8-64, float32")
+            if f.kind is not int and (f.low, f.high) != (None, None):
+                raise ValueError(f"extra field {f.name!r}: a range is for integer fields only")
+            if f.kind is int:
+                info, (low, high) = np.iinfo(np.dtype(f.dtype)), f.bounds()
+                if not info.min <= low <= high <= info.max:
+                    raise ValueError(f"extra field {f.name!r}: range [{low}, {high}] not within {f.dtype}'s "
+                                     f"[{info.min}, {info.max}]")
 
     @property
     def columns(self) -> tuple[Field, ...]:

@@ -40,3 +40,10 @@ def few_bootstrap_resamples(monkeypatch):
     from reporting import stats
 
     monkeypatch.setattr(stats, "REPS", 200)
+
+
+@pytest.fixture(autouse=True)
+def no_plugin_methods(monkeypatch):
+    """The suite's methods are the project's: a BETA_DQN_METHODS of the shell does not reach the tests (those
+    of `tests/test_method_folder.py` set it for their own commands)."""
+    monkeypatch.delenv("BETA_DQN_METHODS", raising=False)

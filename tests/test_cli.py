@@ -73,7 +73,7 @@ CASES = [
      "--replay: redis-local with a ray:// client: its servers would run on this machine"),
     (["--total-steps", "100000000000000000000"], "--total-steps: must be within ±2^53 = 9,007,199,254,740,992, got 1"),
     (["--replay-capacity", "1000000000000"],
-     "--replay-capacity: 1,000,000,000,000 transitions of MinAtar/Breakout (114 B each) need 103.7 TiB of memory"),
+     "--replay-capacity: 1,000,000,000,000 transitions of MinAtar/Breakout (113 B each) need 102.8 TiB of memory"),
     (["--algo", "bootstrapped_dqn", "--boot-heads", "1000000"],
      "--algo: bootstrapped_dqn's networks for MinAtar/Breakout have 131,974,000,592 parameters: "),
     (["--replay", "redis://127.0.0.1:1", "--replay-password-file", "/nonexistent/pass"],

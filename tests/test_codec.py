@@ -164,3 +164,28 @@ def test_a_float_observation_with_nan_or_inf_is_rejected(bad):
             codec.decode(tampered(good[0], **{key: obs.tobytes()}))
         assert err.value.kind == "value"
     assert codec.decode(good[1])["action"] in (0, 1)
+
+
+def test_a_schema_refuses_extras_it_could_not_hold_or_check():
+    from replay_service.schema import Field, Schema
+
+    for bad in (Field("x", "int8", 0, 300), Field("x", "int8", 5, 2), Field("x", "float32", 0, 1),
+                Field("x", "float64"), Field("action", "int64"), Field("chunk_id", "int8")):
+        with pytest.raises(ValueError):
+            Schema((bad,))
+    with pytest.raises(ValueError):
+        Schema((Field("x", "int8"), Field("x", "int16")))
+    assert Field("x", "int8").bounds() == (-128, 127) and Field("x", "float32").bounds() is None
+
+
+def test_a_schema_2_record_is_refused_where_the_method_declares_other_extras():
+    lesson, _, chunk = real_chunk("CliffWalk", n=1, extra=LESSON)
+    old = tampered(lesson.encode_chunk(chunk, actor=0, version=0)[0], v=2)
+    from replay_service.schema import Field
+
+    other = Codec(lesson.packer, 4, (Field("x", "int8"),))
+    with pytest.raises(RecordError) as err:
+        other.decode(old)
+    assert err.value.kind == "version"
+    with pytest.raises(ValueError, match="without"):  # a chunk that lacks the method's extra is not sent
+        other.encode_chunk(chunk, actor=0, version=0)

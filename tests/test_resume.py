@@ -181,8 +181,8 @@ def test_sigterm_to_a_ray_runs_process_group_ends_it_in_seconds_and_leaves_no_ra
     os.killpg(proc.pid, signal.SIGTERM)
     sent = time.monotonic()
     _, err = proc.communicate(timeout=120)
-    # (a grid's raylet first stops its workers: about 10 s)
-    assert time.monotonic() - sent < (25 if grid else 15) and proc.returncode == 130, err
+    # (a grid's raylet first stops its workers: about 10 s; the watcher waits up to CLUSTER_DRAIN_S)
+    assert time.monotonic() - sent < (40 if grid else 15) and proc.returncode == 130, err
     ours = [line for line in err.strip().splitlines() if line.startswith("python -m learner.main")]
     said = (f"grid interrupted; continue it with --resume {out}" if grid
             else f"interrupted; continue with --resume {out} (from its last checkpoint)")

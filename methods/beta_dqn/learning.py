@@ -2,8 +2,8 @@
 
 Ablation "two Q" (`--two-q`): a second network `q_full` learned with DQN's unconstrained target
 [eq:bellman] beside the in-sample Q; π_cor then takes its optimistic term from `q_full`.
-Acting (the arm per episode, π_cov, π_cor, the bonus, pure exploitation) is `beta_dqn_acting.py`, over
-the pure functions of `actors.policies` and the bandit of `meta_controller.bandit`.
+Acting (the arm per episode, π_cov, π_cor, the bonus, pure exploitation) is `acting.py` beside it, over
+the pure functions of `policies.py` and the bandit of `meta_controller.bandit`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Head k's target is y_k = r + γ (1 − terminated) max_a′ Q⁻_k(s′,a′) from its own target head. Mask
 probability p = 1: every head trains on every sample; the heads' losses are summed and the shared
 layer's gradient is scaled by 1/K (`learner.networks.HeadsNet`). Acting
-(`bootstrapped_dqn_acting.py`): one head per training episode, drawn uniformly, ε-greedy on it;
+(`acting.py`): one head per training episode, drawn uniformly, ε-greedy on it;
 evaluation: the heads' majority vote.
 """
 

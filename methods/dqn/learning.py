@@ -2,7 +2,7 @@
 
 The smallest learning module: the contract `learner.learner.Learner` drives is `contracts.Algorithm`
 (`networks`, `targets`, `acting_networks`, `loss`; optionally `fixed`). DQN's ε-greedy acting is
-`dqn_acting.py`.
+`acting.py` beside it.
 """
 
 from __future__ import annotations
