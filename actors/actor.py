@@ -28,7 +28,7 @@ from actors.envs import make_env
 from actors.numpy_net import NumpyNet, acting_values, unflatten
 from methods import acting, extras
 from replay_service.buffer import make_packer
-from replay_service.schema import RECORD_ONLY, Schema
+from replay_service.schema import CORE, RECORD_ONLY, Schema
 
 
 @dataclass
@@ -67,8 +67,9 @@ class Actor:
         self.arms_taken = 0  # arms taken by episodes in this collect
         self.packer = make_packer(spec)
         self.schema = Schema(extras(cfg.algo))  # what a chunk holds per step (the method's extras too)
-        self.extra_names = tuple(f.name for f in self.schema.extras)
-        self.per_step = tuple(f.name for f in self.schema.columns + RECORD_ONLY)  # besides the observations
+        # a step's row, in the order `_step` appends it: the observations, the core, the record-only fields,
+        # the method's extras
+        self.row = ("obs", "next_obs", *(f.name for f in CORE + RECORD_ONLY + self.schema.extras))
         self.nets: dict[str, NumpyNet] = {}
         self.version = -1
         self.episodes: list[Episode | None] = [None] * len(self.envs)
@@ -171,7 +172,7 @@ class Actor:
             self.set_weights(weights, version)
         if not self.nets:
             raise RuntimeError("collect before any weights were set")
-        rows: dict[str, list] = {name: [] for name in ("obs", "next_obs", *self.per_step)}
+        rows: dict[str, list] = {name: [] for name in self.row}
         finished: list[dict] = []
         visits = np.zeros(self.spec.obs_shape[0], dtype=np.int64) if self.track_visits else None
         produced = 0
@@ -223,11 +224,9 @@ class Actor:
             next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
             if visits is not None:
                 visits[int(np.argmax(self.obs[i]))] += 1
-            step_row = {"obs": self.obs[i], "next_obs": next_obs, "action": a, "reward": reward,
-                        "terminated": terminated, "truncated": truncated, "episode": ep.id,
-                        **dict(zip(self.extra_names, self.acting.step_extras(ep), strict=True))}
-            for name, column in rows.items():
-                column.append(step_row[name])
+            for column, value in zip(rows.values(), (self.obs[i], next_obs, a, reward, terminated, truncated,
+                                                     ep.id, *self.acting.step_extras(ep)), strict=True):
+                column.append(value)  # (in `self.row`'s order)
             ep.ret += float(reward)
             ep.length += 1
             if terminated or truncated:
@@ -254,7 +253,7 @@ class Actor:
             "next_obs": self.packer.pack(np.stack(rows["next_obs"])),
             # the core's and the method's columns; `truncated` and `episode` for external replays' records
             # (`replay_service.codec`): the learner's batch does not use them
-            **{name: self.schema.column(name, rows[name]) for name in self.per_step},
+            **{name: self.schema.column(name, rows[name]) for name in self.row[2:]},
             "actor": self.actor_id,
             "version": self.version,
             # names this chunk for an external replay, which stores a chunk sent twice (a retry) once

@@ -57,9 +57,6 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
     for name, values in axes:
         if not values:
             raise ConfigError(name, "an empty list")
-    if args.get("seeds") and args["seed"] != FIELDS["seed"].default:
-        raise ConfigError("seed", f"{args['seed']} with --seeds {args['seeds']}: a grid's seeds are --seeds; give one "
-                                  "of them")
     seeds = parse_seeds(args["seeds"]) if args.get("seeds") else [args["seed"]]
     runs: dict[str, dict] = {}
     for combination in itertools.product(*(values for _, values in axes)):
