@@ -312,9 +312,9 @@ def validate(cfg: Config) -> None:
                           f"hold fewer than --chunk-steps ({cfg.chunk_steps}) each")
 
 
-def parse_seeds(text: str) -> list[int]:
+def parse_seeds(text: str, repeats: bool = False) -> list[int]:
     """"0-9" (inclusive), "0,3,7", "4", or a mix ("0-2,5") -> the seeds, in order; a seed named twice is refused
-    (as a value twice in an axis is)."""
+    (as a value twice in an axis is), or with `repeats` kept once (a grid written before that rule)."""
     seeds: dict[int, None] = {}  # ordered
     for part in text.split(","):
         lo, _, hi = part.strip().partition("-")
@@ -327,7 +327,7 @@ def parse_seeds(text: str) -> list[int]:
         if last - first + 1 > MAX_GRID_SEEDS:
             raise ConfigError("seeds", f"{text!r} names more than {MAX_GRID_SEEDS:,} seeds")
         twice = next((s for s in range(first, last + 1) if s in seeds), None)
-        if twice is not None:
+        if twice is not None and not repeats:
             raise ConfigError("seeds", f"{text!r} names seed {twice} twice; give each seed once")
         seeds.update(dict.fromkeys(range(first, last + 1)))
         if len(seeds) > MAX_GRID_SEEDS:

@@ -540,6 +540,10 @@ def grid_from_args(args: dict) -> Grid:
                 raise ConfigError(key, f"{value!r} differs from the grid being resumed "
                                        f"({saved['args'].get(key)!r}); a resumed grid keeps its configuration")
         merged = {**saved["args"], **{k: v for k, v in given.items() if k in GRID_RESUME_MAY_CHANGE}}
+        try:
+            parse_seeds(merged["seeds"]) if merged.get("seeds") else None
+        except ConfigError:  # a grid written before a seed named twice was refused: it ran that seed once
+            merged["seeds"] = ",".join(map(str, parse_seeds(merged["seeds"], repeats=True)))
         # grid.json keeps no passwords
         merged["replay"] = restore_password(merged["replay"], "grid", merged.get("replay_password_file", ""))
         return Grid(merged, Path(resume).resolve())

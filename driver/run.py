@@ -29,7 +29,7 @@ import torch
 from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
 from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
-from driver.state import RunState, check_run_dir, claim_run_dir, where_to_continue, write_checkpoint
+from driver.state import RunState, check_run_dir, claim_run_dir, legacy_entries, where_to_continue, write_checkpoint
 from learner.learner import Learner, pick_device
 from methods import acting
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
@@ -66,6 +66,8 @@ class Run:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
             own_redis = resume is None and cfg.replay == "redis-local" and not (self.out / "redis").exists()
             self.written = Written(self.out)  # what this run creates here: all it may prune or --overwrite remove
+            if resume is not None and self.written.new:  # a run made before runs kept a record: its files by name
+                self.written.add(*legacy_entries(self.out))
             self.written.add("ray_warnings.log", *(["redis/"] if own_redis else []))
             torch.set_num_threads(cfg.learner_threads)
             self.learner = learner if learner is not None else Learner(cfg, spec, pick_device(cfg.device))
@@ -388,8 +390,8 @@ class Run:
         if not all(bool(torch.isfinite(p).all()) for p in learner.nets.parameters()):  # a GPU checks loss sparsely
             self._stop_nonfinite("the network parameters became non-finite")
         try:
-            replay = self.replay.state_dict(self.out, self.state.env_steps)
-            self.written.add(*(replay["replay_files"] or []))
+            self.written.add(*self.replay.snapshot_files(self.state.env_steps))  # before they exist: a kill mid-write
+            replay = self.replay.state_dict(self.out, self.state.env_steps)  # leaves no file the record does not name
         except OSError as e:  # the snapshot's own files; the last checkpoint names older ones, still there
             raise OutputError.of(self.out / "replay", e) from None
         self.written.add("checkpoint.pt")

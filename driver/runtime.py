@@ -423,11 +423,15 @@ def check_memory(cfg, spec) -> None:
                                     f"this machine's {_gib(machine)} of memory")
 
 
-def _claimed_dir(owner: str) -> str:
-    """The run directory a claim's text names (`run <id> writing <dir> since <time>[, claim <id>]`), or ""."""
-    head, _, _ = owner.rpartition(" since ")
-    _, _, directory = head.partition(" writing ")
-    return directory
+def _claimed_dir(owner: str, run_id: str) -> str:
+    """The run directory a claim of `run_id`'s namespace names, or "". Its text is `run <run_id> writing <dir>
+    since <time>, claim <id>`: read with the run id known and the last " since " (the time and claim id after it
+    have none), a run id or directory with those words in it is read right."""
+    prefix = f"run {run_id} writing "
+    if not owner.startswith(prefix):
+        return ""
+    directory, since, _ = owner[len(prefix):].rpartition(" since ")
+    return directory if since else ""
 
 
 def make_backend(cfg) -> Backend:
@@ -461,7 +465,7 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
                                                 "--take-run-id true, or with another --run-id")
             elif cfg.overwrite and not cfg.take_run_id:
                 other = replay.holder()
-                if other is not None and _claimed_dir(other) != str(Path(out).resolve()):
+                if other is not None and _claimed_dir(other, cfg.run_id) != str(Path(out).resolve()):
                     raise ConfigError("run_id", f"{cfg.run_id!r} is claimed on this Redis by another run directory "
                                                 f"({other}); --overwrite replaces this --out's own run only: give "
                                                 "another --run-id, or --take-run-id true to take it (that run can "

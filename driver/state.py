@@ -169,22 +169,24 @@ def _wandb_id(out: Path) -> str | None:
     return found if isinstance(found, str) and found.replace("-", "").isalnum() else None
 
 
+def legacy_entries(out: Path) -> list[str]:
+    """What a run made before runs kept a record (`check_run_dir` made sure it is this program's) wrote in `out`,
+    by name: its top-level files, replay snapshots, Redis directories and the W&B runs of the id its checkpoint
+    names (relative paths, a directory with a trailing "/"; the names that exist)."""
+    wandb_id = _wandb_id(out)
+    patterns = _LEGACY_PATTERNS + ((f"wandb/run-*-{wandb_id}", f"wandb/offline-run-*-{wandb_id}") if wandb_id else ())
+    found = sorted({str(p.relative_to(out)) + ("/" if p.is_dir() and not p.is_symlink() else "")
+                    for pattern in patterns for p in out.glob(pattern)})
+    return [name for name in _LEGACY_FILES if os.path.lexists(out / name)] + found
+
+
 def remove_run(out: Path) -> None:
     """The files of the run in `out`: those its record names (`replay_service.files.Written`), or for a run made
     before runs kept one (`check_run_dir` made sure it is this program's), its own names: its top-level files,
     replay snapshots, Redis directories and the W&B runs of the id its checkpoint names; then the record, and
     the subdirectories left empty. A user's other files stay, wherever they are."""
     recorded = Written.read(out)
-    if recorded:
-        remove_recorded(out, recorded)
-    else:
-        wandb_id = _wandb_id(out)
-        patterns = _LEGACY_PATTERNS + ((f"wandb/run-*-{wandb_id}", f"wandb/offline-run-*-{wandb_id}")
-                                       if wandb_id else ())
-        legacy = list(_LEGACY_FILES) + sorted({str(p.relative_to(out)) + ("/" if p.is_dir() and not p.is_symlink()
-                                                                         else "")
-                                               for pattern in patterns for p in out.glob(pattern)})
-        remove_recorded(out, legacy)
+    remove_recorded(out, recorded if recorded else legacy_entries(out))
     remove_recorded(out, list(_LEGACY_FILES) + [RECORD])  # the run's own names at the top, the record last
     for name in ("replay", "redis", "wandb"):
         path = out / name

@@ -86,8 +86,12 @@ class ReplaySampler(Protocol):
     def rejected(self) -> dict | None:
         """Records the learner's side refused so far, by kind (None where records cannot be malformed)."""
 
+    def snapshot_files(self, env_steps: int) -> list[str]:
+        """The files (relative to the run directory) that `state_dict(out, env_steps)` will write: the run records
+        them before they exist, so a run killed mid-write still knows them as its own."""
+
     def state_dict(self, out: Path, env_steps: int) -> dict:
-        """What a checkpoint keeps (files it needs are written under `out` first)."""
+        """What a checkpoint keeps (files it needs, `snapshot_files`, are written under `out` first)."""
 
     def checkpoint_written(self, out: Path, state: dict) -> list[str]:
         """The checkpoint holding `state` is on disk: files this run wrote for its previous checkpoint that this one
@@ -179,12 +183,13 @@ class ShardedReplay(ShardIndex):
         the checkpoint before it are removed (`checkpoint_written`)."""
         (out / "replay").mkdir(exist_ok=True)
         states = self.backend.get([self.backend.call(h, "state_dict") for h in self.handles])
-        files = []
-        for s, state in enumerate(states):
-            name = f"replay/shard{s}-{env_steps}.npz"
+        files = self.snapshot_files(env_steps)
+        for name, state in zip(files, states, strict=True):
             write_atomically(out / name, lambda f, state=state: np.savez(f, **state), "wb")
-            files.append(name)
         return {**self.index_state(), "replay_files": files}
+
+    def snapshot_files(self, env_steps: int) -> list[str]:
+        return [f"replay/shard{s}-{env_steps}.npz" for s in range(len(self.handles))]
 
     def checkpoint_written(self, out: Path, state: dict) -> list[str]:
         """The snapshots of this run's previous checkpoint that the new one does not name, removed (never a file

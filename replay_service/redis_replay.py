@@ -147,6 +147,9 @@ class RedisReplay(ShardIndex):
     def rejected(self) -> dict | None:
         return dict(sum((Counter(s.codec.rejected) for s in self.shards), Counter()))
 
+    def snapshot_files(self, env_steps: int) -> list[str]:
+        return []  # Redis keeps its own data
+
     def state_dict(self, out: Path, env_steps: int) -> dict:
         # Redis keeps its own data; the claim id tells a resume that the rings are still this run's
         return {**self.index_state(), "replay_files": None, "replay_claim": self.claim_id}

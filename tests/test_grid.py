@@ -93,6 +93,11 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert {r["bandit_returns"] for r in resumed.runs} == {"minmax"}
     # its β-DQN runs keep asking the bandit once per episode, as they did
     assert {r["arm_exchange"] for r in resumed.runs if r["algo"] == "beta_dqn"} == {"episode"}
+    # a grid written when a seed named twice ran once (before that was refused) resumes as it ran
+    saved["args"]["seeds"] = "0-1,1"
+    (tmp_path / "g" / "grid.json").write_text(json.dumps(saved))
+    again = grid_from_args(args_of(["--resume", str(tmp_path / "g")]))
+    assert sorted(Path(r["out"]).name for r in again.runs) == sorted(runs)
 
 
 @pytest.mark.integration

@@ -546,3 +546,58 @@ def test_a_directory_that_only_looks_like_a_run_is_not_emptied_by_overwrite(tmp_
     line = one_line(capsys, main([*SHORT, "--out", str(out), "--overwrite", "true"]))
     assert f"--out: {out} holds a config.json that is not a run's of this program" in line
     assert snapshot(out) == before
+
+
+def test_a_claims_directory_is_read_right_whatever_words_its_run_id_and_directory_hold():
+    from driver.runtime import _claimed_dir
+
+    text = "run a writing b writing /x since y since 2026-11-26 10:00 UTC, claim 0a1b"
+    assert _claimed_dir(text, "a writing b") == "/x since y"
+    assert _claimed_dir(text, "a") == "b writing /x since y"  # (never asked: the claim's key is its run id's)
+    assert _claimed_dir("run other writing /x since 2026", "a") == ""
+    assert _claimed_dir("damaged text", "a") == ""
+
+
+def test_a_snapshot_is_recorded_before_it_is_written(tmp_path, capsys, monkeypatch):
+    """A run killed while it writes a snapshot (here: the write fails) still knows the file as its own."""
+    from replay_service import client
+
+    out, real = tmp_path / "run", client.write_atomically
+
+    def write_then_fail(path, write, mode):
+        real(path, write, mode)
+        if path.name == "shard0-1200.npz":
+            raise KeyboardInterrupt  # as a kill between the snapshot and the checkpoint that names it
+
+    monkeypatch.setattr(client, "write_atomically", write_then_fail)
+    assert main([*SHORT, "--out", str(out)]) == 130
+    assert (out / "replay" / "shard0-1200.npz").is_file()
+    assert "replay/shard0-1200.npz" in (out / ".written").read_text().split()
+
+
+def test_a_run_made_before_runs_kept_a_record_is_recorded_whole_when_resumed(tmp_path, capsys, monkeypatch):
+    """Resumed, a run with no `.written` (an older version's) records the files it had by name, so a later
+    --overwrite removes all of that run and nothing else."""
+    from replay_service import client
+
+    out, real = tmp_path / "run", client.write_atomically
+
+    def stop_at_the_second_snapshot(path, write, mode):
+        if path.name == "shard0-1200.npz":
+            raise KeyboardInterrupt
+        real(path, write, mode)
+
+    monkeypatch.setattr(client, "write_atomically", stop_at_the_second_snapshot)
+    assert main([*SHORT, "--out", str(out)]) == 130
+    monkeypatch.undo()
+    (out / ".written").unlink()  # as an older version left it, with a snapshot a kill left behind
+    (out / "replay" / "shard0-900.npz").write_bytes((out / "replay" / "shard0-600.npz").read_bytes())
+    (out / "replay" / "mine.npz").write_bytes(b"a user's own")
+    assert main(["--resume", str(out), "--progress", "false", "--json", "true"]) == 0
+    recorded = (out / ".written").read_text().split()
+    assert {"config.json", "metrics.jsonl", "evals.csv", "checkpoint.pt", "replay/shard0-900.npz",
+            "replay/shard0-1200.npz"} <= set(recorded)
+    capsys.readouterr()
+    assert main([*SHORT, "--out", str(out), "--overwrite", "true"]) == 0
+    assert sorted(p.name for p in (out / "replay").iterdir()) == ["mine.npz", "shard0-1200.npz"]
+    assert (out / "replay" / "mine.npz").read_bytes() == b"a user's own"
