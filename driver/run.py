@@ -462,7 +462,7 @@ class Run:
         if self.acting.logs_arms:  # policies / heads per episode
             row["arm_proportions"] = [round(float(p), 4) for p in props]
         if self.acting.arm_groups is not None:
-            for g in ("cov", "cor", "cor0"):
+            for g in self.acting.group_labels:
                 row[f"arms_{g}"] = float(sum(p for p, gg in zip(props, self.acting.arm_groups, strict=True)
                                              if gg == g))
         if bandit is not None:

@@ -52,8 +52,11 @@ class Acting(Protocol):
     central: bool  # arms come from one source for the run (β-DQN's bandit, with `statistics()` and `summary()`,
     #                reached per `--arm-exchange`); else every actor holds a copy
     logs_arms: bool  # the logs show each arm's share of the episodes (β-DQN's policies, Bootstrapped DQN's heads)
-    arm_groups: tuple[str, ...] | None  # β-DQN: each arm's group (cov, cor, cor0), for the logs' shares
+    arm_groups: tuple[str, ...] | None  # each arm's group (a key of `group_labels`), for the logs' shares
+    group_labels: dict[str, str]  # groups of arms whose share of the episodes the logs give (`arms_<group>`), with
+    #                               their labels in reports, in order (β-DQN: π_cov, π_cor(α>0), π_cor(0)); {}: none
     eval_policies: tuple[str, ...]  # the evaluation's policies: "main" (the method's score) first
+    eval_labels: dict[str, str]  # what a report calls each evaluation policy where it draws more than "main"
     extras: tuple[Field, ...]  # per-step fields stored with each transition besides the core's (`step_extras`)
 
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
@@ -80,6 +83,10 @@ class Acting(Protocol):
     def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:
         """The action of evaluation policy `policy` (one of `eval_policies`) from the networks' outputs."""
 
+    @staticmethod
+    def arms_of(config: dict) -> list[tuple[str, str]]:
+        """Each arm's (label, group) for a run of this method, from its saved config (what a report reads)."""
+
 
 class BaseActing:
     """The defaults: one policy for every episode (arm 0, nothing chosen centrally), no per-episode state,
@@ -88,7 +95,9 @@ class BaseActing:
     central = False
     logs_arms = False
     arm_groups: tuple[str, ...] | None = None
+    group_labels: dict[str, str] = {}
     eval_policies: tuple[str, ...] = ("main",)
+    eval_labels: dict[str, str] = {"main": "greedy"}
     extras: tuple[Field, ...] = ()
 
     def __init__(self, cfg):
@@ -111,3 +120,7 @@ class BaseActing:
 
     def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:
         return argmax_random_tie(values["q"], rng)
+
+    @staticmethod
+    def arms_of(config: dict) -> list[tuple[str, str]]:
+        return []

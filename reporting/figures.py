@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from actors.envs import env_spec
-from reporting.results import RunData, column_label, columns_of, metric, steps_text
+from methods import METHODS
+from reporting.results import ALGO_LABELS, RunData, column_label, columns_of, group_labels, metric, steps_text
 from reporting.stats import curve_ci
 
 MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
@@ -104,29 +105,41 @@ def learning_curves(runs: list[RunData], env: str, path: Path) -> None:
     _save(fig, path)
 
 
-def _beta_columns(runs: list[RunData], env: str, has) -> list[tuple[str, str]]:
-    return [c for c in columns_of(runs) if c[0] == "beta_dqn"
-            and all(has(r) for r in runs if r.env == env and r.column == c)
+def _columns_with(runs: list[RunData], env: str, has) -> list[tuple[str, str]]:
+    """The columns on `env` each of whose runs `has` what a figure draws."""
+    return [c for c in columns_of(runs) if all(has(r) for r in runs if r.env == env and r.column == c)
             and any(r.env == env and r.column == c for r in runs)]
 
 
+def _names(columns: list[tuple[str, str]]) -> str:
+    return " and ".join(dict.fromkeys(ALGO_LABELS.get(algo, algo) for algo, _ in columns))
+
+
+def _others(algo: str) -> dict[str, str]:
+    """Method `algo`'s evaluation policies besides its main one, with their labels (β-DQN's basic policies)."""
+    method = METHODS.get(algo)
+    return {} if method is None else {p: l for p, l in method.acting.eval_labels.items() if p != "main"}
+
+
 def basic_policies(runs: list[RunData], env: str, path: Path) -> bool:
-    """β-DQN's three basic policies per column (a panel each)."""
+    """Each evaluation policy of a method that has more than its main one (β-DQN's three basic policies), per
+    column (a panel each)."""
     key = metric(env)
-    columns = _beta_columns(runs, env, lambda r: r.evals and f"argmin_beta_{key}" in r.evals[0])
+    columns = _columns_with(runs, env, lambda r: r.evals and _others(r.algo)
+                            and all(f"{p}_{key}" in r.evals[0] for p in _others(r.algo)))
     if not columns:
         return False
     fig, axes = _panels(len(columns), 5, 3.5, ncols=3)
     for ax, column in zip(axes, columns, strict=True):
         group = [r for r in runs if r.env == env and r.column == column]
-        for prefix, label in (("", "argmax_{a: β>ε} Q (pure exploitation)"), ("argmax_q_", "argmax_a Q"),
-                              ("argmin_beta_", "argmin_a β")):
-            steps, curves = _common(group, prefix + key)
+        labels = METHODS[column[0]].acting.eval_labels
+        for name, label in ((key, labels["main"]), *((f"{p}_{key}", l) for p, l in _others(column[0]).items())):
+            steps, curves = _common(group, name)
             _band(ax, steps, curves, label)
         ax.set(xlabel="env steps", ylabel=key)
         _title(ax, f"{column_label(column)} (n={len(group)})")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"{env}: β-DQN's basic policies")
+    fig.suptitle(f"{env}: {_names(columns)}'s evaluation policies")
     _save(fig, path)
     return True
 
@@ -135,7 +148,8 @@ def selection_proportions(runs: list[RunData], env: str, path: Path, points: int
     """β-DQN's share of episodes per policy group in the bandit's window over training, per column (a panel
     each): each run's logged shares interpolated onto common env steps (within the span it logged), mean
     over seeds."""
-    columns = _beta_columns(runs, env, lambda r: any("arms_cov" in m for m in r.metrics))
+    columns = _columns_with(runs, env, lambda r: group_labels(r.algo) and any(
+        f"arms_{g}" in m for m in r.metrics for g in group_labels(r.algo)))
     if not columns:
         return False
     fig, axes = _panels(len(columns), 5, 3.5, ncols=3)
@@ -143,7 +157,7 @@ def selection_proportions(runs: list[RunData], env: str, path: Path, points: int
         group = [r for r in runs if r.env == env and r.column == column]
         total = max(r.config["total_steps"] for r in group)
         grid = np.linspace(0, total, points)
-        for key, label in (("arms_cov", "π_cov"), ("arms_cor", "π_cor (α > 0)"), ("arms_cor0", "π_cor(0)")):
+        for key, label in ((f"arms_{g}", label) for g, label in group_labels(column[0]).items()):
             per_run = []
             for r in group:
                 rows = [m for m in r.metrics if key in m]
@@ -157,7 +171,7 @@ def selection_proportions(runs: list[RunData], env: str, path: Path, points: int
         ax.set(xlabel="env steps", ylabel="share of the window's episodes", ylim=(0, 1))
         _title(ax, f"{column_label(column)} (n={len(group)})")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"{env}: β-DQN's policy selection")
+    fig.suptitle(f"{env}: {_names(columns)}'s policy selection")
     _save(fig, path)
     return True
 

@@ -30,8 +30,9 @@ from reporting.results import (
     train_window,
 )
 
+# (and every group's share, `arms_<group>`)
 METRICS_KEPT = ("env_steps", "updates", "episodes", "train_episodes", "train_return_mean", "train_success_rate",
-                "arms_cov", "arms_cor", "arms_cor0", "arm_proportions", "arm_mu", "arm_bonus")
+                "arm_proportions", "arm_mu", "arm_bonus")
 METRICS_LINES = 500  # a copy's metrics.jsonl keeps at most about this many lines (~600 bytes each for β-DQN)
 
 
@@ -256,7 +257,7 @@ def thin_metrics(rows: list[dict], cut: float, limit: int = METRICS_LINES) -> li
     line is the last of its run (the window's shares, μ and b then; its env steps), with the training episodes
     summed and their score weighted by episodes. The lines after `cut` stay as they are, so `train_score` reads
     the same numbers from the copy as from the run."""
-    rows = [{k: row[k] for k in METRICS_KEPT if k in row} for row in rows]
+    rows = [{k: v for k, v in row.items() if k in METRICS_KEPT or k.startswith("arms_")} for row in rows]
     head = [row for row in rows if row["env_steps"] <= cut]
     tail = rows[len(head):]
     k = -(-len(head) // max(limit - len(tail), 1))

@@ -62,6 +62,7 @@ from reporting.results import (
     columns_of,
     final_score,
     first_solved,
+    group_labels,
     metric,
     steps_text,
     train_score,
@@ -211,12 +212,15 @@ def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> t
 
 def variant_rows(runs: list[RunData], env: str, reps: int | None = None) -> list[str]:
     """One row per column: the final score, seeds solved, the first evaluation at ≥ 0.9, the training
-    episodes' score over the last evaluation interval and β-DQN's window shares at the end."""
+    episodes' score over the last evaluation interval and the groups' shares of the window at the end (β-DQN's
+    policy groups)."""
     success = metric(env) == "success_rate"
     window = "/".join(steps_text(w) for w in sorted({train_window(r) for r in runs if r.env == env}))
+    groups = " or ".join(dict.fromkeys(" / ".join(group_labels(r.algo).values()) for r in runs
+                                       if r.env == env and group_labels(r.algo)))
     head = ["column", "final score", *(["seeds ≥ 0.9", "first eval ≥ 0.9: median (range)"] if success else []),
             f"training {'success' if success else 'return'}, last {window}",
-            "window at end: π_cov / π_cor(α>0) / π_cor(0)"]
+            f"window at end: {groups or 'groups of arms'}"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for column in columns_of([r for r in runs if r.env == env]):
         group = [r for r in runs if r.env == env and r.column == column]
@@ -234,9 +238,9 @@ def variant_rows(runs: list[RunData], env: str, reps: int | None = None) -> list
         else:
             cells.append("—")
         shares = [s for s in (window_shares(r) for r in group) if s]
-        cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in ("cov", "cor", "cor0"))
+        cells.append(" / ".join(f"{np.mean([s[g] for s in shares]):.2f}" for g in group_labels(column[0]))
                      + (f" (n={len(shares)})" if len(shares) < len(group) else "") if shares
-                     else "in the record's report.md" if column[0] == "beta_dqn" and not any(map(has_directory, group))
+                     else "in the record's report.md" if group_labels(column[0]) and not any(map(has_directory, group))
                      else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return lines

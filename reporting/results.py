@@ -180,10 +180,10 @@ def _load_run(run_dir: Path) -> RunData:
                                               for row in csv.DictReader(io.StringIO(text))])
     metrics = []
     if (run_dir / "metrics.jsonl").is_file():
-        keep = ("env_steps", "arms_cov", "arms_cor", "arms_cor0", "train_episodes", "train_return_mean",
-                "train_success_rate")
-        metrics = read("metrics.jsonl", lambda text: [{k: row[k] for k in keep if k in row} for row in
-                                                      (json.loads(line) for line in text.splitlines() if line.strip())])
+        keep = ("env_steps", "train_episodes", "train_return_mean", "train_success_rate")
+        metrics = read("metrics.jsonl", lambda text: [
+            {k: v for k, v in row.items() if k in keep or k.startswith("arms_")}  # arms_<group>: the groups' shares
+            for row in (json.loads(line) for line in text.splitlines() if line.strip())])
     if any("env_steps" not in row or not all(_finite(v) for v in row.values()) or row.get("train_episodes", 0) < 0
            for row in metrics):
         raise _Damaged(f"{run_dir / 'metrics.jsonl'} has a line without env_steps, a value that is not a finite "
@@ -308,20 +308,27 @@ def first_solved(run: RunData) -> int | None:
     return next((int(e["env_steps"]) for e in run.evals if e.get("success_rate", float("nan")) >= SOLVED), None)
 
 
-def _arms(run: RunData) -> list:
-    from methods.beta_dqn.policies import policy_set
+def group_labels(algo: str) -> dict[str, str]:
+    """The groups of arms whose shares method `algo`'s runs log (`arms_<group>`), with their labels ({}: none)."""
+    method = METHODS.get(algo)
+    return method.acting.group_labels if method is not None else {}
 
-    return policy_set(run.config.get("policy_set", "13"))
+
+def _arms(run: RunData) -> list[tuple[str, str]]:
+    """Each arm's (label, group) in the run (its method says, from the run's config)."""
+    method = METHODS.get(run.algo)
+    return method.acting.arms_of(run.config) if method is not None else []
 
 
 def window_shares(run: RunData) -> dict[str, float] | None:
-    """β-DQN: the share of each policy group in the meta-controller's window at the end of the run."""
+    """The share of each group of arms in the meta-controller's window at the end of the run (β-DQN's policy
+    groups), or None."""
     bandit = run.summary.get("bandit")
-    if not bandit:
+    if not bandit or not group_labels(run.algo):
         return None
     plays = np.asarray(bandit["plays"], dtype=np.float64)
-    groups = [a.group for a in _arms(run)]
-    return {g: float(plays[[x == g for x in groups]].sum() / max(plays.sum(), 1)) for g in ("cov", "cor", "cor0")}
+    groups = [group for _, group in _arms(run)]
+    return {g: float(plays[[x == g for x in groups]].sum() / max(plays.sum(), 1)) for g in group_labels(run.algo)}
 
 
 def bandit_arms(run: RunData) -> tuple[tuple, tuple] | None:
@@ -331,7 +338,7 @@ def bandit_arms(run: RunData) -> tuple[tuple, tuple] | None:
     if not bandit:
         return None
     plays, mu, bonus = (np.asarray(bandit[k], dtype=np.float64) for k in ("plays", "mu", "bonus"))
-    labels = [a.label.replace("pi_", "π_") for a in _arms(run)]
+    labels = [label for label, _ in _arms(run)]
     top = int(np.argmax(plays))
     score = np.where((plays > 0) & (np.arange(len(plays)) != top), mu + bonus, -np.inf)
     other = int(np.argmax(score))

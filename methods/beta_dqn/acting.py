@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from meta_controller.bandit import ArmSource, SlidingWindowBandit
-from methods.beta_dqn.policies import act_beta_dqn, argmin_beta, is_exploitation, policy_set, pure_exploitation
+from methods.beta_dqn.policies import (
+    GROUP_LABELS,
+    act_beta_dqn,
+    argmin_beta,
+    is_exploitation,
+    policy_set,
+    pure_exploitation,
+)
 from methods.contracts import BaseActing, Episode
 from methods.exploration import argmax_random_tie
 
@@ -29,12 +36,19 @@ class BetaEpisode:
 class BetaDQN(BaseActing):
     central = True  # one meta-controller for the run: it sees every actor's episodes
     logs_arms = True
+    group_labels = GROUP_LABELS
+    eval_labels = {"main": "argmax_{a: β>ε} Q (pure exploitation)", "argmax_q": "argmax_a Q",
+                   "argmin_beta": "argmin_a β"}
 
     def __init__(self, cfg):
         super().__init__(cfg)
         self.arms = policy_set(cfg.policy_set)
         self.arm_groups = tuple(arm.group for arm in self.arms)
         self.eval_policies = ("main", *BASIC) if cfg.eval_basic else ("main",)
+
+    @staticmethod
+    def arms_of(config: dict) -> list[tuple[str, str]]:
+        return [(arm.label.replace("pi_", "π_"), arm.group) for arm in policy_set(config.get("policy_set", "13"))]
 
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         return SlidingWindowBandit, (len(self.arms), self.cfg.bandit_window, seed, self.cfg.bandit_returns)

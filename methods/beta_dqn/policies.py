@@ -77,6 +77,9 @@ def is_exploitation(action: int, q: np.ndarray, beta: np.ndarray, eps: float) ->
 
 # ---- the policy set Π   [eq:policy set] ----
 
+GROUP_LABELS = {"cov": "π_cov", "cor": "π_cor(α>0)", "cor0": "π_cor(0)"}  # the logging groups of spec §3
+
+
 @dataclass(frozen=True)
 class Arm:
     kind: str  # "cov" or "cor"
@@ -88,7 +91,7 @@ class Arm:
 
     @property
     def group(self) -> str:
-        """Logging groups of spec §3: π_cov / π_cor(α>0) / π_cor(0)."""
+        """Its logging group (`GROUP_LABELS`)."""
         if self.kind == "cov":
             return "cov"
         return "cor0" if self.param == 0.0 else "cor"
