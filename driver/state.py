@@ -170,9 +170,10 @@ def _wandb_id(out: Path) -> str | None:
 
 
 def legacy_entries(out: Path) -> list[str]:
-    """What a run made before runs kept a record (`check_run_dir` made sure it is this program's) wrote in `out`,
-    by name: its top-level files, replay snapshots, Redis directories and the W&B runs of the id its checkpoint
-    names (relative paths, a directory with a trailing "/"; the names that exist)."""
+    """What a run made before runs kept a record wrote in `out` (a run of this program: `check_run_dir` makes sure
+    before `--overwrite` removes it, the checkpoint's run id before a resume adopts it), by name: its top-level
+    files, replay snapshots, Redis directories and the W&B runs of the id its checkpoint names (relative paths, a
+    directory with a trailing "/"; the names that exist)."""
     wandb_id = _wandb_id(out)
     patterns = _LEGACY_PATTERNS + ((f"wandb/run-*-{wandb_id}", f"wandb/offline-run-*-{wandb_id}") if wandb_id else ())
     found = sorted({str(p.relative_to(out)) + ("/" if p.is_dir() and not p.is_symlink() else "")

@@ -16,6 +16,7 @@ driver above uses it too.
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import shutil
 import stat
@@ -137,13 +138,19 @@ class Written:
 def remove_recorded(out: Path, paths: list[str]) -> None:
     """Remove what a run recorded (`Written`): each path that is inside `out` with no link on the way, files and
     links as themselves, directories the run made whole, in the reverse order of their making; what is gone
-    already is skipped. OSError goes up."""
+    already is skipped. A recorded file's temp files (`.<name>.<random>.tmp`, plain files: what `write_atomically`
+    leaves when the process is killed mid-write; the name was recorded before the write) go with it. OSError
+    goes up."""
     for relative in reversed(paths):
         is_dir = relative.endswith("/")
         relative = Path(relative.rstrip("/"))
         if not _inside(relative) or (relative.parent != Path(".") and not no_links(out, relative.parent)):
             continue  # outside the run directory, or through a link: never
         path = out / relative
+        if not is_dir:
+            for temp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+                if stat.S_ISREG(os.lstat(temp).st_mode):
+                    temp.unlink()
         try:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:

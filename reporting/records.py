@@ -30,7 +30,7 @@ from reporting.results import (
     train_window,
 )
 
-# (and every group's share, `arms_<group>`)
+# (and after the first six, every group's share, `arms_<group>`)
 METRICS_KEPT = ("env_steps", "updates", "episodes", "train_episodes", "train_return_mean", "train_success_rate",
                 "arm_proportions", "arm_mu", "arm_bonus")
 METRICS_LINES = 500  # a copy's metrics.jsonl keeps at most about this many lines (~600 bytes each for β-DQN)
@@ -257,7 +257,8 @@ def thin_metrics(rows: list[dict], cut: float, limit: int = METRICS_LINES) -> li
     line is the last of its run (the window's shares, μ and b then; its env steps), with the training episodes
     summed and their score weighted by episodes. The lines after `cut` stay as they are, so `train_score` reads
     the same numbers from the copy as from the run."""
-    rows = [{k: v for k, v in row.items() if k in METRICS_KEPT or k.startswith("arms_")} for row in rows]
+    rows = [{k: row[k] for k in (*METRICS_KEPT[:6], *(k for k in row if k.startswith("arms_")), *METRICS_KEPT[6:])
+             if k in row} for row in rows]
     head = [row for row in rows if row["env_steps"] <= cut]
     tail = rows[len(head):]
     k = -(-len(head) // max(limit - len(tail), 1))

@@ -398,12 +398,12 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
             learning_curves(drawn, env, out / f"curves_{slug}.png")
             lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
         if selection_proportions(drawn, env, out / f"selection_{slug}.png"):
-            lines += [f"![β-DQN's policy selection](selection_{slug}.png)", ""]
+            lines += [f"![policy selection](selection_{slug}.png)", ""]
         if basic_policies(drawn, env, out / f"basic_{slug}.png"):
-            lines += [f"![β-DQN's basic policies](basic_{slug}.png)", ""]
+            lines += [f"![evaluation policies](basic_{slug}.png)", ""]
         per_run = bandit_rows(drawn, env)
         if per_run:
-            lines += [f"### {env}: β-DQN's meta-controller at the end of each run", "",
+            lines += [f"### {env}: the meta-controller at the end of each run", "",
                       "The window's episodes per arm at the last step: the arm that holds most of them (its share, "
                       "μ and b), and of the others the one with the largest μ + b [eq:policy select].", "",
                       *per_run, ""]

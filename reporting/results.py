@@ -339,6 +339,8 @@ def bandit_arms(run: RunData) -> tuple[tuple, tuple] | None:
         return None
     plays, mu, bonus = (np.asarray(bandit[k], dtype=np.float64) for k in ("plays", "mu", "bonus"))
     labels = [label for label, _ in _arms(run)]
+    if len(labels) != len(plays):  # a method this program does not know (an old record's, a plugin's not loaded)
+        labels = [f"arm {i}" for i in range(len(plays))]
     top = int(np.argmax(plays))
     score = np.where((plays > 0) & (np.arange(len(plays)) != top), mu + bonus, -np.inf)
     other = int(np.argmax(score))

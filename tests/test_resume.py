@@ -124,9 +124,11 @@ def test_a_signal_ends_a_run_in_one_line_that_says_where_to_continue(tmp_path, s
             "--total-steps", str(TOTAL), "--eval-every", str(EVERY), "--eval-episodes", "2", "--checkpoint-every",
             "3000", "--learning-starts", "1000", "--wandb", "disabled", "--progress", "false", "--out", str(out)]
     # Ctrl-C reaches a run in a terminal's foreground, where SIGINT is not ignored; a suite started in the background
-    # by a script (`cmd &`) ignores it, and its children inherit that, so the run gets the default disposition
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # by a script (`cmd &`) ignores it, and its children inherit that, so the run is given the default disposition
+    # first (in the child's own Python: no preexec_fn in a parent that may hold threads)
+    argv[1:3] = ["-c", "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                       "sys.argv[0] = 'learner.main'; runpy.run_module('learner.main', run_name='__main__')"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while not (out / "checkpoint.pt").exists():
         assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint was written"

@@ -573,6 +573,14 @@ def test_a_snapshot_is_recorded_before_it_is_written(tmp_path, capsys, monkeypat
     assert main([*SHORT, "--out", str(out)]) == 130
     assert (out / "replay" / "shard0-1200.npz").is_file()
     assert "replay/shard0-1200.npz" in (out / ".written").read_text().split()
+    # a SIGKILL mid-write leaves the write's temp file: --overwrite removes it with the file it was to become,
+    # and nothing of the user's
+    (out / "replay" / ".shard0-1200.npz.k3j9.tmp").write_bytes(b"half a snapshot")
+    (out / "replay" / ".mine.npz.k3j9.tmp").write_bytes(b"a user's own")
+    capsys.readouterr()
+    monkeypatch.undo()
+    assert main([*SHORT, "--out", str(out), "--overwrite", "true"]) == 0
+    assert sorted(p.name for p in (out / "replay").iterdir()) == [".mine.npz.k3j9.tmp", "shard0-1200.npz"]
 
 
 def test_a_run_made_before_runs_kept_a_record_is_recorded_whole_when_resumed(tmp_path, capsys, monkeypatch):
