@@ -105,6 +105,8 @@ MESSAGES = [
     ("driver/main.py", "a grid's seeds are --seeds; give one of them"),
     ("driver/main.py", "packs the seeds of a grid; give them with --seeds"),
     ("driver/grid.py", "an empty list"),
+    ("driver/grid.py", "--actor-cpus {}) but the cluster has"),
+    ("driver/grid.py", "(--learner-cpus, --learner-gpus); the largest has"),
     ("driver/grid.py", "two values in the lists name the same run"),
     ("driver/grid.py", "is a list, but no method of the grid reads it"),
     ("driver/grid.py", "already holds a grid; continue it with --resume"),
@@ -458,6 +460,7 @@ def test_site_in_a_browser(served_site, tmp_path):
         browser.get(base + "/reproducing/#table-1-at-laptop-scale")  # and a figure of it, in view
         figure = browser.find_element(By.CSS_SELECTOR, "article img")
         browser.execute_script("arguments[0].scrollIntoView();", figure)
+        time.sleep(0.5)  # the header's title changes as the page scrolls: let it settle
         assert browser.save_screenshot(str(shots / "reproducing-figure.png"))
     finally:
         browser.quit()
