@@ -1,0 +1,483 @@
+"""The documentation site (mkdocs.yml, docs/): what it says still holds in the code, it builds with
+`mkdocs build --strict`, and its pages load in a real browser.
+
+The text checks need nothing but the source. The build needs the `docs` extra (`pip install -e ".[docs]"`);
+the browser test also needs Chromium and its driver (Debian: `apt-get install chromium chromium-driver`).
+Each skips with its reason where that is missing. Screenshots of three pages go to `$DOCS_SCREENSHOTS`
+(default: the test's temporary directory).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+TROUBLESHOOTING = DOCS / "troubleshooting.md"
+
+# Every message docs/troubleshooting.md quotes, as (the file that says it, a stable fragment of it as the code
+# writes it). A fragment is literal text between the message's variable parts; it must be in that file's string
+# literals (adjacent literals joined, an f-string's fields as "{}") and on the page, and every message block of the
+# page must hold one of them.
+MESSAGES = [
+    # flags and values
+    ("driver/config.py", "must be > 0, got"),
+    ("driver/config.py", "is not one of: "),
+    ("driver/config.py", "must be in (0, 1), got"),
+    ("driver/config.py", "must be in [0, 1], got"),
+    ("driver/config.py", "must be finite, got"),
+    ("driver/config.py", "must be within ±2^53 = "),
+    ("driver/config.py", "must be in [0, {}], got"),
+    ("driver/config.py", "must be >= 0, got"),
+    ("driver/config.py", "must be >= 1, got"),
+    ("driver/config.py", "must be >= 0, or -1 for automatic, got"),
+    ("methods/ez_greedy/flags.py", "must be > 1 (a Zeta distribution), got"),
+    ("driver/config.py", "is a β-DQN ablation; --algo is"),
+    ("driver/config.py", "must be >= --batch-size ("),
+    ("driver/config.py", "replay hold fewer than --chunk-steps ("),
+    ("driver/cli.py", "expected true/false, got"),
+    ("driver/cli.py", "an empty item in the list"),
+    ("driver/cli.py", "appears twice in the list"),
+    ("actors/envs.py", "or any registered Gymnasium id with discrete actions"),
+    ("actors/envs.py", "is registered with Gymnasium but cannot be made here"),
+    ("actors/envs.py", "only Discrete is supported"),
+    ("actors/envs.py", "only Box is supported"),
+    ("driver/config.py", "cuda: no CUDA device is available here; use auto or cpu"),
+    ("methods/__init__.py", "cannot register the methods of"),
+    # run directories
+    ("driver/state.py", "it is finished: give another --out, or replace it with --overwrite true"),
+    ("driver/state.py", "continue it with --resume {}, or replace it with --overwrite true"),
+    ("driver/state.py", "it has no checkpoint to continue from: replace it with --overwrite true"),
+    ("driver/state.py", "already holds a run ("),
+    ("driver/state.py", "one process writes a run directory"),
+    ("driver/state.py", "is not a regular file of its own"),
+    ("driver/state.py", "exists and is not a directory"),
+    ("driver/state.py", "is a symbolic link: a run writes its own files there, never through a link"),
+    ("driver/state.py", "has other hard links: a run writes its own files there"),
+    ("driver/state.py", "holds a config.json that is not a run's of this program"),
+    ("driver/state.py", "is the file system's root: give a directory of the run's own"),
+    ("driver/state.py", "is this project's checkout"),
+    ("driver/state.py", "a run writes into a directory of its own; give a new or empty one"),
+    ("driver/state.py", "cannot write the run directory"),
+    ("driver/config.py", "cannot write {} ({})"),
+    ("driver/state.py", "; the last checkpoint written is intact"),
+    ("driver/state.py", "nothing was started, and that run is partly removed"),
+    # resume
+    ("driver/cli.py", "no checkpoint.pt in"),
+    ("driver/cli.py", "is not a checkpoint this program can read"),
+    ("driver/cli.py", "written by another version of this program; this one continues format"),
+    ("driver/cli.py", "is damaged or not this run's: "),
+    ("driver/cli.py", "the checkpoint holds the run's configuration: restore config.json or remove it"),
+    ("driver/cli.py", "a checkpoint copied from another run directory does not continue this one"),
+    ("driver/cli.py", "config.json was edited after the checkpoint"),
+    ("driver/cli.py", "differs from the run being resumed"),
+    ("driver/cli.py", "--overwrite true starts a new one there: give one of them"),
+    ("driver/cli.py", "and writes there; give one of them"),
+    ("driver/cli.py", "only the URLs of the same number of Redis servers may be given again"),
+    ("driver/cli.py", "this run's redis-local replay was not persisted (--replay-persist)"),
+    ("driver/outputs.py", "a resume keeps the metrics up to its checkpoint: repair or remove that line"),
+    ("driver/outputs.py", "last line was cut short (the run stopped while writing it)"),
+    ("driver/run.py", "networks or arm source ("),
+    ("driver/run.py", "the run cannot continue exactly without it"),
+    ("driver/main.py", "interrupted; "),
+    ("driver/state.py", "continue with --resume {} (from its last checkpoint)"),
+    ("driver/state.py", "it had written no checkpoint yet: start it again with --out"),
+    ("driver/state.py", "so it cannot be continued: start it again with --out"),
+    ("driver/main.py", "interrupted before the run started"),
+    # grids
+    ("driver/config.py", "expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)"),
+    ("driver/config.py", "twice; give each seed once"),
+    ("driver/config.py", "names more than {} seeds"),
+    ("driver/config.py", "seeds must be in [0, "),
+    ("driver/main.py", "a grid's seeds are --seeds; give one of them"),
+    ("driver/main.py", "packs the seeds of a grid; give them with --seeds"),
+    ("driver/grid.py", "an empty list"),
+    ("driver/grid.py", "--actor-cpus {}) but the cluster has"),
+    ("driver/grid.py", "(--learner-cpus, --learner-gpus); the largest has"),
+    ("driver/grid.py", "two values in the lists name the same run"),
+    ("driver/grid.py", "is a list, but no method of the grid reads it"),
+    ("driver/grid.py", "already holds a grid; continue it with --resume"),
+    ("driver/grid.py", "holds a run: give the grid a directory of its own"),
+    ("driver/grid.py", "already holds a run, and the new grid would write there"),
+    ("driver/grid.py", "holds a run that is not this grid's: give the grid another --out"),
+    ("driver/grid.py", "cannot make the grid directory"),
+    ("driver/grid.py", "(a single run's directory is resumed without --seeds or lists)"),
+    ("driver/grid.py", "is not a grid file this program can read"),
+    ("driver/grid.py", "has grid format"),
+    ("driver/grid.py", "differs from the grid being resumed"),
+    ("driver/pack.py", "a pack holds each seed once"),
+    ("driver/pack.py", "the seeds of a pack share one configuration"),
+    ("driver/pack.py", "the seeds of a pack continue together only from checkpoints at one update count"),
+    ("driver/main.py", "grid interrupted; continue it with --resume"),
+    ("driver/grid.py", "starting it again"),
+    ("driver/grid.py", "grid: {} failed: {}"),
+    # cluster
+    ("driver/runtime.py", "no Ray cluster answers at"),
+    ("driver/runtime.py", "cannot join the Ray cluster at"),
+    ("driver/runtime.py", "token authentication is on (RAY_AUTH_MODE=token) and no token was found"),
+    ("driver/runtime.py", "the cluster refused this client's token"),
+    ("driver/runtime.py", "give this client the cluster's token: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH"),
+    ("driver/runtime.py", "CPUs, but the cluster has"),
+    ("driver/runtime.py", "actors wait until the cluster grows"),
+    ("driver/grid.py", "runs wait until the cluster grows"),
+    ("driver/runtime.py", "of memory, more than this machine's"),
+    ("driver/runtime.py", "with the learner's targets, gradients and Adam moments"),
+    ("driver/runtime.py", "actors each hold a copy of"),
+    ("driver/main.py", "an actor process kept dying; the run stopped"),
+    # replay and Redis
+    ("replay_service/local_redis.py", "redis-server is not installed (apt-get install -y redis-server"),
+    ("replay_service/local_redis.py", "did not start"),
+    ("driver/config.py", "; expected memory, redis-local or redis:// URLs"),
+    ("replay_service/local_redis.py", "is not redis://[:password@]host:port[/db]"),
+    ("replay_service/local_redis.py", "the database must be a number"),
+    ("replay_service/local_redis.py", "no URL given"),
+    ("replay_service/local_redis.py", "unknown query argument"),
+    ("replay_service/local_redis.py", "is not a value redis-py takes for"),
+    ("replay_service/local_redis.py", "redis-py cannot use it"),
+    ("replay_service/local_redis.py", "no Redis answers at"),
+    ("driver/config.py", "servers (one shard per URL)"),
+    ("driver/config.py", "redis-local with a ray:// client: its servers would run on this machine"),
+    ("replay_service/local_redis.py", "cannot read the password file"),
+    ("replay_service/local_redis.py", "is empty"),
+    ("driver/config.py", "Redis URL has a password that was not saved"),
+    ("replay_service/local_redis.py", "a Redis server's directory and configuration are the run's own"),
+    ("driver/runtime.py", "already names a run's replay on this Redis"),
+    ("driver/runtime.py", "is claimed on this Redis by another run directory"),
+    ("driver/config.py", "true without --overwrite true: taking another run's --run-id replaces"),
+    ("driver/runtime.py", "on this Redis is no longer this run's: its rings carry"),
+    ("replay_service/redis_shard.py", "did not answer for"),
+    ("replay_service/redis_shard.py", "refused a call"),
+    ("replay_service/redis_shard.py", "is damaged"),
+    ("replay_service/redis_shard.py", "batches in a row held no valid record"),
+    # training
+    ("driver/run.py", "the loss became"),
+    ("driver/run.py", "the failing state is in checkpoint-nonfinite.pt"),
+    # learner.report
+    ("reporting/report.py", "RUNS_DIRs need --out (where their one report goes)"),
+    ("reporting/report.py", "is not a directory"),
+    ("reporting/report.py", "no run (a directory with config.json) under"),
+    ("reporting/report.py", "no finished run (a directory with summary.json) under"),
+    ("reporting/report.py", "give at least 100 resamples"),
+    ("reporting/results.py", "only the seed, the algorithm and a grid's axes"),
+    ("reporting/results.py", "report each run once"),
+    ("reporting/results.py", "is not a flag that can split columns"),
+    ("reporting/results.py", "none of the runs' methods reads it"),
+    ("reporting/results.py", "in its summary.json"),
+    ("reporting/report.py", "is a report's record, which this report would write into"),
+    ("reporting/report.py", "would put this report's record (runs.csv) at or above the runs of"),
+    ("reporting/records.py", "holds both a report's record (runs.csv, study.json) and a run"),
+    ("reporting/records.py", "is a link or not a directory: a report writes its copies of the runs"),
+    ("reporting/records.py", "exists and is not an earlier report's copies of its runs"),
+    ("reporting/records.py", "is a link or a run's own directory, not a report's copy"),
+    ("reporting/records.py", "is a report's directory whose"),
+    ("reporting/records.py", "study.json is missing (it holds each run's command)"),
+    ("reporting/records.py", "runs.csv, study.json or report.json cannot be read"),
+    ("reporting/records.py", "is not runs.csv's"),
+    ("reporting/records.py", "has a command that is not python -m learner.main"),
+    ("reporting/records.py", "runs.csv names an environment this code does not know"),
+    ("reporting/results.py", "the report leaves this run out"),
+    # bench
+    ("bench/cost.py", "not among"),
+    ("bench/packed.py", "--ks: expected comma-separated positive integers"),
+    ("bench/throughput.py", "--actors: expected comma-separated positive integers"),
+    ("bench/throughput.py", "--repeats: must be >= 1"),
+    ("bench/throughput.py", "--baseline: no bench/throughput.py in"),
+]
+
+
+@functools.cache
+def code_strings(relative: str) -> str:
+    """The text of every string literal in a source file, one per line: adjacent literals joined (as Python
+    joins them) and an f-string's fields written "{}", so a message split over source lines reads whole."""
+    tree = ast.parse((ROOT / relative).read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            found.append("".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append(node.value)
+    return "\n".join(found)
+
+
+def said_by_code(relative: str, fragment: str) -> bool:
+    return fragment in code_strings(relative)
+
+
+def page(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def message_blocks(text: str) -> list[str]:
+    """The ```text blocks of a page: on the troubleshooting page, each is one message as a user sees it."""
+    return re.findall(r"^```text\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def on_page(fragment: str, text: str) -> bool:
+    """A fragment's text on the page, where the code's "{}" fields show as the page's <…> or example values."""
+    pattern = r".*?".join(re.escape(piece) for piece in fragment.split("{}"))
+    return re.search(pattern, text) is not None
+
+
+@pytest.mark.parametrize(("source", "fragment"), MESSAGES, ids=[f"{s}:{f[:40]}" for s, f in MESSAGES])
+def test_documented_message_is_still_in_the_code(source, fragment):
+    assert (ROOT / source).is_file(), f"{source} is gone: docs/troubleshooting.md quotes its messages"
+    assert said_by_code(source, fragment), (
+        f"docs/troubleshooting.md quotes a message of {source} that its code no longer says: {fragment!r}; "
+        "update the page (and MESSAGES in tests/test_docs.py) to the message's new text")
+    assert on_page(fragment, "\n".join(message_blocks(page("troubleshooting.md")))), (
+        f"{fragment!r} is in MESSAGES but in no message block of docs/troubleshooting.md")
+
+
+def test_every_documented_message_is_checked():
+    blocks = message_blocks(page("troubleshooting.md"))
+    assert len(blocks) >= 100, "the troubleshooting page lost its messages"
+    unchecked = [b for b in blocks if not any(on_page(fragment, b) for _, fragment in MESSAGES)]
+    assert not unchecked, f"message blocks with no fragment in MESSAGES (nothing checks them): {unchecked[:3]}"
+
+
+def test_the_message_check_can_fail():
+    """The checker itself: a message the code does not say is not found, nor one of another file."""
+    assert not said_by_code("driver/config.py", "must be > 0, but was")
+    assert not said_by_code("driver/config.py", "one process writes a run directory")  # driver/state.py's
+    assert said_by_code("driver/state.py", "one process writes a run directory")
+    # a message whose literal pieces span source lines is read whole
+    assert said_by_code("driver/config.py", "out of the cluster's actors' reach; run the job on the cluster (ray exec, "
+                                            "ray job submit)")
+    assert not on_page("is in use by {} — elsewhere", "x is in use by y: one process")
+
+
+CODE_REF = re.compile(r"`((?:actors|driver|learner|meta_controller|methods|replay_service|reporting|bench|tests)"
+                      r"/[\w/]+\.py): ([^`]+)`")
+
+
+def defined_names(relative: str) -> set[str]:
+    """Top-level functions, classes and assigned names of a module, and `Class.member` for each class member."""
+    tree = ast.parse((ROOT / relative).read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                for member in node.body:
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        names.add(f"{node.name}.{member.name}")
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+@pytest.mark.parametrize("name", ["method.md", "architecture.md", "grids.md"])
+def test_code_the_pages_name_exists(name):
+    """Every `path.py: name` on the paper-to-code map (and the architecture) names a file and what it defines."""
+    refs = CODE_REF.findall(page(name))
+    assert refs or name != "method.md", "the paper-to-code map names no code"
+    missing = []
+    for path, names in refs:
+        if not (ROOT / path).is_file():
+            missing.append(path)
+            continue
+        defined = defined_names(path)
+        missing += [f"{path}: {n.strip()}" for n in names.split(",") if n.strip() not in defined]
+    assert not missing, f"docs/{name} names code that is not there: {missing}"
+
+
+PATH_REF = re.compile(r"`((?:actors|driver|learner|meta_controller|methods|replay_service|reporting|bench|tests|"
+                      r"deploy|results)/[\w./=-]*)`")
+
+
+def test_paths_the_pages_name_exist():
+    missing = []
+    for path in sorted(DOCS.glob("*.md")):
+        for ref in PATH_REF.findall(path.read_text(encoding="utf-8")):
+            if not (ROOT / ref.rstrip("/")).exists():
+                missing.append(f"{path.name}: {ref}")
+    for ref in re.findall(r"`([\w-]+\.json)`", page("benchmarks.md")):
+        if ref.startswith(("throughput-", "actors-", "breakdown-", "cost-", "replay-", "packed-")):
+            if not (ROOT / "bench" / "results" / ref).is_file():
+                missing.append(f"benchmarks.md: bench/results/{ref}")
+    assert not missing, f"the pages name paths that are not in the tree: {missing}"
+
+
+def config_flags() -> list[str]:
+    """Every flag of `python -m learner.main`, read from the source (no import: no numpy or torch needed)."""
+    flags = []
+    sources = [ROOT / "driver" / "config.py", *sorted((ROOT / "methods").glob("*/flags.py"))]
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name in ("CoreConfig", "Flags"):
+                flags += ["--" + s.target.id.replace("_", "-") for s in node.body if isinstance(s, ast.AnnAssign)]
+    return flags
+
+
+def test_every_flag_is_documented():
+    flags = config_flags()
+    assert len(flags) > 50 and "--bandit-returns" in flags
+    text = page("running.md")
+    undocumented = [f for f in flags if f"`{f}`" not in text]
+    assert not undocumented, f"flags of learner.main missing from docs/running.md: {undocumented}"
+
+
+def test_no_tracker_numbers_in_the_site():
+    pages = [*DOCS.glob("*.md"), *(ROOT / "results").rglob("*.md")]
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages
+             for m in re.finditer(r"(?i)\bissues? #?\d+|(?<![\w/])#\d+\b", p.read_text(encoding="utf-8"))]
+    assert not found, f"internal tracker numbers in user-facing pages: {found}"
+
+
+# ---- the build and the browser ----
+
+def _mkdocs_or_skip():
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
+    pytest.importorskip("mkdocstrings", reason="mkdocstrings is not installed (pip install -e '.[docs]')")
+
+
+def build_site(site: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_mkdocs_build_strict(tmp_path):
+    _mkdocs_or_skip()
+    done = build_site(tmp_path / "site")
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    for name in ("index.html", "reproducing/index.html", "api/index.html", "troubleshooting/index.html"):
+        assert (tmp_path / "site" / name).is_file(), name
+    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    for contract in ("Algorithm", "Acting", "ArmSource", "Backend", "ReplaySampler"):
+        assert f"id=\"{contract}\"" in api or f"{contract}</code>" in api, f"no API entry for {contract}"
+    assert "next_batch" in api and "exchange" in api  # members rendered from the docstrings
+
+
+def nav_pages() -> list[tuple[str, str]]:
+    """(title, URL path) of every page in mkdocs.yml's nav, as the built site serves them."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):  # mkdocs.yml may hold !ENV and Python tags: read the nav only
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    nav = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)["nav"]
+    pages = []
+    for entry in nav:
+        ((title, target),) = entry.items()
+        pages.append((title, "/" if target == "index.md" else "/" + target.removesuffix(".md") + "/"))
+    return pages
+
+
+def _chromium() -> tuple[str, str] | None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    driver = shutil.which("chromedriver")
+    return (browser, driver) if browser and driver else None
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def served_site(tmp_path):
+    _mkdocs_or_skip()
+    site = tmp_path / "site"
+    done = build_site(site)
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-3000:]}"
+    handler = functools.partial(_Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # a free port
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_site_in_a_browser(served_site, tmp_path):
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e "
+                                                                  "'.[docs]')")
+    found = _chromium()
+    if found is None:
+        pytest.skip("no Chromium and chromedriver here (Debian: apt-get install chromium chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    base = served_site
+    shots = Path(os.environ.get("DOCS_SCREENSHOTS") or tmp_path / "screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
+    pages = nav_pages()
+    assert len(pages) >= 13
+    for title, path in pages:  # every page of the nav is served
+        with urllib.request.urlopen(base + path, timeout=10) as response:
+            assert response.status == 200, f"{title}: {path} answered {response.status}"
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = found[0]
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,1500"):
+        options.add_argument(argument)
+    browser = webdriver.Chrome(service=Service(found[1]), options=options)
+    try:
+        browser.set_page_load_timeout(60)
+        for title, path in pages:  # each page renders with its title and content
+            browser.get(base + path)
+            heading = browser.find_element(By.CSS_SELECTOR, "article h1").text
+            assert heading, f"{title} ({path}): no heading"
+            assert "404" not in browser.title, f"{title} ({path}): {browser.title}"
+
+        browser.get(base + "/reproducing/")
+        images = _wait_for_images(browser)
+        assert len(images) >= 10, f"the reproducing page shows {len(images)} figures"
+        broken = [src for src, width in images if width == 0]
+        assert not broken, f"figures that did not load: {broken}"
+
+        browser.get(base + "/")  # a click on a nav link navigates
+        link = browser.find_element(By.CSS_SELECTOR, "nav.md-nav a.md-nav__link[href*='architecture']")
+        link.click()
+        _wait(lambda: browser.current_url.rstrip("/").endswith("/architecture"), "the click on Architecture")
+        assert browser.find_element(By.CSS_SELECTOR, "article h1").text == "Architecture"
+
+        for name, path in (("home", "/"), ("reproducing", "/reproducing/"), ("architecture", "/architecture/")):
+            browser.get(base + path)
+            _wait_for_images(browser)
+            assert browser.save_screenshot(str(shots / f"{name}.png")), name
+        browser.get(base + "/reproducing/#table-1-at-laptop-scale")  # and a figure of it, in view
+        figure = browser.find_element(By.CSS_SELECTOR, "article img")
+        browser.execute_script("arguments[0].scrollIntoView();", figure)
+        time.sleep(0.5)  # the header's title changes as the page scrolls: let it settle
+        assert browser.save_screenshot(str(shots / "reproducing-figure.png"))
+    finally:
+        browser.quit()
+    for name in ("home", "reproducing", "architecture"):
+        assert (shots / f"{name}.png").stat().st_size > 10_000, name
+
+
+def _wait(condition, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _wait_for_images(browser) -> list[tuple[str, int]]:
+    """Every <img> of the page once the browser has finished loading it: (src, naturalWidth)."""
+    script = "return Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete, i.naturalWidth]);"
+    _wait(lambda: all(done for _, done, _ in browser.execute_script(script)), "the page's images")
+    return [(src, width) for src, _, width in browser.execute_script(script)]
