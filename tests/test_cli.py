@@ -260,3 +260,20 @@ def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(t
             with_password("redis://h:6379", str(bad))
         with pytest.raises(ConfigError, match=f"--replay-password-file: .*{why}"):
             restore_password("redis://:***@h:6379", "run", str(bad))
+
+
+def test_help_shows_every_flag_once_in_its_group():
+    from driver.cli import HELP_GROUPS, help_group
+    from driver.config import ALGOS, FIELDS
+
+    listed = [name for names in HELP_GROUPS.values() for name in names]
+    assert len(listed) == len(set(listed))  # a field in two groups
+    assert not [n for n in listed if FIELDS[n].metadata["algos"] != ALGOS]  # a method's flag is "the method"'s
+    assert all(help_group(name) for name in FIELDS), [n for n in FIELDS if not help_group(n)]
+    text = build_parser().format_help()
+    titles = [line[:-1] for line in text.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert titles == ["options", *HELP_GROUPS]
+    lines = [line.split()[0] for line in text.splitlines() if line.startswith("  --")]
+    assert sorted(lines) == sorted(f"--{name.replace('_', '-')}" for name in FIELDS)
+    method = text.split("\nthe method:\n")[1].split("\nreplay:\n")[0]
+    assert "--bandit-returns" in method and "[read by beta_dqn]" in method and "--eps-start" in method

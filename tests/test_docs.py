@@ -331,8 +331,21 @@ def test_every_flag_is_documented():
     assert not undocumented, f"flags of learner.main missing from docs/running.md: {undocumented}"
 
 
+def test_the_readme_is_short_and_starts_with_its_two_commands():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    blocks = re.findall(r"```bash\n(.*?)\n```", text, re.S)
+    assert blocks[0].startswith("python3 -m venv .venv && . .venv/bin/activate && bash deploy/install.sh && ")
+    assert "python -m learner.main" in blocks[0]
+    assert blocks[1] == ("python3 -m venv .venv && . .venv/bin/activate && bash deploy/install.sh --test && "
+                         "python -m pytest -q --durations=15")
+    assert blocks[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")  # CI runs the README's test command
+    for target in re.findall(r"\]\(([^)#]+)", text):  # its links lead somewhere
+        assert (ROOT / target).exists(), target
+
+
 def test_no_tracker_numbers_in_the_site():
-    pages = [*DOCS.glob("*.md"), *(ROOT / "results").rglob("*.md")]
+    pages = [*DOCS.glob("*.md"), *(ROOT / "results").rglob("*.md"), ROOT / "README.md", ROOT / "RESULTS.md"]
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages
              for m in re.finditer(r"(?i)\bissues? #?\d+|(?<![\w/])#\d+\b", p.read_text(encoding="utf-8"))]
     assert not found, f"internal tracker numbers in user-facing pages: {found}"

@@ -5,7 +5,7 @@ within a budget of its own, for at least 2 of the 3 seeds.
 
 Serial mode: the same classes as the Ray runner, deterministic for a seed (the Ray path is covered
 by tests/test_integration_ray.py); 2 actors × 2 environments, as `--actors 2` runs on Ray.
-Measured on the development machine (README, "The CliffWalk bar"): DQN 3 of 3, β-DQN 2 of 3 (seed 0
+Measured on the development machine (docs/benchmarks.md, "The learning bar"): DQN 3 of 3, β-DQN 2 of 3 (seed 0
 stays at 0: its 5,000-step random warm-up never reaches the goal, and β-DQN's own policies do not find it
 within 100k steps; RESULTS.md, the CliffWalk study).
 """
@@ -49,8 +49,8 @@ def test_cliffwalk_reaches_the_goal(tmp_path, algo):
     assert len(passed) >= NEEDED, f"{algo}: success every 10k steps, per seed: {curves}"
 
 
-# Budgets: about 1.5x the steps at which the development machine's runs first passed the bar (README,
-# "The CliffWalk bar"): Bootstrapped DQN and εz-greedy by 20-30k (all seeds), RND by 40-50k (all seeds),
+# Budgets: about 1.5x the steps at which the development machine's runs first passed the bar (docs/benchmarks.md,
+# "The learning bar"): Bootstrapped DQN and εz-greedy by 20-30k (all seeds), RND by 40-50k (all seeds),
 # LESSON by 30k (seeds 1, 2) and 50k (seed 0). The bar is met at an evaluation, not necessarily the last: RND's bonus
 # (scale 10 against a goal reward of 1) keeps pulling its greedy policy away from the solved path now and
 # then (seed 2: 1.0 at 50k, 0.0 at 60k), which is the method, not a failure to learn. A
