@@ -27,6 +27,7 @@ import numpy as np
 from actors.envs import make_env
 from actors.numpy_net import NumpyNet, acting_values, unflatten
 from methods import acting, extras
+from methods.contracts import MethodSettings
 from replay_service.buffer import make_packer
 from replay_service.schema import CORE, RECORD_ONLY, Schema
 
@@ -45,8 +46,19 @@ class Episode:
     id: int = -1  # this actor's count of episodes begun (with the actor id, names the episode)
 
 
+@dataclass(frozen=True)
+class ActorSettings:
+    """What an actor reads of the run's configuration (`driver.config.settings(ActorSettings, cfg)`)."""
+
+    seed: int
+    envs_per_actor: int
+    learning_starts: int  # uniformly random actions (no arm) before it
+    arm_exchange: str  # "episode" or "chunk" (settled by `driver.config.resolve`)
+    method: MethodSettings  # what the method's acting reads
+
+
 class Actor:
-    def __init__(self, cfg, spec, actor_id: int, arm_source, replay, generation: int = 0):
+    def __init__(self, cfg: ActorSettings, spec, actor_id: int, arm_source, replay, generation: int = 0):
         self.cfg, self.spec, self.actor_id = cfg, spec, actor_id
         self.arm_source, self.replay = arm_source, replay
         # independent streams for the acting rng and each environment (never the same seed twice)
@@ -56,7 +68,7 @@ class Actor:
         self.rng = np.random.default_rng(streams[0])
         self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0])) for ss in streams[1:]]
         self.obs = [env.reset()[0] for env in self.envs]
-        self.acting = acting(cfg)
+        self.acting = acting(cfg.method)
         # arms chosen ahead, a chunk at a time (a central arm source: the bandit), or one per episode
         if cfg.arm_exchange not in ("episode", "chunk") and self.acting.central:
             raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: driver.config.resolve settles it first")
@@ -66,7 +78,7 @@ class Actor:
         self.exchange_reply: Future | None = None  # the arms on their way
         self.arms_taken = 0  # arms taken by episodes in this collect
         self.packer = make_packer(spec)
-        self.schema = Schema(extras(cfg.algo))  # what a chunk holds per step (the method's extras too)
+        self.schema = Schema(extras(cfg.method.algo))  # what a chunk holds per step (the method's extras too)
         # a step's row, in the order `_step` appends it: the observations, the core, the record-only fields,
         # the method's extras
         self.row = ("obs", "next_obs", *(f.name for f in CORE + RECORD_ONLY + self.schema.extras))

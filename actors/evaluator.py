@@ -8,17 +8,29 @@ argmax Q with `--eval-basic`), recorded beside it as `<policy>_<score>`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from actors.envs import make_env
 from actors.numpy_net import NumpyNet, acting_values, unflatten
 from methods import acting
+from methods.contracts import MethodSettings
+
+
+@dataclass(frozen=True)
+class EvaluatorSettings:
+    """What the evaluator reads of the run's configuration (`driver.config.settings(EvaluatorSettings, cfg)`)."""
+
+    eval_episodes: int
+    eval_epsilon: float
+    method: MethodSettings  # what the method's acting reads
 
 
 class Evaluator:
-    def __init__(self, cfg, spec, seed: int):
+    def __init__(self, cfg: EvaluatorSettings, spec, seed: int):
         self.cfg, self.spec = cfg, spec
-        self.acting = acting(cfg)
+        self.acting = acting(cfg.method)
         # an environment and an rng per evaluated policy: the main evaluation's episodes are the same
         # whether other policies are evaluated too or not (a seed sequence's i-th child does not depend
         # on how many are spawned)

@@ -71,9 +71,9 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
 def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)) -> list[dict]:
     """One actor's `collect` in this process, per algorithm and envs per actor in `layouts` (β-DQN's bandit
     asked once per episode, as the serial runner does: a call costs nothing here)."""
-    from actors.actor import Actor
+    from actors.actor import Actor, ActorSettings
     from actors.numpy_net import NumpyNet
-    from driver.config import Config, resolve
+    from driver.config import Config, resolve, settings
     from learner.learner import Learner
     from meta_controller.bandit import FixedArm, SlidingWindowBandit
     from replay_service.buffer import ReplayBuffer
@@ -86,7 +86,7 @@ def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)
             learner = Learner(cfg, spec)
             arms = SlidingWindowBandit(13, cfg.bandit_window, 0) if algo == "beta_dqn" else FixedArm()
             replay = ReplayBuffer(cfg.replay_capacity, learner.packer.packed_shape, learner.packer.packed_dtype.name)
-            actor = Actor(cfg, spec, 0, arms, replay)
+            actor = Actor(settings(ActorSettings, cfg), spec, 0, arms, replay)
             actor.collect(cfg.chunk_steps, learner.weights(), 0, 0)
             # time the forward pass and the env step by wrapping them for this measurement
             spent = {"forward": 0.0, "env": 0.0}

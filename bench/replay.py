@@ -57,10 +57,10 @@ def real_chunks(env: str, n_chunks: int, chunk: int = 64):
 def micro(args, kind: str, shards: int) -> dict:
     import ray
 
-    from driver.config import Config, resolve
+    from driver.config import Config, resolve, settings
     from replay_service.buffer import ReplayBuffer
     from replay_service.client import concat, split_batch
-    from replay_service.redis_replay import RedisReplay
+    from replay_service.redis_replay import RedisReplay, RedisSettings
 
     spec, packer, chunks = real_chunks(args.env, args.chunks)
     n = sum(len(c["action"]) for c in chunks)
@@ -88,7 +88,7 @@ def micro(args, kind: str, shards: int) -> dict:
         else:
             cfg, _ = resolve(Config(env=args.env, replay="redis-local", replay_shards=shards,
                                     replay_capacity=capacity, out=tmp, wandb="disabled"))
-            replay = RedisReplay(cfg, spec, Path(tmp), concurrent=False)
+            replay = RedisReplay(settings(RedisSettings, cfg), spec, Path(tmp), concurrent=False)
             try:
                 used0 = sum(int(s.client.info("memory")["used_memory"]) for s in replay.shards)
                 t = time.perf_counter()

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from methods import METHODS
+from methods.contracts import MethodSettings
 from methods.dqn.acting import EpsilonGreedy
 from methods.flags import FlagError
 from methods.flags import values as flag_values
@@ -93,7 +94,7 @@ class CoreConfig:
     """The flags every method shares; `Config` adds each method's own (`methods.flags`)."""
 
     # --- the run ---
-    env: str = _opt("MinAtar/Breakout", "environment name (see README)")
+    env: str = _opt("MinAtar/Breakout", "environment name (docs/running.md lists them)")
     algo: str = _opt("beta_dqn", f"algorithm: {', '.join(ALGOS)}")
     seed: int = _opt(0, "seed of everything in the run (a grid: --seeds)")
     total_steps: int = _opt(5_000_000, "training env steps (all actors)")
@@ -227,6 +228,23 @@ def restore_password(replay: str, what: str, password_file: str = "") -> str:
         raise ConfigError("replay", f"the {what}'s Redis URL has a password that was not saved: give --replay "
                                     "with it again, --replay-password-file FILE, or set REDIS_PASSWORD")
     return replay.replace("***", quote(password, safe=""))
+
+
+METHOD_CORE = ("algo", "loss")  # what every method reads of the core fields (besides the flags that name it)
+
+
+def method_settings(cfg) -> MethodSettings:
+    """What the run's method reads (`methods.contracts.MethodSettings`): `METHOD_CORE`, and the flags whose
+    roles name the method (its own, and the ε schedule of the ε-greedy family)."""
+    return MethodSettings(**{name: getattr(cfg, name) for name, f in FIELDS.items() if name in METHOD_CORE
+                             or (f.metadata["algos"] != ALGOS and cfg.algo in f.metadata["algos"])})
+
+
+def settings(cls, cfg):
+    """The settings a process reads (`cls`, a dataclass: `actors.actor.ActorSettings`, ...), from the run's
+    configuration; a field named `method` holds `method_settings(cfg)`."""
+    return cls(**{f.name: method_settings(cfg) if f.name == "method" else getattr(cfg, f.name)
+                  for f in dataclasses.fields(cls)})
 
 
 def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from driver.config import ConfigError, OutputError, public, shorten
+from driver.config import ConfigError, OutputError, method_settings, public, shorten
 from methods import acting
 from replay_service.files import open_append, write_atomically
 
@@ -24,7 +24,7 @@ EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 def eval_fields(cfg) -> tuple[str, ...]:
     """evals.csv's columns: the evaluation policy's scores, then those of the method's other evaluation
     policies (β-DQN's basic policies with `--eval-basic`)."""
-    others = acting(cfg).eval_policies[1:]
+    others = acting(method_settings(cfg)).eval_policies[1:]
     return EVAL_FIELDS + tuple(f"{p}_{k}" for p in others for k in EVAL_FIELDS[1:])
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, public
+from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, method_settings, public
 from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, legacy_entries, where_to_continue, write_checkpoint
@@ -54,7 +54,7 @@ class Run:
         seat in a pack (`learner.packed.Seat`; `driver.pack` updates it), else the run makes its own."""
         self.cfg, self.spec, self.resumed = cfg, spec, resume
         self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)
-        self.acting = acting(cfg)
+        self.acting = acting(method_settings(cfg))
         self.clock = Clock()  # startup, steady-state rates and where the learner's time goes
         self.out = Path(cfg.out)
         check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from actors.actor import Actor
-from actors.evaluator import Evaluator
-from driver.config import ConfigError
+from actors.actor import Actor, ActorSettings
+from actors.evaluator import Evaluator, EvaluatorSettings
+from driver.config import ConfigError, method_settings, settings
 from methods import PLUGINS, acting, extras
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import ReplaySampler, ShardedReplay, shard_of
-from replay_service.redis_replay import RedisReplay
+from replay_service.redis_replay import RedisReplay, RedisSettings
 from replay_service.schema import Schema
 
 MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
@@ -448,7 +448,8 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
     (`--overwrite`), and takes another run directory's claim only with `--take-run-id`; a resumed run (`resume`:
     its checkpoint) takes its namespace back only while the rings still carry its claim id."""
     if cfg.replay != "memory":
-        replay = RedisReplay(cfg, spec, out, backend.concurrent, backend.reachable_address(), extras(cfg.algo))
+        replay = RedisReplay(settings(RedisSettings, cfg), spec, out, backend.concurrent, backend.reachable_address(),
+                             extras(cfg.algo))
         try:
             since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             kept = (resume or {}).get("replay_claim")
@@ -495,7 +496,7 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
 
 def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
     """Wire the run: arm source, actors (each inserting into its shard's port), evaluator. Their handles."""
-    method = acting(cfg)
+    method = acting(method_settings(cfg))
     arms, args = method.arm_source(cfg.seed)
     if method.central:  # one source for the run (β-DQN's bandit): actors reach it through a port
         arm_source = backend.make(arms, *args)
@@ -508,9 +509,11 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
         actor_arms = [arms(*method.arm_source([cfg.seed, i, generation, 1])[1]) for i in range(cfg.actors)]
     actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
     _check_room(backend, cfg.actors, actor_cpus)
-    actors = [backend.make(Actor, cfg, spec, i, actor_arms[i], replay_ports[shard_of(i, cfg.replay_shards)],
+    mine = settings(ActorSettings, cfg)  # each part is sent what it reads, not the run's whole configuration
+    actors = [backend.make(Actor, mine, spec, i, actor_arms[i], replay_ports[shard_of(i, cfg.replay_shards)],
                            generation, cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
-    evaluator = backend.make(Evaluator, cfg, spec, cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
+    evaluator = backend.make(Evaluator, settings(EvaluatorSettings, cfg), spec,
+                             cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
     return {"arm_source": arm_source, "arm_local": not method.central, "actors": actors, "evaluator": evaluator}
 
 

@@ -74,7 +74,7 @@ def extras(name: str) -> tuple[Field, ...]:
 
 
 def acting(cfg) -> Acting:
-    """The acting object of the method `cfg.algo`."""
+    """The acting object of the method `cfg.algo` (`cfg`: what the method reads, `contracts.MethodSettings`)."""
     return METHODS[cfg.algo].acting(cfg)
 
 

@@ -7,6 +7,7 @@ defaults of a method that plays one policy in every episode and is evaluated gre
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,6 +15,12 @@ import numpy as np
 from meta_controller.bandit import ArmSource, FixedArm
 from methods.exploration import argmax_random_tie
 from replay_service.schema import Field
+
+
+class MethodSettings(SimpleNamespace):
+    """What a method reads of a run's configuration (the `cfg` its acting and learning are given): `algo`,
+    `loss`, its own flags (`<method>/flags.py`) and the shared flags whose roles name it (the ε schedule of the
+    ε-greedy family); `driver.config.method_settings` makes it."""
 
 
 class Algorithm(Protocol):

@@ -69,22 +69,9 @@ def achieved_ratio(updates: int, env_steps: int, learning_starts: int) -> float:
     return updates / max(env_steps - learning_starts, 1)
 
 
-class ReplaySampler(Protocol):
-    """The learner's view of a sharded replay, whatever stores it."""
-
-    ports: list  # what each shard's actors insert into (`insert(chunk)`)
-
-    def added(self, shard: int, steps: int) -> None:
-        """The run harvested a chunk of `steps` transitions that shard `shard` acknowledged."""
-
-    def next_batch(self) -> dict[str, np.ndarray]:
-        """One batch, uniform over every transition harvested so far."""
-
-    def stats(self) -> list[dict]:
-        """Per shard: transitions inserted, held, and records rejected (by kind)."""
-
-    def rejected(self) -> dict | None:
-        """Records the learner's side refused so far, by kind (None where records cannot be malformed)."""
+class ReplayCheckpoint(Protocol):
+    """How a replay is saved with the run's checkpoint and continued from it: in-memory shards as snapshot files
+    in the run directory, Redis as the rings' counters (the servers keep the data)."""
 
     def snapshot_files(self, env_steps: int) -> list[str]:
         """The files (relative to the run directory) that `state_dict(out, env_steps)` will write: the run records
@@ -99,6 +86,24 @@ class ReplaySampler(Protocol):
 
     def load_state_dict(self, state: dict, out: Path) -> None:
         """Continue from a checkpoint's `state_dict()`."""
+
+
+class ReplaySampler(ReplayCheckpoint, Protocol):
+    """The learner's view of a sharded replay, whatever stores it (and, as `ReplayCheckpoint`, how it is saved)."""
+
+    ports: list  # what each shard's actors insert into (`insert(chunk)`)
+
+    def added(self, shard: int, steps: int) -> None:
+        """The run harvested a chunk of `steps` transitions that shard `shard` acknowledged."""
+
+    def next_batch(self) -> dict[str, np.ndarray]:
+        """One batch, uniform over every transition harvested so far."""
+
+    def stats(self) -> list[dict]:
+        """Per shard: transitions inserted, held, and records rejected (by kind)."""
+
+    def rejected(self) -> dict | None:
+        """Records the learner's side refused so far, by kind (None where records cannot be malformed)."""
 
     def locations(self) -> list[str]:
         """Where the replay lives, for the summary: each Redis server's URL without its password ([]: in

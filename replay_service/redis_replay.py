@@ -8,6 +8,7 @@ import queue
 import sys
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,24 @@ from replay_service.redis_shard import RedisShard
 PREFETCH_BATCHES = 16
 
 
+@dataclass(frozen=True)
+class RedisSettings:
+    """What the Redis replay reads of the run's configuration (`driver.config.settings(RedisSettings, cfg)`)."""
+
+    replay: str  # "redis-local" or the servers' URLs (passwords masked: `replay_password_file` fills them)
+    replay_shards: int
+    replay_capacity: int  # transitions, over all shards
+    replay_persist: bool
+    replay_password_file: str
+    replay_timeout: float
+    run_id: str  # the namespace of the run's keys
+    batch_size: int
+    seed: int
+
+
 class RedisReplay(ShardIndex):
-    def __init__(self, cfg, spec, out: Path, concurrent: bool, host: str = "127.0.0.1", extras: tuple = ()):
+    def __init__(self, cfg: RedisSettings, spec, out: Path, concurrent: bool, host: str = "127.0.0.1",
+                 extras: tuple = ()):
         """`host`: where `redis-local` servers listen (the address the run's actors reach this node at);
         `extras`: the method's per-step fields (`replay_service.schema`)."""
         self.concurrent = concurrent  # Ray: batches decoded ahead on a thread; serial: drawn when asked

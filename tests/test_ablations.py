@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from actors.evaluator import Evaluator
+from actors.evaluator import Evaluator, EvaluatorSettings
 from actors.numpy_net import unflatten
-from driver.config import Config, ConfigError, resolve
+from driver.config import Config, ConfigError, resolve, settings
 from driver.runtime import SerialBackend, build
 from learner.learner import Learner
 from methods.beta_dqn import learning as beta_dqn
@@ -82,7 +82,7 @@ def _values(q, beta):
 
 def test_basic_policies_are_argmin_beta_pure_exploitation_and_argmax_q():
     cfg, spec = resolve(Config(env="CliffWalk", wandb="disabled"))
-    ev = Evaluator(cfg, spec, seed=0)
+    ev = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0)
     v, rng = _values([1.0, 2.0, 5.0, 0.0], [0.5, 0.45, 0.03, 0.02]), np.random.default_rng(0)
     assert ev.acting.evaluate("argmin_beta", v, rng) == 3
     assert ev.acting.evaluate("main", v, rng) == 1  # pure exploitation: the best supported action
@@ -94,7 +94,7 @@ def test_basic_policies_are_argmin_beta_pure_exploitation_and_argmax_q():
 @pytest.mark.parametrize("eval_basic", [True, False])
 def test_basic_policy_evaluation_is_recorded_beside_the_main_one(eval_basic):
     learner = _learner(eval_basic=eval_basic, eval_episodes=2)
-    ev = Evaluator(learner.cfg, learner.spec, seed=0)
+    ev = Evaluator(settings(EvaluatorSettings, learner.cfg), learner.spec, seed=0)
     result = ev.evaluate(learner.weights(), 100)
     basic = {f"{p}_{k}" for p in ("argmin_beta", "argmax_q") for k in ("return_mean", "return_std", "success_rate")}
     assert basic <= set(result) if eval_basic else not basic & set(result)
@@ -103,19 +103,19 @@ def test_basic_policy_evaluation_is_recorded_beside_the_main_one(eval_basic):
 
 def test_dqn_evaluation_has_no_basic_policies():
     cfg, spec = resolve(Config(env="CliffWalk", algo="dqn", eval_episodes=1, wandb="disabled"))
-    result = Evaluator(cfg, spec, seed=0).evaluate(Learner(cfg, spec).weights(), 10)
+    result = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0).evaluate(Learner(cfg, spec).weights(), 10)
     assert not any(k.startswith(("argmin", "argmax")) for k in result)
 
 
 def test_two_q_actor_acts_with_the_optimistic_q():
     """End to end in one actor: π_cor(1) under two Q follows q_full's preference."""
-    from actors.actor import Actor
+    from actors.actor import Actor, ActorSettings
     from tests.test_actor import FakeArms, biased_net
 
     cfg, spec = resolve(Config(env="CliffWalk", two_q=True, learning_starts=0, envs_per_actor=1,
                                policy_set="cor1", wandb="disabled"))
     replay = FakeReplay()
-    actor = Actor(cfg, spec, 0, FakeArms(0), replay)
+    actor = Actor(settings(ActorSettings, cfg), spec, 0, FakeArms(0), replay)
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0), "q_full": biased_net(spec, 1)}
     actor.collect(20, weights, 0, 0)
     assert set(replay.chunks[0]["action"]) == {1}
@@ -127,7 +127,7 @@ def test_the_main_evaluation_is_the_same_with_or_without_the_basic_policies():
     for flag in (True, False):
         cfg, spec = resolve(Config(env="CliffWalk", eval_basic=flag, eval_episodes=6, eval_epsilon=0.5,
                                    wandb="disabled"))
-        ev, weights = Evaluator(cfg, spec, seed=0), Learner(cfg, spec).weights()
+        ev, weights = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0), Learner(cfg, spec).weights()
         results[flag] = [ev.evaluate(weights, step) for step in (1, 2)]
     main = ("return_mean", "return_std", "success_rate")
     for with_basic, without in zip(results[True], results[False], strict=True):

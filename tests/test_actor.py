@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from actors.actor import Actor
-from driver.config import Config, resolve
+from actors.actor import Actor, ActorSettings
+from driver.config import Config, resolve, settings
 from learner.networks import make_network, to_numpy
 from methods.beta_dqn.policies import is_exploitation
 
@@ -49,7 +49,7 @@ def make_actor(arm, learning_starts=0, policy_set="13"):
     cfg, spec = resolve(Config(env="CliffWalk", learning_starts=learning_starts, envs_per_actor=2,
                                policy_set=policy_set, wandb="disabled"))
     arms, replay = FakeArms(arm), FakeReplay()
-    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)
     # β is certain of action 0 (up): only "up" is supported, so pure exploitation is always "up";
     # Q prefers action 2 (down), which β does not support.
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
@@ -124,7 +124,7 @@ def test_an_env_waiting_for_its_next_arm_lets_the_others_step():
     cfg, spec = resolve(Config(env="CliffWalk", learning_starts=1, envs_per_actor=2, arm_exchange="episode",
                                wandb="disabled"))
     arms, replay = AsyncArms(12), FakeReplay()  # π_cor(1) goes down: 100-step episodes to the time limit
-    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
     stats = actor.collect(450, weights, version=0, global_step=0)
     assert stats["steps"] == 450 and len(replay.chunks[0]["action"]) == 450
@@ -184,7 +184,7 @@ def test_chunk_exchange_is_one_call_per_collect_and_arms_are_taken_in_the_order_
     assert cfg.arm_exchange == "chunk"
     arms, replay = CountingArms(), FakeReplay()
     arms.replay = replay
-    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
     actor.collect(400, weights, version=0)  # 2 envs × two 100-step episodes; nothing in hand at first
     # it asked as it went (1, 1, then 2 arms when the first 2 episodes had ended), then at its end: the
@@ -218,7 +218,7 @@ def test_chunk_exchange_keeps_the_pending_rule_across_actors():
 
     bandit.exchange = exchange
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
-    actors = [Actor(cfg, spec, i, bandit, FakeReplay()) for i in range(3)]
+    actors = [Actor(settings(ActorSettings, cfg), spec, i, bandit, FakeReplay()) for i in range(3)]
     for round_ in range(6):
         for actor in actors:  # each actor's episodes, and the arms it asks ahead for its next chunk
             actor.collect(100, weights if round_ == 0 else None, version=0)
@@ -261,7 +261,7 @@ def test_settle_waits_for_the_answer_to_every_report_sent(arm_exchange):
     cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange=arm_exchange,
                                wandb="disabled"))
     arms, replay = LateArms(12), FakeReplay()
-    actor = Actor(cfg, spec, actor_id=0, arm_source=arms, replay=replay)
+    actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)
     weights = {"q": biased_net(spec, 2), "beta": biased_net(spec, 0)}
     finished = 0
     for _ in range(3):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from actors.actor import Actor
+from actors.actor import Actor, ActorSettings
 from actors.numpy_net import NumpyNet, acting_values, unflatten
-from driver.config import Config, resolve
+from driver.config import Config, resolve, settings
 from learner.learner import Learner
 from learner.networks import HeadsNet, RunningMeanStd, flat_weights
 from meta_controller.bandit import UniformArm
@@ -121,7 +121,7 @@ def test_the_hold_survives_chunk_boundaries_and_ends_with_the_episode():
     cfg, spec = resolve(Config(env="CliffWalk", algo="ez_greedy", learning_starts=0, envs_per_actor=1,
                                eps_start=1.0, eps_end=1.0, ez_mu=1.01, wandb="disabled"))
     replay = FakeReplay()
-    actor = Actor(cfg, spec, 0, UniformArm(1), replay)
+    actor = Actor(settings(ActorSettings, cfg), spec, 0, UniformArm(1), replay)
     weights = flat_weights({"q": Learner(cfg, spec).nets["q"]})
     for _ in range(120):
         actor.collect(7, weights, 0, 0)
@@ -337,7 +337,7 @@ def test_a_bootstrapped_actor_acts_greedily_on_its_episodes_head():
         learner.nets["q"].out_bias.copy_(10.0 * torch.eye(4))
     for head in range(4):
         replay = FakeReplay()
-        Actor(cfg, spec, 0, FakeArms(head), replay).collect(30, learner.weights(), 0, 0)
+        Actor(settings(ActorSettings, cfg), spec, 0, FakeArms(head), replay).collect(30, learner.weights(), 0, 0)
         assert set(replay.chunks[0]["action"]) == {head}
 
 
@@ -355,7 +355,7 @@ def test_lessons_stored_option_is_the_one_that_chose_the_action():
             learner.nets[name].out.bias.zero_()
             learner.nets[name].out.bias[action] = 10.0
     replay = FakeReplay()
-    actor = Actor(cfg, spec, 0, FakeArms(0), replay)
+    actor = Actor(settings(ActorSettings, cfg), spec, 0, FakeArms(0), replay)
     for _ in range(20):
         actor.collect(64, learner.weights(), 0, 0 if not replay.chunks else 50 + 64 * len(replay.chunks))
     option = np.concatenate([c["option"] for c in replay.chunks])

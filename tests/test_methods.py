@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from driver.config import ALGOS, Config
+from driver.config import ALGOS, Config, method_settings, public
 from methods import METHODS, acting, algorithm
 from methods.contracts import Acting, Algorithm
 
@@ -21,10 +21,15 @@ def test_the_registry_is_the_list_of_methods_the_command_line_offers():
 def test_every_method_fills_both_contracts(name):
     module = algorithm(name)
     assert all(callable(getattr(module, member)) for member in _members(Algorithm)), name
-    method = acting(Config(algo=name))
+    cfg = Config(algo=name)
+    method = acting(method_settings(cfg))  # what it reads: its own flags and the ones that name it, no more
     missing = [m for m in _members(Acting) if not hasattr(method, m)]
     assert not missing, f"{name}'s acting lacks {missing}"
     assert method.eval_policies[0] == "main"
+    # what its logs and reports show: a label for every evaluation policy, a labelled group for every arm
+    assert set(method.eval_policies) <= set(method.eval_labels)
+    assert method.arm_groups is None or set(method.arm_groups) <= set(method.group_labels)
+    assert [group for _, group in type(method).arms_of(public(cfg))] == list(method.arm_groups or [])
 
 
 @pytest.mark.parametrize("name", list(METHODS))

@@ -94,15 +94,15 @@ def test_invalid_records_are_counted_and_the_batch_keeps_its_size(redis_url):
 
 
 def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
-    from actors.actor import Actor
-    from driver.config import Config, resolve
+    from actors.actor import Actor, ActorSettings
+    from driver.config import Config, resolve, settings
     from learner.networks import make_network, to_numpy
     from meta_controller.bandit import SlidingWindowBandit
 
     # 2 envs × 300 steps: past CliffWalk's 100-step limit, so every env ends episodes whatever the policy
     cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, wandb="disabled"))
     s = shard(redis_url, "actor", capacity=1000)
-    actor = Actor(cfg, spec, 5, SlidingWindowBandit(13, 100, 0), s)
+    actor = Actor(settings(ActorSettings, cfg), spec, 5, SlidingWindowBandit(13, 100, 0), s)
     weights = {n: to_numpy(make_network(spec.obs_shape, spec.n_actions)) for n in ("q", "beta")}
     actor.collect(600, weights, version=4)
     assert s.stats()["inserted"] == 600
