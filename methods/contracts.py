@@ -18,9 +18,10 @@ from replay_service.schema import Field
 
 
 class MethodSettings(SimpleNamespace):
-    """What a method reads of a run's configuration (the `cfg` its acting and learning are given): `algo`,
-    `loss`, its own flags (`<method>/flags.py`) and the shared flags whose roles name it (the ε schedule of the
-    ε-greedy family); `driver.config.method_settings` makes it."""
+    """What a method reads of a run's configuration: `algo`, `loss`, its own flags (`<method>/flags.py`) and the
+    shared flags whose roles name it (the ε schedule of the ε-greedy family); `driver.config.method_settings`
+    makes it. Its acting is given this (`cfg`); its learning is given the learner's whole configuration, of
+    which it reads these fields only."""
 
 
 class Algorithm(Protocol):
