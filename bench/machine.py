@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,7 +34,6 @@ def machine() -> dict:
         commit = git("rev-parse", "--short", "HEAD") + ("-dirty" if git("status", "--porcelain", "-uno") else "")
     except (OSError, subprocess.CalledProcessError):
         commit = None
-    import psutil
 
     return {"cpu": cpu, "cpu_count": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
             "gpu": gpu, "python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__,

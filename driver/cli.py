@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import typing
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from driver.config import (
     with_legacy,
 )
 from driver.errors import OneLineParser
+from driver.outputs import metrics_until
 
 PROG = "python -m learner.main"
 
@@ -116,8 +118,6 @@ def parse_config(argv: list[str] | None = None) -> Config:
 def _check_directory(run_dir: Path, saved: dict) -> None:
     """The checkpoint belongs to the run of this directory, and config.json was not edited since: a resumed
     run keeps the checkpoint's configuration, so an edit would be ignored (and config.json rewritten)."""
-    import json
-
     path = run_dir / "config.json"
     if not path.exists():
         return  # the checkpoint alone tells the run's configuration
@@ -218,7 +218,6 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         raise ConfigError("out", f"{given['out']!r}: --resume continues the run in {args['resume']!r} and writes "
                                  "there; give one of them")
     _check_directory(run_dir, saved)
-    from driver.outputs import metrics_until
 
     _check_checkpoint(ckpt, saved, path)
     metrics_until(run_dir / "metrics.jsonl", int(ckpt["counters"]["env_steps"]), warn=False)  # damaged: one line

@@ -7,8 +7,10 @@ Defaults are the spec's (METHOD_SPEC.md §1–4); `None` means "the environment'
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import secrets
+import shlex
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,15 @@ from methods.contracts import MethodSettings
 from methods.dqn.acting import EpsilonGreedy
 from methods.flags import FlagError
 from methods.flags import values as flag_values
+from replay_service.local_redis import (
+    RedisSetupError,
+    given_password,
+    parse_urls,
+    ping,
+    redact_urls,
+    redis_server_binary,
+    with_password,
+)
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
@@ -206,8 +217,6 @@ def _choice(cfg: Config, name: str, allowed: tuple[str, ...]) -> None:
 def public(values: Config | dict) -> dict:
     """A configuration as written to config.json, checkpoints, grid.json and W&B: every field whose role is
     "secret" masked (Redis URLs: their passwords)."""
-    from replay_service.local_redis import redact_urls
-
     out = dataclasses.asdict(values) if isinstance(values, Config) else dict(values)
     return {k: redact_urls(v) if k in SECRETS and isinstance(v, str) else v for k, v in out.items()}
 
@@ -218,7 +227,6 @@ def restore_password(replay: str, what: str, password_file: str = "") -> str:
     what to provide when none is given."""
     if "***" not in replay:
         return replay
-    from replay_service.local_redis import RedisSetupError, given_password
 
     try:
         password = given_password(password_file)
@@ -266,8 +274,6 @@ def validate(cfg: Config) -> None:
             raise ConfigError(f.name, f"must be within ±2^53 = {2**53:,}, got {v}")
     _choice(cfg, "algo", ALGOS)
     if cfg.replay not in ("memory", "redis-local"):
-        from replay_service.local_redis import RedisSetupError, parse_urls
-
         try:
             urls = parse_urls(cfg.replay)
         except RedisSetupError as e:
@@ -385,8 +391,6 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     out = cfg.out or f"runs/{run_name(cfg.env, cfg.algo, cfg.seed)}"
     shards = cfg.replay_shards
     if cfg.replay != "memory":
-        from replay_service.local_redis import RedisSetupError, parse_urls, ping, redis_server_binary, with_password
-
         try:
             if cfg.replay == "redis-local":
                 redis_server_binary()
@@ -476,15 +480,12 @@ def shorten(text: str, limit: int) -> str:
     """`text` within `limit` characters: a longer one cut, ending in a hash of the whole (names stay unique)."""
     if len(text) <= limit:
         return text
-    import hashlib
 
     return f"{text[:limit - 9]}~{hashlib.sha1(text.encode()).hexdigest()[:8]}"
 
 
 def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str:
     """`python -m learner.main` with the flags among `values` whose value is not the default (and `always`)."""
-    import shlex
-
     parts = ["python -m learner.main"]
     for name, f in FIELDS.items():
         if name in values and (values[name] != f.default or name in always):

@@ -21,18 +21,31 @@ import sys
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
+from driver.cli import build_parser, resume_config
 from driver.config import (
+    FIELDS,
     GRID_RESUME_MAY_CHANGE,
     LEGACY,
+    Config,
     ConfigError,
     OutputError,
+    flag,
+    flag_text,
     parse_seeds,
     public,
+    reads,
+    resolve,
     restore_password,
     run_name,
 )
 from driver.outputs import write_whole
+from driver.pack import PER_SEED
 from driver.runtime import sigterm_interrupts
+from driver.state import RUN_FILES
+from replay_service.local_redis import RedisSetupError, parse_urls, with_password
+from replay_service.redis_shard import ReplayDamaged
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
@@ -51,8 +64,6 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
     """One run's arguments per combination of the axes (the flags given as lists) and the seeds; a flag that a
     combination's method does not read keeps its default there (so DQN does not run once per value of a
     β-DQN flag). Every combination is validated first: a mistake in any is one line before anything starts."""
-    from driver.config import FIELDS, Config, flag, flag_text, reads
-
     axes = [(name, value) for name, value in args.items() if isinstance(value, list)]
     for name, values in axes:
         if not values:
@@ -92,14 +103,10 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
 def _prepare(args: dict):
     """A run's configuration, and its checkpoint when its directory has one to continue (on the node it runs
     on: a restart after a crash, or a resumed grid)."""
-    from driver.config import Config, resolve
-
     out = Path(args["out"])
     if (out / "checkpoint.pt").is_file() and not _made_by_a_grid(out):
         raise ConfigError("out", f"{out} holds a run that is not this grid's: give the grid another --out")
     if (out / "checkpoint.pt").is_file() and _resumable(args):
-        from driver.cli import resume_config
-
         # the grid's Redis URLs again: a password given inline was not saved with the run
         again = ["--replay", args["replay"]] if args["replay"] not in ("memory", "redis-local") else []
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false", *again])
@@ -171,8 +178,6 @@ def _run_unit(runs: list[dict]) -> list[dict]:
 def packs(runs: list[dict], size: int) -> list[list[dict]]:
     """The runs in packs of up to `size` seeds of one configuration (everything but the seed and the names
     alike), in the grid's order; a pack of one is a solo run."""
-    from driver.pack import PER_SEED
-
     same: dict[str, list[dict]] = {}
     for run in runs:
         key = json.dumps({k: v for k, v in run.items() if k not in PER_SEED}, sort_keys=True, default=str)
@@ -202,7 +207,6 @@ class Grid:
         if args.get("pack_seeds", 1) < 1:
             raise ConfigError("pack_seeds", f"must be >= 1, got {args['pack_seeds']}")
         self.runs = expand(args, grid_dir)
-        from driver.config import Config, resolve
 
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
             resolve(Config(**run))
@@ -210,8 +214,6 @@ class Grid:
             # a password given off the command line (a file, REDIS_PASSWORD) is read here, where the grid is
             # started: the nodes that run the runs need not have it (grid.json and run files keep it masked)
             if run["replay"] not in ("memory", "redis-local"):
-                from replay_service.local_redis import RedisSetupError, parse_urls, with_password
-
                 try:
                     run["replay"] = ",".join(with_password(u, run["replay_password_file"])
                                              for u in parse_urls(run["replay"]))
@@ -444,7 +446,6 @@ class Grid:
     def _bar(self):
         if not self.args["progress"]:
             return None
-        from tqdm import tqdm
 
         total = sum(r["total_steps"] for r in self.runs)
         return tqdm(total=total, unit="step", unit_scale=True, dynamic_ncols=True, file=sys.stderr,
@@ -488,7 +489,6 @@ def _retryable(e: BaseException) -> bool:
     """A process that died, a lost node, a Redis outage: worth another start. A NaN loss, a configuration
     mistake or a damaged replay would only happen again."""
     from driver.run import NonFiniteLoss
-    from replay_service.redis_shard import ReplayDamaged
 
     cause = getattr(e, "cause", None) or e
     return not isinstance(cause, (NonFiniteLoss, ConfigError, ReplayDamaged))
@@ -511,8 +511,6 @@ def _check_writable(grid_dir: Path) -> None:
 def grid_from_args(args: dict) -> Grid:
     """A new grid (`--out` is its directory, default runs/grid-<time>) or, with `--resume GRID_DIR`, the
     one written there (a flag given again may change only how it runs: GRID_RESUME_MAY_CHANGE)."""
-    from driver.cli import build_parser
-
     parser = build_parser()
     given = {k: v for k, v in args.items() if v != parser.get_default(k) and k not in ("resume", "out")}
     resume = args.get("resume") or ""
@@ -551,7 +549,6 @@ def grid_from_args(args: dict) -> Grid:
     _check_writable(grid_dir)
     if (grid_dir / GRID_FILE).exists():
         raise ConfigError("out", f"{grid_dir} already holds a grid; continue it with --resume {grid_dir}")
-    from driver.state import RUN_FILES
 
     if any((grid_dir / name).exists() for name in RUN_FILES):
         raise ConfigError("out", f"{grid_dir} holds a run: give the grid a directory of its own")

@@ -7,12 +7,16 @@ import io
 import json
 import math
 import os
+import platform
+import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import psutil
+from tqdm import tqdm
 
 from driver.config import ConfigError, OutputError, method_settings, public, shorten
 from methods import acting
@@ -110,8 +114,6 @@ class RunLogger:
             self.wandb_id = self.wandb.id
         self.bar = None
         if cfg.progress:
-            from tqdm import tqdm
-
             self.bar = tqdm(total=total_steps, unit="step", unit_scale=True, dynamic_ncols=True, mininterval=1.0,
                             file=sys.stderr, desc=f"{cfg.env} {cfg.algo} s{cfg.seed}")
 
@@ -236,8 +238,6 @@ def describe_grid(summary: dict, grid_dir: Path) -> str:
 
 def git_commit() -> str | None:
     """The source's git commit (with "+dirty" for uncommitted changes), or None outside a git checkout."""
-    import subprocess
-
     root = Path(__file__).resolve().parents[1]
     try:
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
@@ -253,8 +253,6 @@ def cpu_model() -> str | None:
     """The CPU's model name as the kernel reports it (/proc/cpuinfo's first "model name"; elsewhere the
     platform's processor string), or None when neither tells: what a run's summary records beside the commit,
     since hosts of one kind differ in speed and results are compared per machine."""
-    import platform
-
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -267,8 +265,6 @@ def cpu_model() -> str | None:
 
 def process_tree_rss() -> float:
     """Resident memory of this process and all its descendants (Ray's too), in GB."""
-    import psutil
-
     me = psutil.Process()
     total = 0
     for p in [me, *me.children(recursive=True)]:

@@ -13,11 +13,16 @@ import logging
 import os
 import secrets
 import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol
+
+import psutil
 
 from actors.actor import Actor, ActorSettings
 from actors.evaluator import Evaluator, EvaluatorSettings
@@ -149,8 +154,6 @@ class _RemotePort:
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
     """Fail fast with one line when a `host:port` address does not answer (ray.init retries for minutes)."""
-    import socket
-
     target = address.split("://", 1)[-1]
     if target == "auto" or ":" not in target:
         return
@@ -171,8 +174,6 @@ def _join(ray, address: str) -> None:
 
     What Ray's core prints while it tries (a warning a second, for seconds) is held back and read: it is the
     only place that says a token was refused. It reaches stderr after all when the join succeeds."""
-    import tempfile
-
     _check_reachable(address)
     try:
         held = tempfile.TemporaryFile(mode="w+b")
@@ -348,10 +349,6 @@ def _start_reaper():
     of the local Ray cluster started here: Ray's agents otherwise outlive a killed driver by minutes, waiting
     on a GCS that is gone. It knows the cluster's processes as they were when it started (by number and start
     time, so a number reused since is left alone)."""
-    import subprocess
-
-    import psutil
-
     wanted = [f"{p.pid}:{p.create_time()}" for p in psutil.Process().children(recursive=True)]
     try:
         return subprocess.Popen([sys.executable, "-c", _REAPER, *wanted], stdin=subprocess.PIPE,

@@ -8,12 +8,15 @@ the meta-controller's window over time included, so every number of a report can
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
+import shlex
 from pathlib import Path
 
+from driver.cli import build_parser
 from driver.config import BOOKKEEPING, FIELDS, flag_text, run_name, settled_arm_exchange
 from methods import METHODS
 from replay_service.files import write_atomically
@@ -201,11 +204,6 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
 
 def _command_config(cmd: str, fail) -> dict:
     """`python -m learner.main --flag value ...` (a run's command, `run_command`'s) as the fields it names."""
-    import contextlib
-    import shlex
-
-    from driver.cli import build_parser
-
     try:
         words = shlex.split(cmd)
     except ValueError as e:

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
-from driver.config import flag
+from driver.config import command_line, flag, run_command
 from driver.errors import OneLineParser, user_error
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import RECORDS, check_copies_dir, has_directory, is_recorded, load_all, write_copies
@@ -299,8 +299,6 @@ def bandit_rows(runs: list[RunData], env: str) -> list[str]:
 def study(runs: list[RunData], roots: list[Path]) -> dict:
     """Every run with the command line that computes it again, its final score and its first evaluation at
     ≥ 0.9; and the command of each root that is a grid."""
-    from driver.config import command_line, run_command
-
     commands = []
     for root in roots:
         if (root / "grid.json").is_file():
