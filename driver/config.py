@@ -245,7 +245,7 @@ def method_settings(cfg) -> MethodSettings:
     """What the run's method reads (`methods.contracts.MethodSettings`): `METHOD_CORE`, and the flags whose
     roles name the method (its own, and the ε schedule of the ε-greedy family)."""
     return MethodSettings(**{name: getattr(cfg, name) for name, f in FIELDS.items() if name in METHOD_CORE
-                             or (f.metadata["algos"] != ALGOS and cfg.algo in f.metadata["algos"])})
+                             or (f.metadata["algos"] != ALGOS and reads(cfg.algo, name))})
 
 
 def settings(cls, cfg):

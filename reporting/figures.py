@@ -10,7 +10,16 @@ import numpy as np
 
 from actors.envs import env_spec
 from methods import METHODS
-from reporting.results import ALGO_LABELS, RunData, column_label, columns_of, group_labels, metric, steps_text
+from reporting.results import (
+    ALGO_LABELS,
+    RunData,
+    column_label,
+    columns_of,
+    group_labels,
+    metric,
+    other_evaluations,
+    steps_text,
+)
 from reporting.stats import curve_ci
 
 MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
@@ -115,25 +124,20 @@ def _names(columns: list[tuple[str, str]]) -> str:
     return " and ".join(dict.fromkeys(ALGO_LABELS.get(algo, algo) for algo, _ in columns))
 
 
-def _others(algo: str) -> dict[str, str]:
-    """Method `algo`'s evaluation policies besides its main one, with their labels (β-DQN's basic policies)."""
-    method = METHODS.get(algo)
-    return {} if method is None else {p: l for p, l in method.acting.eval_labels.items() if p != "main"}
-
-
 def basic_policies(runs: list[RunData], env: str, path: Path) -> bool:
     """Each evaluation policy of a method that has more than its main one (β-DQN's three basic policies), per
     column (a panel each)."""
     key = metric(env)
-    columns = _columns_with(runs, env, lambda r: r.evals and _others(r.algo)
-                            and all(f"{p}_{key}" in r.evals[0] for p in _others(r.algo)))
+    columns = _columns_with(runs, env, lambda r: r.evals and other_evaluations(r.algo)
+                            and all(f"{p}_{key}" in r.evals[0] for p in other_evaluations(r.algo)))
     if not columns:
         return False
     fig, axes = _panels(len(columns), 5, 3.5, ncols=3)
     for ax, column in zip(axes, columns, strict=True):
         group = [r for r in runs if r.env == env and r.column == column]
         labels = METHODS[column[0]].acting.eval_labels
-        for name, label in ((key, labels["main"]), *((f"{p}_{key}", l) for p, l in _others(column[0]).items())):
+        others = ((f"{p}_{key}", l) for p, l in other_evaluations(column[0]).items())
+        for name, label in ((key, labels["main"]), *others):
             steps, curves = _common(group, name)
             _band(ax, steps, curves, label)
         ax.set(xlabel="env steps", ylabel=key)

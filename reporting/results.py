@@ -314,6 +314,12 @@ def group_labels(algo: str) -> dict[str, str]:
     return method.acting.group_labels if method is not None else {}
 
 
+def other_evaluations(algo: str) -> dict[str, str]:
+    """Method `algo`'s evaluation policies besides its main one, with their labels (β-DQN's basic policies)."""
+    method = METHODS.get(algo)
+    return {} if method is None else {p: l for p, l in method.acting.eval_labels.items() if p != "main"}
+
+
 def _arms(run: RunData) -> list[tuple[str, str]]:
     """Each arm's (label, group) in the run (its method says, from the run's config)."""
     method = METHODS.get(run.algo)
