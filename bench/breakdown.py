@@ -29,8 +29,8 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
     import numpy as np
     import torch
 
-    from driver.config import Config, resolve
-    from learner.learner import Learner, pick_device
+    from driver.config import Config, resolve, settings
+    from learner.learner import Learner, LearnerSettings, pick_device
 
     torch.set_num_threads(1)
     variants = [("dqn", False, False), ("beta_dqn", False, False), ("beta_dqn", True, False)]
@@ -41,7 +41,7 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
         for algo, thread, graphs in variants:
             cfg, spec = resolve(Config(env=env, algo=algo, beta_thread=thread, cuda_graphs=graphs,
                                        wandb="disabled", device=device))
-            learner = Learner(cfg, spec, pick_device(cfg.device))
+            learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
             rng = np.random.default_rng(0)
             obs = rng.random((updates, 32, *spec.obs_shape)) < 0.1
             batches = [{"obs": learner.packer.pack(o), "next_obs": learner.packer.pack(o[::-1]),
@@ -74,7 +74,7 @@ def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)
     from actors.actor import Actor, ActorSettings
     from actors.numpy_net import NumpyNet
     from driver.config import Config, resolve, settings
-    from learner.learner import Learner
+    from learner.learner import Learner, LearnerSettings
     from meta_controller.bandit import FixedArm, SlidingWindowBandit
     from replay_service.buffer import ReplayBuffer
 
@@ -83,7 +83,7 @@ def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)
         for epa in layouts:
             cfg, spec = resolve(Config(env=env, algo=algo, envs_per_actor=epa, learning_starts=0, wandb="disabled",
                                        runtime="serial"))
-            learner = Learner(cfg, spec)
+            learner = Learner.solo(settings(LearnerSettings, cfg), spec)
             arms = SlidingWindowBandit(13, cfg.bandit_window, 0) if algo == "beta_dqn" else FixedArm()
             replay = ReplayBuffer(cfg.replay_capacity, learner.packer.packed_shape, learner.packer.packed_dtype.name)
             actor = Actor(settings(ActorSettings, cfg), spec, 0, arms, replay)

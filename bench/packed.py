@@ -41,14 +41,14 @@ def learner_rates(args, k: int, device) -> dict:
     import numpy as np
     import torch
 
-    from driver.config import Config, resolve
-    from learner.learner import Learner
+    from driver.config import Config, resolve, settings
+    from learner.learner import Learner, LearnerSettings
     from learner.packed import PackedLearner
 
     cfg, spec = resolve(Config(env=args.env, algo=args.algo, wandb="disabled", device=str(device)))
     cfgs = [dataclasses.replace(cfg, seed=s) for s in range(k)]
     rng = np.random.default_rng(0)
-    packer = Learner(cfgs[0], spec).packer
+    packer = Learner.solo(settings(LearnerSettings, cfgs[0]), spec).packer
 
     def batch():
         n = cfg.batch_size
@@ -61,9 +61,9 @@ def learner_rates(args, k: int, device) -> dict:
     out = {"k": k}
     for mode in ("packed", "solo"):
         if mode == "packed":
-            step = PackedLearner(cfgs, spec, device).update
+            step = PackedLearner([settings(LearnerSettings, c) for c in cfgs], spec, device).update
         else:
-            solos = [Learner(c, spec, device) for c in cfgs]
+            solos = [Learner.solo(settings(LearnerSettings, c), spec, device) for c in cfgs]
 
             def step(batches, solos=solos):
                 return [learner.update(b) for learner, b in zip(solos, batches, strict=True)]

@@ -73,8 +73,9 @@ def end_to_end(args, algo: str, actors: int) -> dict:
 def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str = "auto") -> dict:
     """The actors with the learner paused: every actor collects chunks back to back for `seconds` (β-DQN: and
     how late the bandit's arms were, `SlidingWindowBandit.lag`)."""
+    from driver.config import settings
     from driver.runtime import RayBackend, build, make_replay
-    from learner.learner import Learner
+    from learner.learner import Learner, LearnerSettings
 
     lag = None
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,7 +83,7 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
         backend = RayBackend(cfg.address)
         try:
             parts = build(cfg, spec, backend, make_replay(cfg, spec, backend, Path(tmp)).ports)
-            learner = Learner(cfg, spec)
+            learner = Learner.solo(settings(LearnerSettings, cfg), spec)
             weights = backend.put(learner.weights())
             handles = parts["actors"]
             # warm: every actor has its weights and has acted once (past learning_starts: arms in use)

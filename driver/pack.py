@@ -20,11 +20,11 @@ from pathlib import Path
 
 import torch
 
-from driver.config import ConfigError
+from driver.config import ConfigError, settings
 from driver.run import HARVEST_EVERY, Run
 from driver.runtime import make_backend
 from driver.state import check_run_dir
-from learner.learner import pick_device
+from learner.learner import LearnerSettings, pick_device
 
 # fields in which the seeds of a pack may differ: their numbers and their names (everything else is computed
 # by one learner, so must be one configuration)
@@ -63,7 +63,8 @@ class Pack:
         self.learner = None
         try:
             torch.set_num_threads(cfgs[0].learner_threads)
-            self.learner = PackedLearner(cfgs, spec, pick_device(cfgs[0].device))
+            self.learner = PackedLearner([settings(LearnerSettings, c) for c in cfgs], spec,
+                                         pick_device(cfgs[0].device))
             for cfg, resume, seat in zip(cfgs, resumes, self.learner.seats, strict=True):
                 self.runs.append(Run(cfg, spec, resume, learner=seat))
         except BaseException:

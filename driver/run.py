@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, method_settings, public
+from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, method_settings, public, settings
 from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, legacy_entries, where_to_continue, write_checkpoint
-from learner.learner import Learner, pick_device
+from learner.learner import Learner, LearnerSettings, pick_device
 from methods import acting
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
 from replay_service.files import Written
@@ -70,7 +70,9 @@ class Run:
                 self.written.add(*legacy_entries(self.out))
             self.written.add("ray_warnings.log", *(["redis/"] if own_redis else []))
             torch.set_num_threads(cfg.learner_threads)
-            self.learner = learner if learner is not None else Learner(cfg, spec, pick_device(cfg.device))
+            if learner is None:
+                learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
+            self.learner = learner
             self.replay = make_replay(cfg, spec, self.backend, self.out, resume)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             if resume is not None:

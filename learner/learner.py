@@ -1,12 +1,21 @@
 """The learner's computation: one update on a batch, the target copy, weights, state.
 
-The process that hosts it (`driver.run`) decides when to update; this class only computes.
+The process that hosts it (`driver.run`) decides when to update; this module only computes. A `Learner` is
+one seed as its run sees it, composed of two parts chosen once when it is made:
+
+- where its optimizer state lives: its own Adams (`Adams`), or its slice of a pack's (`learner.packed`);
+- its update path (`UpdatePath`): the gradient step on the batch's tensors (`GradientStep`, or β-DQN's with β
+  on a thread of its own, `OverlappedStep`), run eagerly (`Eager`) or replayed as a CUDA graph (`Graphed`);
+  none for a seed of a pack, which its pack updates.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -14,12 +23,27 @@ from torch import nn
 
 from learner.networks import flat_weights
 from methods import algorithm, extras
+from methods.contracts import MethodSettings
 from replay_service.buffer import make_packer
 from replay_service.schema import Schema
 
 _TORCH_TYPES = {int: torch.int64, float: torch.float32, bool: torch.bool}  # an extra's batch tensor by kind
 
 GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
+
+Tensors = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class LearnerSettings:
+    """What a learner reads of the run's configuration (`driver.config.settings(LearnerSettings, cfg)`)."""
+
+    seed: int
+    lr: float
+    gamma: float
+    cuda_graphs: bool  # on a GPU, the update as one CUDA graph
+    beta_thread: bool  # on a CPU, β-DQN's β on a thread of its own
+    method: MethodSettings  # what the method's learning reads
 
 
 def pick_device(name: str) -> torch.device:
@@ -30,29 +54,245 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def make_modules(algo, spec, cfg) -> tuple[nn.ModuleDict, nn.ModuleDict]:
-    """A seed's modules, on the CPU, from `cfg.seed`: the trained networks, and what the loss reads but no
+def make_modules(algo, spec, settings: LearnerSettings) -> tuple[nn.ModuleDict, nn.ModuleDict]:
+    """A seed's modules, on the CPU, from its seed: the trained networks, and what the loss reads but no
     optimizer steps (`frozen`): target copies (under their network's name) and an algorithm's fixed
     modules (RND's random target network, running statistics)."""
-    torch.manual_seed(cfg.seed)
-    nets = nn.ModuleDict(algo.networks(spec, cfg))
-    fixed = getattr(algo, "fixed", lambda spec, cfg: {})(spec, cfg)
-    frozen = nn.ModuleDict({**{n: copy.deepcopy(nets[n]) for n in algo.targets(cfg)}, **fixed})
+    torch.manual_seed(settings.seed)
+    method = settings.method
+    nets = nn.ModuleDict(algo.networks(spec, method))
+    fixed = getattr(algo, "fixed", lambda spec, cfg: {})(spec, method)
+    frozen = nn.ModuleDict({**{n: copy.deepcopy(nets[n]) for n in algo.targets(method)}, **fixed})
     return nets, frozen.requires_grad_(False)
 
 
-class Networks:
-    """One seed's networks as its run sees them: the target copy, the weights it broadcasts, its state.
-    `Learner` (a seed alone) and `learner.packed.Seat` (a seed of a pack) differ in where the optimizer
-    state lives (`_optimizer_states`, `_load_optimizer_states`)."""
+def adam(params, lr: float, graphed: bool) -> torch.optim.Adam:
+    """Fused (one kernel for all its parameters); capturable by a CUDA graph where the update is one."""
+    return torch.optim.Adam(params, lr=lr, fused=True, capturable=graphed)
 
-    cfg: object
-    algo: object
-    nets: nn.ModuleDict
-    frozen: nn.ModuleDict
-    target_names: tuple[str, ...]
-    updates: int
-    version: int
+
+def step(loss: torch.Tensor, optimizers) -> None:
+    """One backward of `loss` and a step of each optimizer."""
+    for opt in optimizers:
+        opt.zero_grad(set_to_none=True)
+    loss.backward()
+    for opt in optimizers:
+        opt.step()
+
+
+class OptimizerState(Protocol):
+    """Where a seed's optimizer state lives: saved and loaded in the solo learner's format."""
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, states: dict) -> None: ...
+
+
+class Adams:
+    """A solo seed's optimizers, one Adam per network: stepping them all after one backward of the summed loss
+    is the same as one Adam over every parameter."""
+
+    def __init__(self, nets: nn.ModuleDict, lr: float, graphed: bool):
+        self.graphed = graphed
+        self.by_network = {name: adam(net.parameters(), lr, graphed) for name, net in nets.items()}
+
+    def state_dict(self) -> dict:
+        return {name: opt.state_dict() for name, opt in self.by_network.items()}
+
+    def load_state_dict(self, states: dict) -> None:
+        for name, opt in self.by_network.items():
+            opt.load_state_dict(states[name])
+            for group in opt.param_groups:  # the saved flag is the saving process's (CPU or GPU)
+                group["capturable"] = self.graphed
+
+
+class Batches:
+    """A replay batch (numpy, as the sampler gives it) as the update's tensors: the core fields and the
+    method's extras (`replay_service.schema`)."""
+
+    def __init__(self, spec, algo: str, device: torch.device):
+        self.packer = make_packer(spec)
+        self.extras = Schema(extras(algo)).extras
+        self.device = device
+
+    def host(self, batch: dict[str, np.ndarray]) -> Tensors:
+        # float32 once here, not in every forward pass (3 per β-DQN update); torch.tensor copies the
+        # rest: arrays that come through Ray's object store are read-only
+        out = {k: torch.from_numpy(self.packer.unpack(batch[k]).astype(np.float32)) for k in ("obs", "next_obs")}
+        out["action"] = torch.tensor(batch["action"], dtype=torch.int64)
+        out["reward"] = torch.tensor(batch["reward"], dtype=torch.float32)
+        out["terminated"] = torch.tensor(batch["terminated"], dtype=torch.bool)
+        for f in self.extras:  # (integers as int64: what indexing wants)
+            out[f.name] = torch.tensor(batch[f.name], dtype=_TORCH_TYPES[f.kind])
+        return out
+
+    def on_device(self, batch) -> Tensors:
+        return {k: v.to(self.device, non_blocking=True) for k, v in self.host(batch).items()}
+
+
+class UpdatePath(Protocol):
+    """How a batch becomes a gradient step: returns detached metric tensors (no device sync; with a CUDA
+    graph they are the graph's outputs: read them before the next update)."""
+
+    def __call__(self, batch) -> Tensors: ...
+
+    def close(self) -> None: ...
+
+
+Step = Callable[[Tensors], Tensors]  # the gradient step on a batch's tensors: its metrics
+
+
+class GradientStep:
+    """The method's loss on the batch, one backward, every optimizer stepped."""
+
+    def __init__(self, algo, nets, frozen, optimizers: dict, settings: LearnerSettings):
+        self.algo, self.nets, self.frozen, self.settings = algo, nets, frozen, settings
+        self.optimizers = list(optimizers.values())
+
+    def __call__(self, tensors: Tensors) -> Tensors:
+        loss, metrics = self.algo.loss(self.nets, self.frozen, tensors, self.settings.gamma, self.settings.method)
+        step(loss, self.optimizers)
+        metrics["loss"] = loss.detach()
+        return metrics
+
+
+class OverlappedStep:
+    """β-DQN's gradient step with β on its own thread (on a CPU): β(·|s′) is handed to Q's target as soon as
+    β's forward pass has it, then β's backward and step run beside Q's (torch releases the GIL inside its
+    kernels; the math is the one-thread step's)."""
+
+    def __init__(self, algo, nets, frozen, optimizers: dict, settings: LearnerSettings):
+        self.algo, self.nets, self.frozen, self.settings = algo, nets, frozen, settings
+        self.beta_optimizer = optimizers["beta"]
+        self.value_optimizers = [opt for name, opt in optimizers.items() if name != "beta"]
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
+
+    def __call__(self, batch: Tensors) -> Tensors:
+        algo, beta_next = self.algo, Future()
+
+        def beta_step() -> dict:
+            try:
+                loss_beta, probs_next, metrics = algo.behaviour_part(
+                    self.nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
+            except BaseException as e:
+                beta_next.set_exception(e)
+                raise
+            beta_next.set_result(probs_next)
+            step(loss_beta, [self.beta_optimizer])
+            return metrics
+
+        job = self.thread.submit(beta_step)
+        q_sa, q_next_target = algo.value_forward(self.nets, self.frozen, batch)
+        loss_q, metrics = algo.value_loss(q_sa, q_next_target, beta_next.result(), batch, self.settings.gamma,
+                                          self.settings.method, self.nets, self.frozen)
+        step(loss_q, self.value_optimizers)
+        metrics.update(job.result())  # β is stepped before anything reads its parameters again
+        metrics["loss"] = loss_q.detach() + metrics["loss_beta"]
+        return metrics
+
+    def close(self) -> None:
+        self.thread.shutdown()
+
+
+class Eager:
+    """The step run as it is, on each batch's tensors."""
+
+    def __init__(self, step: Step, batches: Batches):
+        self.step, self.batches = step, batches
+
+    def __call__(self, batch) -> Tensors:
+        return self.step(self.batches.on_device(batch))
+
+    def close(self) -> None:
+        getattr(self.step, "close", lambda: None)()
+
+
+class Graphed:
+    """On a GPU, the whole step (forward, backward, Adam) as one CUDA graph replayed per batch: at batch 32
+    an update is a few hundred tiny kernels, and launching them is the cost. The first GRAPH_WARMUP updates
+    run eagerly on a side stream (as capture requires), the next captures the step once, and every update
+    replays it on new inputs."""
+
+    def __init__(self, step: Step, batches: Batches, optimizers: list):
+        self.step, self.batches, self.optimizers = step, batches, optimizers
+        self.device = batches.device
+        self.graph = None
+        self.eager_updates = 0  # this process's eager updates before the graph (a resumed run warms up too)
+        self.static: Tensors = {}  # graph inputs; metrics are its outputs
+        self.static_metrics: Tensors = {}
+
+    def __call__(self, batch) -> Tensors:
+        if self.graph is None:
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            warming = self.eager_updates < GRAPH_WARMUP
+            with torch.cuda.stream(side):
+                if warming:
+                    metrics = self.step(self.batches.on_device(batch))
+                    self.eager_updates += 1
+                else:
+                    self.static = self.batches.on_device(batch)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            if warming:
+                return metrics
+            for opt in self.optimizers:
+                opt.zero_grad(set_to_none=True)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):  # records; nothing runs until replay
+                self.static_metrics = self.step(self.static)
+            self.graph = graph
+        else:
+            for k, v in self.batches.host(batch).items():
+                self.static[k].copy_(v, non_blocking=True)
+        self.graph.replay()
+        return self.static_metrics
+
+    def close(self) -> None:
+        pass
+
+
+def update_path(step: Step, batches: Batches, optimizers: list, graphed: bool) -> UpdatePath:
+    """The path chosen once: the step as a CUDA graph (`graphed`, on a GPU) or eagerly."""
+    return Graphed(step, batches, optimizers) if graphed else Eager(step, batches)
+
+
+class Learner:
+    """One seed as its run sees it: its networks and target copies, the weights it broadcasts, its state
+    (the networks, the optimizer state, the update and weight counts) and its `update`. `Learner.solo` makes a
+    seed that learns alone; `learner.packed.PackedLearner` makes its seeds' with no path of their own."""
+
+    def __init__(self, settings: LearnerSettings, spec, algo, nets: nn.ModuleDict, frozen: nn.ModuleDict,
+                 device: torch.device, optimizer_state: OptimizerState, path: UpdatePath | None):
+        self.settings, self.spec, self.algo = settings, spec, algo
+        self.nets, self.frozen, self.device = nets, frozen, device
+        self.optimizer_state, self.path = optimizer_state, path
+        self.target_names = algo.targets(settings.method)
+        self.packer = make_packer(spec)  # how observations are packed for replay (what a batch's "obs" holds)
+        self.updates = 0
+        self.version = 0
+
+    @classmethod
+    def solo(cls, settings: LearnerSettings, spec, device: torch.device | None = None) -> Learner:
+        algo = algorithm(settings.method.algo)
+        device = device or torch.device("cpu")
+        nets, frozen = make_modules(algo, spec, settings)
+        nets, frozen = nets.to(device), frozen.to(device)
+        graphed = settings.cuda_graphs and device.type == "cuda"
+        adams = Adams(nets, settings.lr, graphed)
+        overlap = hasattr(algo, "behaviour_part") and settings.beta_thread and not graphed
+        gradient_step = (OverlappedStep if overlap else GradientStep)(algo, nets, frozen, adams.by_network, settings)
+        path = update_path(gradient_step, Batches(spec, settings.method.algo, device),
+                           list(adams.by_network.values()), graphed)
+        return cls(settings, spec, algo, nets, frozen, device, adams, path)
+
+    def update(self, batch) -> Tensors:
+        """One gradient step; returns detached metric tensors (no device sync). With CUDA graphs they are the
+        graph's outputs: read them before the next update."""
+        if self.path is None:
+            raise TypeError("a packed seed is updated with its pack (PackedLearner.update)")
+        metrics = self.path(batch)
+        self.updates += 1
+        return metrics
 
     def sync_target(self) -> None:
         """The hard target copy of every network that has one."""
@@ -64,23 +304,21 @@ class Networks:
     def weights(self) -> dict:
         """The acting networks' parameters in one numpy buffer (`flat_weights`), stamped with a version by
         the caller."""
-        return flat_weights({name: self.nets[name] for name in self.algo.acting_networks(self.cfg)})
+        return flat_weights({name: self.nets[name] for name in self.algo.acting_networks(self.settings.method)})
 
     def state_dict(self) -> dict:
         return {"nets": _cloned(self.nets.state_dict()), "frozen": _cloned(self.frozen.state_dict()),
-                "optimizers": self._optimizer_states(), "updates": self.updates, "version": self.version}
+                "optimizers": self.optimizer_state.state_dict(), "updates": self.updates, "version": self.version}
 
     def load_state_dict(self, state: dict) -> None:
         self.nets.load_state_dict(state["nets"])
         self.frozen.load_state_dict(state["frozen"])
-        self._load_optimizer_states(state["optimizers"])
+        self.optimizer_state.load_state_dict(state["optimizers"])
         self.updates, self.version = int(state["updates"]), int(state["version"])
 
-    def _optimizer_states(self) -> dict:
-        raise NotImplementedError
-
-    def _load_optimizer_states(self, states: dict) -> None:
-        raise NotImplementedError
+    def close(self) -> None:
+        if self.path is not None:
+            self.path.close()
 
 
 def _cloned(state: dict) -> dict:
@@ -89,165 +327,3 @@ def _cloned(state: dict) -> dict:
     for key, value in state.items():
         state[key] = value.clone()
     return state
-
-
-class Updates:
-    """How an update is run, for one seed (`Learner`) or a pack of seeds (`learner.packed.PackedLearner`):
-    a batch to tensors on the device, the eager update (`_update_eager`, the subclass's), and on a GPU the
-    whole update (forward, backward, Adam) as one CUDA graph replayed per batch: at batch 32 the update is a
-    few hundred tiny kernels, and launching them is the cost."""
-
-    cfg: object
-    device: torch.device
-    optimizers: dict
-
-    def _setup_updates(self, cfg, spec) -> None:
-        self.graphed = cfg.cuda_graphs and self.device.type == "cuda"
-        self.graph = None
-        self.eager_updates = 0  # this process's eager updates before the graph (a resumed run warms up too)
-        self.static: dict[str, torch.Tensor] = {}  # graph inputs; metrics are its outputs
-        self.static_metrics: dict[str, torch.Tensor] = {}
-        self.packer = make_packer(spec)
-        self.extras = Schema(extras(cfg.algo)).extras  # the method's per-step fields, in every batch
-        self.updates = 0
-
-    def _adam(self, params) -> torch.optim.Adam:
-        """Fused (one kernel for all its parameters); capturable by a CUDA graph where the update is one."""
-        return torch.optim.Adam(params, lr=self.cfg.lr, fused=True, capturable=self.graphed)
-
-    def _host_tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        # float32 once here, not in every forward pass (3 per β-DQN update); torch.tensor copies the
-        # rest: arrays that come through Ray's object store are read-only
-        out = {k: torch.from_numpy(self.packer.unpack(batch[k]).astype(np.float32)) for k in ("obs", "next_obs")}
-        out["action"] = torch.tensor(batch["action"], dtype=torch.int64)
-        out["reward"] = torch.tensor(batch["reward"], dtype=torch.float32)
-        out["terminated"] = torch.tensor(batch["terminated"], dtype=torch.bool)
-        for f in self.extras:  # (integers as int64: what indexing wants)
-            out[f.name] = torch.tensor(batch[f.name], dtype=_TORCH_TYPES[f.kind])
-        return out
-
-    def _to_tensors(self, batch) -> dict[str, torch.Tensor]:
-        return {k: v.to(self.device, non_blocking=True) for k, v in self._host_tensors(batch).items()}
-
-    def update(self, batch) -> dict[str, torch.Tensor]:
-        """One gradient step; returns detached metric tensors (no device sync). With CUDA graphs they are the
-        graph's outputs: read them before the next update."""
-        metrics = self._update_graphed(batch) if self.graphed else self._update_now(self._to_tensors(batch))
-        self.updates += 1
-        return metrics
-
-    def _update_now(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return self._update_eager(tensors)
-
-    def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        raise NotImplementedError
-
-    def _update_graphed(self, batch) -> dict[str, torch.Tensor]:
-        """The first GRAPH_WARMUP updates run eagerly on a side stream (as CUDA graph capture requires),
-        the next captures the update once, and every update replays it on new inputs."""
-        if self.graph is None:
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(torch.cuda.current_stream(self.device))
-            warming = self.eager_updates < GRAPH_WARMUP
-            with torch.cuda.stream(side):
-                if warming:
-                    metrics = self._update_eager(self._to_tensors(batch))
-                    self.eager_updates += 1
-                else:
-                    self.static = self._to_tensors(batch)
-            torch.cuda.current_stream(self.device).wait_stream(side)
-            if warming:
-                return metrics
-            for opt in self.optimizers.values():
-                opt.zero_grad(set_to_none=True)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):  # records; nothing runs until replay
-                self.static_metrics = self._update_eager(self.static)
-            self.graph = graph
-        else:
-            for k, v in self._host_tensors(batch).items():
-                self.static[k].copy_(v, non_blocking=True)
-        self.graph.replay()
-        return self.static_metrics
-
-    @staticmethod
-    def _step(loss: torch.Tensor, optimizers) -> None:
-        for opt in optimizers:
-            opt.zero_grad(set_to_none=True)
-        loss.backward()
-        for opt in optimizers:
-            opt.step()
-
-    def close(self) -> None:
-        pass
-
-
-class Learner(Networks, Updates):
-    """One seed's learner: its networks (`Networks`) and their update (`Updates`)."""
-
-    def __init__(self, cfg, spec, device: torch.device | None = None):
-        self.cfg, self.spec = cfg, spec
-        self.algo = algorithm(cfg.algo)
-        self.device = device or torch.device("cpu")
-        nets, frozen = make_modules(self.algo, spec, cfg)
-        self.nets, self.frozen = nets.to(self.device), frozen.to(self.device)
-        self.target_names = self.algo.targets(cfg)
-        self._setup_updates(cfg, spec)
-        # one Adam per network; stepping them all after one backward of the summed loss is the same as one
-        # Adam over every parameter
-        self.optimizers = {name: self._adam(net.parameters()) for name, net in self.nets.items()}
-        # β-DQN on CPU: β's forward, backward and Adam step on a second thread while Q does its own
-        # (torch releases the GIL inside its kernels; the math is the same as the one-thread update)
-        self.beta_thread = None
-        if hasattr(self.algo, "behaviour_part") and cfg.beta_thread and not self.graphed:
-            self.beta_thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
-        self.version = 0
-
-    def _update_now(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        if self.beta_thread is not None:
-            return self._update_overlapped(tensors)
-        return self._update_eager(tensors)
-
-    def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        loss, metrics = self.algo.loss(self.nets, self.frozen, tensors, self.cfg.gamma, self.cfg)
-        self._step(loss, self.optimizers.values())
-        metrics["loss"] = loss.detach()
-        return metrics
-
-    def _update_overlapped(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """β-DQN's update with β on its own thread: β(·|s′) is handed to Q's target as soon as β's
-        forward pass has it, then β's backward and step run beside Q's."""
-        algo, beta_next = self.algo, Future()
-
-        def beta_step() -> dict:
-            try:
-                loss_beta, probs_next, metrics = algo.behaviour_part(
-                    self.nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
-            except BaseException as e:
-                beta_next.set_exception(e)
-                raise
-            beta_next.set_result(probs_next)
-            self._step(loss_beta, [self.optimizers["beta"]])
-            return metrics
-
-        job = self.beta_thread.submit(beta_step)
-        q_sa, q_next_target = algo.value_forward(self.nets, self.frozen, batch)
-        loss_q, metrics = algo.value_loss(q_sa, q_next_target, beta_next.result(), batch, self.cfg.gamma, self.cfg,
-                                          self.nets, self.frozen)
-        self._step(loss_q, [opt for name, opt in self.optimizers.items() if name != "beta"])
-        metrics.update(job.result())  # β is stepped before anything reads its parameters again
-        metrics["loss"] = loss_q.detach() + metrics["loss_beta"]
-        return metrics
-
-    def close(self) -> None:
-        if self.beta_thread is not None:
-            self.beta_thread.shutdown()
-
-    def _optimizer_states(self) -> dict:
-        return {name: opt.state_dict() for name, opt in self.optimizers.items()}
-
-    def _load_optimizer_states(self, states: dict) -> None:
-        for name, opt in self.optimizers.items():
-            opt.load_state_dict(states[name])
-            for group in opt.param_groups:  # the saved flag is the saving process's (CPU or GPU)
-                group["capturable"] = self.graphed

@@ -7,9 +7,10 @@ method's own `loss` (nothing of a method is written twice); the sum of the K los
 gradient in its slice, and Adam, being elementwise, steps the K seeds in one fused kernel as K Adams
 would. On a GPU the packed update is one CUDA graph, as a solo learner's is (`learner.learner.Learner`).
 
-Everything else of a seed stays its own: each run of a pack holds a `Seat`, a seed's view of the pack
-(its networks are views of the stacked tensors), which copies its targets, broadcasts its weights and
-saves and loads its state in the solo learner's format: a packed seed's checkpoint is a solo one.
+Everything else of a seed stays its own: each run of a pack holds its seed's `Learner`, a view of the pack
+(its networks are views of the stacked tensors, its optimizer state a slice of the pack's), which copies its
+targets, broadcasts its weights and saves and loads its state in the solo learner's format: a packed seed's
+checkpoint is a solo one.
 The pack updates in lockstep: update n of every seed at once (`driver.pack` decides when).
 """
 
@@ -19,7 +20,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
-from learner.learner import Networks, Updates, make_modules
+from learner.learner import Batches, Learner, LearnerSettings, Tensors, adam, make_modules, step, update_path
 from methods import algorithm
 
 TRAINED = "nets."  # the stacked tensors an optimizer steps; the rest ("frozen.") only the loss reads
@@ -28,13 +29,13 @@ TRAINED = "nets."  # the stacked tensors an optimizer steps; the rest ("frozen."
 class _Losses(nn.Module):
     """A seed's networks and frozen modules under one module, whose forward is the method's loss."""
 
-    def __init__(self, algo, nets: nn.ModuleDict, frozen: nn.ModuleDict, cfg):
+    def __init__(self, algo, nets: nn.ModuleDict, frozen: nn.ModuleDict, settings: LearnerSettings):
         super().__init__()
-        self.algo, self.cfg = algo, cfg
+        self.algo, self.settings = algo, settings
         self.nets, self.frozen = nets, frozen
 
-    def forward(self, batch: dict[str, torch.Tensor]):
-        loss, metrics = self.algo.loss(self.nets, self.frozen, batch, self.cfg.gamma, self.cfg)
+    def forward(self, batch: Tensors):
+        loss, metrics = self.algo.loss(self.nets, self.frozen, batch, self.settings.gamma, self.settings.method)
         return loss, metrics
 
 
@@ -48,22 +49,59 @@ def _rebind(module: nn.Module, name: str, tensor: torch.Tensor) -> None:
         owner._buffers[leaf] = tensor
 
 
-class PackedLearner(Updates):
-    """The learners of seeds `cfgs` (one configuration, K seeds) as one; `seats[k]` is seed k's view."""
+class StackedBatches(Batches):
+    """The K seeds' batches (seed k's from its own replay) as tensors stacked on a leading seed axis."""
 
-    def __init__(self, cfgs: list, spec, device: torch.device | None = None, vectorised: bool | None = None):
+    def host(self, batches: list[dict]) -> Tensors:
+        each = [super(StackedBatches, self).host(batch) for batch in batches]
+        return {key: torch.stack([t[key] for t in each]) for key in each[0]}
+
+
+class PackedStep:
+    """Every seed's loss on its batch (slice k of the tensors), one backward of their sum (seed k's gradient
+    lands in slice k) and one optimizer step; the metrics, stacked over the seeds."""
+
+    def __init__(self, pack: PackedLearner):
+        self.pack = pack
+
+    def __call__(self, tensors: Tensors) -> Tensors:
+        pack = self.pack
+
+        def one_seed(params, buffers, batch):
+            return functional_call(pack.template, (params, buffers), (batch,))
+
+        if pack.vectorised:
+            losses, metrics = vmap(one_seed)(pack.params, pack.buffers, tensors)
+        else:
+            params = {name: p.unbind(0) for name, p in pack.params.items()}  # views: gradients flow to the pack
+            each = [one_seed({name: p[k] for name, p in params.items()},
+                             {name: b[k] for name, b in pack.buffers.items()},
+                             {key: t[k] for key, t in tensors.items()}) for k in range(pack.size)]
+            losses = torch.stack([loss for loss, _ in each])
+            metrics = {name: torch.stack([m[name] for _, m in each]) for name in each[0][1]}
+        step(losses.sum(), pack.optimizers.values())
+        metrics["loss"] = losses.detach()
+        return metrics
+
+
+class PackedLearner:
+    """The learners of seeds `seeds` (one configuration, K seeds) as one; `seats[k]` is seed k's `Learner`,
+    whose optimizer state is its slice of the pack's (`_PackSlice`) and whose update is the pack's."""
+
+    def __init__(self, seeds: list[LearnerSettings], spec, device: torch.device | None = None,
+                 vectorised: bool | None = None):
         """`vectorised`: one vmapped computation for all seeds (default on a GPU, where an update is a few
         hundred tiny kernels and their launches are the cost), else the seeds' losses one after another with
         each seed's own kernels (default on a CPU, where the arithmetic is the cost and vmap's batched
         kernels are slower than the solo ones); both end in one optimizer step for the pack."""
-        cfg = cfgs[0]
-        self.cfg, self.cfgs, self.spec = cfg, cfgs, spec
-        self.algo = algorithm(cfg.algo)
+        settings = seeds[0]
+        self.seeds, self.spec = seeds, spec
+        self.algo = algorithm(settings.method.algo)
         self.device = device or torch.device("cpu")
         self.vectorised = self.device.type == "cuda" if vectorised is None else vectorised
-        self.target_names = self.algo.targets(cfg)
+        self.graphed = settings.cuda_graphs and self.device.type == "cuda"
         # each seed's modules exactly as its solo learner makes them (same seed, same order of draws)
-        holders = [_Losses(self.algo, *make_modules(self.algo, spec, c), cfg) for c in cfgs]
+        holders = [_Losses(self.algo, *make_modules(self.algo, spec, s), settings) for s in seeds]
         self.template = holders[0]
         self.params = {name: torch.stack([dict(h.named_parameters())[name].detach() for h in holders])
                        .to(self.device) for name, _ in holders[0].named_parameters()}
@@ -76,72 +114,41 @@ class PackedLearner(Updates):
                 _rebind(holder, name, p.detach()[k])
             for name, b in self.buffers.items():
                 _rebind(holder, name, b[k])
-        self._setup_updates(cfg, spec)
         # one Adam per network, over its stacked parameters in the solo network's order (so a seed's slice
         # of the optimizer state is the solo optimizer's state)
-        self.optimizers = {name: self._adam([self.params[f"{TRAINED}{name}.{pn}"] for pn, _ in net.named_parameters()])
+        self.optimizers = {name: adam([self.params[f"{TRAINED}{name}.{pn}"] for pn, _ in net.named_parameters()],
+                                      settings.lr, self.graphed)
                            for name, net in holders[0].nets.items()}
-        self.seats = [Seat(self, k, holder) for k, holder in enumerate(holders)]
+        self.path = update_path(PackedStep(self), StackedBatches(spec, settings.method.algo, self.device),
+                                list(self.optimizers.values()), self.graphed)
+        self.seats = [Learner(s, spec, self.algo, holder.nets, holder.frozen, self.device, _PackSlice(self, k),
+                              path=None) for k, (s, holder) in enumerate(zip(seeds, holders, strict=True))]
 
     @property
     def size(self) -> int:
-        return len(self.cfgs)
+        return len(self.seeds)
 
-    def _host_tensors(self, batches: list[dict]) -> dict[str, torch.Tensor]:
-        """The K seeds' batches (seed k's from its own replay), stacked on a leading seed axis."""
-        each = [Updates._host_tensors(self, batch) for batch in batches]
-        return {key: torch.stack([t[key] for t in each]) for key in each[0]}
-
-    def _update_eager(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Every seed's loss on its batch (slice k of `tensors`), one backward of their sum (seed k's gradient
-        lands in slice k) and one optimizer step; the metrics, stacked over the seeds."""
-        def one_seed(params, buffers, batch):
-            return functional_call(self.template, (params, buffers), (batch,))
-
-        if self.vectorised:
-            losses, metrics = vmap(one_seed)(self.params, self.buffers, tensors)
-        else:
-            params = {name: p.unbind(0) for name, p in self.params.items()}  # views: gradients flow to the pack
-            each = [one_seed({name: p[k] for name, p in params.items()},
-                             {name: b[k] for name, b in self.buffers.items()},
-                             {key: t[k] for key, t in tensors.items()}) for k in range(self.size)]
-            losses = torch.stack([loss for loss, _ in each])
-            metrics = {name: torch.stack([m[name] for _, m in each]) for name in each[0][1]}
-        self._step(losses.sum(), self.optimizers.values())
-        metrics["loss"] = losses.detach()
-        return metrics
-
-    def update(self, batches: list[dict]) -> list[dict[str, torch.Tensor]]:
+    def update(self, batches: list[dict]) -> list[Tensors]:
         """One gradient step of every seed, seed k on `batches[k]`; each seed's metrics (device tensors,
         no sync; with CUDA graphs views of the graph's outputs: read them before the next update)."""
         if len(batches) != self.size:
             raise ValueError(f"a pack of {self.size} seeds needs {self.size} batches, not {len(batches)}")
-        metrics = super().update(batches)
+        metrics = self.path(batches)
         for seat in self.seats:
             seat.updates += 1
         return [{name: value[k] for name, value in metrics.items()} for k in range(self.size)]
 
-
-class Seat(Networks):
-    """Seed k of a pack, as its run sees it: what a solo `Learner` offers the run, except `update` (the pack
-    updates every seed at once). Its state is saved and loaded in the solo learner's format."""
-
-    def __init__(self, pack: PackedLearner, k: int, holder: _Losses):
-        self.pack, self.k = pack, k
-        self.cfg, self.algo, self.device = pack.cfgs[k], pack.algo, pack.device
-        self.nets, self.frozen = holder.nets, holder.frozen
-        self.target_names = pack.target_names
-        self.updates = 0
-        self.version = 0
-
-    def update(self, batch):
-        raise TypeError("a packed seed is updated with its pack (PackedLearner.update)")
-
     def close(self) -> None:
-        pass
+        self.path.close()
 
-    def _optimizer_states(self) -> dict:
-        """Slice k of each packed Adam's state, as the solo optimizer's state_dict would hold it."""
+
+class _PackSlice:
+    """Seed k's optimizer state: slice k of each packed Adam's, saved and loaded as the solo optimizer's."""
+
+    def __init__(self, pack: PackedLearner, k: int):
+        self.pack, self.k = pack, k
+
+    def state_dict(self) -> dict:
         out = {}
         for name, opt in self.pack.optimizers.items():
             whole = opt.state_dict()
@@ -151,23 +158,24 @@ class Seat(Networks):
                          "param_groups": whole["param_groups"]}
         return out
 
-    def _load_optimizer_states(self, states: dict) -> None:
-        """Seed k's Adam state into slice k; every seed of a pack has taken the same number of steps."""
+    def load_state_dict(self, states: dict) -> None:
+        """Every seed of a pack has taken the same number of steps."""
         for name, opt in self.pack.optimizers.items():
             saved = states[name]["state"]
             for i, p in enumerate(opt.param_groups[0]["params"]):
                 if i not in saved:  # a seed that has not stepped yet
                     continue
                 mine = saved[i]
-                step = torch.as_tensor(mine["step"], dtype=torch.float32).to(p.device)
+                step_count = torch.as_tensor(mine["step"], dtype=torch.float32).to(p.device)
                 state = opt.state[p]
                 if not state:
-                    state["step"] = step.clone()
+                    state["step"] = step_count.clone()
                     state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                     state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                elif not torch.equal(state["step"], step):
-                    raise ValueError(f"seed {self.cfg.seed}'s optimizer has taken {int(step)} steps, the pack's "
-                                     f"{int(state['step'])}: a pack's seeds must be at the same update")
+                elif not torch.equal(state["step"], step_count):
+                    raise ValueError(f"seed {self.pack.seeds[self.k].seed}'s optimizer has taken {int(step_count)} "
+                                     f"steps, the pack's {int(state['step'])}: a pack's seeds must be at the same "
+                                     "update")
                 with torch.no_grad():
                     state["exp_avg"][self.k].copy_(mine["exp_avg"])
                     state["exp_avg_sq"][self.k].copy_(mine["exp_avg_sq"])

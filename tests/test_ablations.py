@@ -11,16 +11,16 @@ from actors.evaluator import Evaluator, EvaluatorSettings
 from actors.numpy_net import unflatten
 from driver.config import Config, ConfigError, resolve, settings
 from driver.runtime import SerialBackend, build
-from learner.learner import Learner
 from methods.beta_dqn import learning as beta_dqn
 from methods.beta_dqn.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
 from methods.dqn import learning as dqn
 from tests.test_actor import FakeReplay
+from tests.test_learner import solo
 
 
 def _learner(**kw):
     cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", wandb="disabled", **kw))
-    return Learner(cfg, spec)
+    return solo(cfg, spec)
 
 
 def test_two_q_adds_an_unconstrained_q_with_its_own_target_and_nothing_else():
@@ -93,8 +93,10 @@ def test_basic_policies_are_argmin_beta_pure_exploitation_and_argmax_q():
 
 @pytest.mark.parametrize("eval_basic", [True, False])
 def test_basic_policy_evaluation_is_recorded_beside_the_main_one(eval_basic):
-    learner = _learner(eval_basic=eval_basic, eval_episodes=2)
-    ev = Evaluator(settings(EvaluatorSettings, learner.cfg), learner.spec, seed=0)
+    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", wandb="disabled", eval_basic=eval_basic,
+                               eval_episodes=2))
+    learner = solo(cfg, spec)
+    ev = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0)
     result = ev.evaluate(learner.weights(), 100)
     basic = {f"{p}_{k}" for p in ("argmin_beta", "argmax_q") for k in ("return_mean", "return_std", "success_rate")}
     assert basic <= set(result) if eval_basic else not basic & set(result)
@@ -103,7 +105,7 @@ def test_basic_policy_evaluation_is_recorded_beside_the_main_one(eval_basic):
 
 def test_dqn_evaluation_has_no_basic_policies():
     cfg, spec = resolve(Config(env="CliffWalk", algo="dqn", eval_episodes=1, wandb="disabled"))
-    result = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0).evaluate(Learner(cfg, spec).weights(), 10)
+    result = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0).evaluate(solo(cfg, spec).weights(), 10)
     assert not any(k.startswith(("argmin", "argmax")) for k in result)
 
 
@@ -127,7 +129,7 @@ def test_the_main_evaluation_is_the_same_with_or_without_the_basic_policies():
     for flag in (True, False):
         cfg, spec = resolve(Config(env="CliffWalk", eval_basic=flag, eval_episodes=6, eval_epsilon=0.5,
                                    wandb="disabled"))
-        ev, weights = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0), Learner(cfg, spec).weights()
+        ev, weights = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0), solo(cfg, spec).weights()
         results[flag] = [ev.evaluate(weights, step) for step in (1, 2)]
     main = ("return_mean", "return_std", "success_rate")
     for with_basic, without in zip(results[True], results[False], strict=True):

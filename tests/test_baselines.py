@@ -13,7 +13,6 @@ import torch
 from actors.actor import Actor, ActorSettings
 from actors.numpy_net import NumpyNet, acting_values, unflatten
 from driver.config import Config, resolve, settings
-from learner.learner import Learner
 from learner.networks import HeadsNet, RunningMeanStd, flat_weights
 from meta_controller.bandit import UniformArm
 from methods import acting
@@ -26,6 +25,7 @@ from methods.lesson.options import OPTION_PROB_CLIP, lesson_act, option_probabil
 from methods.rnd import learning as rnd
 from methods.td import td_loss
 from tests.test_actor import FakeReplay
+from tests.test_learner import solo
 
 
 def _cfg(**kw):
@@ -122,7 +122,7 @@ def test_the_hold_survives_chunk_boundaries_and_ends_with_the_episode():
                                eps_start=1.0, eps_end=1.0, ez_mu=1.01, wandb="disabled"))
     replay = FakeReplay()
     actor = Actor(settings(ActorSettings, cfg), spec, 0, UniformArm(1), replay)
-    weights = flat_weights({"q": Learner(cfg, spec).nets["q"]})
+    weights = flat_weights({"q": solo(cfg, spec).nets["q"]})
     for _ in range(120):
         actor.collect(7, weights, 0, 0)
     actions = np.concatenate([c["action"] for c in replay.chunks])
@@ -252,7 +252,7 @@ def test_termination_loss_ends_worse_than_average_options():
 
 def test_lesson_loss_uses_the_stored_option():
     cfg, spec = resolve(Config(env="CliffWalk", algo="lesson", wandb="disabled"))
-    learner = Learner(cfg, spec)
+    learner = solo(cfg, spec)
     rng = np.random.default_rng(0)
     obs = np.eye(48, dtype=np.uint8)[rng.integers(0, 48, 16)]
     batch = {"obs": learner.packer.pack(obs), "next_obs": learner.packer.pack(np.roll(obs, 1, axis=1)),
@@ -281,14 +281,14 @@ def test_learner_state_round_trip_continues_identically(algo):
                 "action": rng.integers(0, 6, 32), "reward": rng.standard_normal(32).astype(np.float32),
                 "terminated": rng.random(32) < 0.1, "option": rng.integers(0, 4, 32)}
 
-    a = Learner(cfg, spec)
+    a = solo(cfg, spec)
     for _ in range(3):
         b = batch()
         a.update({**b, "obs": a.packer.pack(b["obs"]), "next_obs": a.packer.pack(b["next_obs"])})
     state = a.state_dict()
     if algo in ("rnd", "lesson"):
         assert state["frozen"]["obs_norm.count"].item() == 3 * 32
-    other = Learner(dataclasses.replace(cfg, seed=5), spec)
+    other = solo(dataclasses.replace(cfg, seed=5), spec)
     other.load_state_dict(state)
     b = batch()
     packed = {**b, "obs": a.packer.pack(b["obs"]), "next_obs": a.packer.pack(b["next_obs"])}
@@ -303,7 +303,7 @@ def test_learner_state_round_trip_continues_identically(algo):
 ])
 def test_actors_get_the_acting_networks_and_their_numpy_forward_equals_torch(algo, shapes):
     cfg, spec = resolve(Config(env="CliffWalk", algo=algo, wandb="disabled"))
-    learner = Learner(cfg, spec)
+    learner = solo(cfg, spec)
     nets = {n: NumpyNet(p) for n, p in unflatten(learner.weights()).items()}
     obs = np.eye(48, dtype=np.uint8)[[0, 5, 47]]
     values = acting(cfg).outputs(acting_values(nets, obs))  # as the method's acting reads them
@@ -331,7 +331,7 @@ def test_a_bootstrapped_actor_acts_greedily_on_its_episodes_head():
 
     cfg, spec = resolve(Config(env="CliffWalk", algo="bootstrapped_dqn", boot_heads=4, boot_epsilon=False,
                                learning_starts=0, envs_per_actor=2, wandb="disabled"))
-    learner = Learner(cfg, spec)
+    learner = solo(cfg, spec)
     with torch.no_grad():  # head h prefers action h, whatever the state
         learner.nets["q"].out_weight.zero_()
         learner.nets["q"].out_bias.copy_(10.0 * torch.eye(4))
@@ -348,7 +348,7 @@ def test_lessons_stored_option_is_the_one_that_chose_the_action():
 
     cfg, spec = resolve(Config(env="CliffWalk", algo="lesson", learning_starts=50, envs_per_actor=2,
                                wandb="disabled"))
-    learner = Learner(cfg, spec)
+    learner = solo(cfg, spec)
     with torch.no_grad():
         for name, action in (("q", 2), ("q_int", 0)):
             learner.nets[name].out.weight.zero_()

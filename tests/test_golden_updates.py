@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from driver.config import ALGOS, Config, resolve
-from learner.learner import Learner
 from replay_service.buffer import make_packer
+from tests.test_learner import solo
 
 FIXTURE = Path(__file__).with_name("golden_updates.json")
 ENVS = ("CliffWalk", "MinAtar/Breakout")  # the MLP and the conv network
@@ -38,7 +38,7 @@ def updates(env: str, algo: str) -> dict:
     """Losses of the first UPDATES updates, and each network's Σ|θ| after them (a target copy in between)."""
     torch.set_num_threads(1)
     cfg, spec = resolve(Config(env=env, algo=algo, seed=3, wandb="disabled"))
-    learner = Learner(cfg, spec)
+    learner = solo(cfg, spec)
     rng = np.random.default_rng(11)
     losses = []
     for i in range(UPDATES):

@@ -6,8 +6,19 @@ import numpy as np
 import pytest
 import torch
 
-from driver.config import Config, resolve
-from learner.learner import Learner
+from driver.config import Config, resolve, settings
+from learner.learner import Eager, GradientStep, Graphed, Learner, LearnerSettings, OverlappedStep
+from learner.packed import PackedLearner
+
+
+def solo(cfg, spec, device=None) -> Learner:
+    """A seed's learner alone, from a run's configuration."""
+    return Learner.solo(settings(LearnerSettings, cfg), spec, device)
+
+
+def packed(cfgs, spec, device=None, **kw) -> PackedLearner:
+    """The seeds of `cfgs` as one pack."""
+    return PackedLearner([settings(LearnerSettings, c) for c in cfgs], spec, device, **kw)
 
 
 def batches(learner, n, seed=0):
@@ -24,8 +35,8 @@ def batches(learner, n, seed=0):
 @pytest.mark.parametrize("two_q", [False, True])
 def test_beta_thread_gives_exactly_the_one_thread_update(two_q):
     cfg, spec = resolve(Config(env="MinAtar/Breakout", algo="beta_dqn", two_q=two_q, wandb="disabled"))
-    learners = [Learner(dataclasses.replace(cfg, beta_thread=flag), spec) for flag in (False, True)]
-    assert learners[0].beta_thread is None and learners[1].beta_thread is not None
+    learners = [solo(dataclasses.replace(cfg, beta_thread=flag), spec) for flag in (False, True)]
+    assert [type(learner.path.step) for learner in learners] == [GradientStep, OverlappedStep]
     metrics = [[], []]
     for k, learner in enumerate(learners):
         for i, batch in enumerate(batches(learner, 6)):
@@ -39,7 +50,7 @@ def test_beta_thread_gives_exactly_the_one_thread_update(two_q):
                                    learners[1].nets[name].named_parameters(), strict=True):
             assert torch.equal(a, b), f"{name}.{pn} differs"
     # and it did learn something: parameters moved from their initial values
-    fresh = Learner(cfg, spec)
+    fresh = solo(cfg, spec)
     assert not torch.equal(fresh.nets["beta"].out.weight, learners[1].nets["beta"].out.weight)
 
 
@@ -50,8 +61,8 @@ def test_cuda_graph_update_equals_the_eager_update(algo):
     cfg, spec = resolve(Config(env="MinAtar/Breakout", algo=algo, two_q=bool(two_q), wandb="disabled",
                                device="cuda"))
     device = torch.device("cuda")
-    learners = [Learner(dataclasses.replace(cfg, cuda_graphs=flag), spec, device) for flag in (False, True)]
-    assert not learners[0].graphed and learners[1].graphed
+    learners = [solo(dataclasses.replace(cfg, cuda_graphs=flag), spec, device) for flag in (False, True)]
+    assert [type(learner.path) for learner in learners] == [Eager, Graphed]
     metrics = [[], []]
     for k, learner in enumerate(learners):
         for i, batch in enumerate(batches(learner, 8)):  # warm-up, capture, then replays
@@ -59,7 +70,7 @@ def test_cuda_graph_update_equals_the_eager_update(algo):
             if i == 5:
                 learner.sync_target()  # the graph reads the target's parameters in place
         learner.close()
-    assert learners[1].graph is not None
+    assert learners[1].path.graph is not None
     for a, b in zip(metrics[0], metrics[1], strict=True):
         assert a.keys() == b.keys()
         for n in a:

@@ -23,9 +23,8 @@ from driver.config import Config, ConfigError, resolve
 from driver.pack import Pack, check_packable, train_pack
 from driver.run import Run, train
 from driver.state import RUN_FILES
-from learner.learner import Learner
-from learner.packed import PackedLearner
-from tests.test_learner import batches
+from tests.test_learner import batches, packed
+from tests.test_learner import solo as solo_learner
 
 ALGOS = ["beta_dqn", "beta_dqn+two_q", "dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson"]
 TOLERANCE = 1e-5
@@ -86,8 +85,8 @@ def assert_same(packed_state: dict, solo_state: dict, what: str, tolerance: floa
 
 def train_both(cfg, spec, seeds=(0, 1, 2), updates=50, device=None, vectorised=None):
     cfgs = [dataclasses.replace(cfg, seed=s) for s in seeds]
-    solos = [Learner(c, spec, device) for c in cfgs]
-    pack = PackedLearner(cfgs, spec, device, vectorised=vectorised)
+    solos = [solo_learner(c, spec, device) for c in cfgs]
+    pack = packed(cfgs, spec, device, vectorised=vectorised)
     metrics = []
     for i in range(updates):
         feed = [next(batches(solos[0], 1, seed=1000 * i + k)) for k in range(len(seeds))]
@@ -117,7 +116,7 @@ def test_packed_seeds_end_with_the_solo_learners_parameters(algo, vectorised):
             for name in s:
                 assert abs(float(s[name]) - float(p[name])) <= 1e-4 * max(1.0, abs(float(s[name]))), name
     # and they learned: every seed moved away from its initial parameters, each its own way
-    fresh = Learner(cfg, spec).nets["q"].fc1.weight
+    fresh = solo_learner(cfg, spec).nets["q"].fc1.weight
     assert not torch.equal(fresh, solos[0].nets["q"].fc1.weight)
     assert not torch.equal(pack.seats[0].nets["q"].fc1.weight, pack.seats[1].nets["q"].fc1.weight)
 
@@ -126,7 +125,7 @@ def test_sparing_1_percent_of_each_tensor_still_finds_one_small_tensor_or_moment
     """What the CUDA test's `spare` can hide: a single element here and there, not a bias or an output layer
     taken from another seed, nor another seed's Adam moments for one tensor."""
     cfg, spec = config("dqn")
-    learners = [Learner(dataclasses.replace(cfg, seed=s), spec) for s in (0, 1)]
+    learners = [solo_learner(dataclasses.replace(cfg, seed=s), spec) for s in (0, 1)]
     for learner in learners:
         learner.update(next(batches(learner, 1)))
     mine, other = (learner.state_dict() for learner in learners)
@@ -158,9 +157,9 @@ def test_a_seats_state_is_a_solo_learners_both_ways():
     assert all(v.untyped_storage().nbytes() == v.numel() * v.element_size() for v in tensors)
     # seed 1 of the pack continues alone; seed 1 alone continues in a new pack (beside a fresh seed 0 loaded
     # from seed 0 of the solo learners): both still agree with the solo learner after more updates
-    alone = Learner(dataclasses.replace(cfg, seed=1), spec)
+    alone = solo_learner(dataclasses.replace(cfg, seed=1), spec)
     alone.load_state_dict(seat_state)
-    again = PackedLearner([dataclasses.replace(cfg, seed=s) for s in (0, 1)], spec)
+    again = packed([dataclasses.replace(cfg, seed=s) for s in (0, 1)], spec)
     for seat, solo in zip(again.seats, solos, strict=True):
         seat.load_state_dict(solo.state_dict())
     for i in range(5):
@@ -179,7 +178,7 @@ def test_seeds_at_different_updates_are_refused_in_one_pack():
     cfg, spec = config("dqn")
     solos, _, _ = train_both(cfg, spec, seeds=(0, 1), updates=3)
     solos[1].update(next(batches(solos[1], 1)))
-    pack = PackedLearner([dataclasses.replace(cfg, seed=s) for s in (0, 1)], spec)
+    pack = packed([dataclasses.replace(cfg, seed=s) for s in (0, 1)], spec)
     pack.seats[0].load_state_dict(solos[0].state_dict())
     with pytest.raises(ValueError, match="seed 1's optimizer has taken 4 steps, the pack's 3"):
         pack.seats[1].load_state_dict(solos[1].state_dict())
@@ -346,11 +345,11 @@ def test_a_cuda_pack_matches_the_solo_learners_and_its_graph_the_eager_update(al
     cfg, spec = config(algo, device="cuda")
     device = torch.device("cuda")
     solos, pack, _ = train_both(cfg, spec, device=device)
-    assert pack.graphed and pack.graph is not None
+    assert pack.graphed and pack.path.graph is not None
     for k, solo in enumerate(solos):
         assert_same(pack.seats[k].state_dict(), solo.state_dict(), f"seed {k}", spare=0.01)
     cfgs = [dataclasses.replace(cfg, seed=s, cuda_graphs=False) for s in (0, 1, 2)]
-    eager = PackedLearner(cfgs, spec, device)
+    eager = packed(cfgs, spec, device)
     assert not eager.graphed
     for i in range(50):
         feed = [next(batches(solos[0], 1, seed=1000 * i + k)) for k in range(3)]
