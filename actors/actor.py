@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from actors.envs import make_env
-from actors.numpy_net import NumpyNet, acting_values, unflatten
 from methods import acting, extras
 from methods.contracts import MethodSettings
+from methods.numpy_net import NumpyNet, unflatten
 from replay_service.buffer import make_packer
 from replay_service.schema import CORE, RECORD_ONLY, Schema
 
@@ -48,12 +48,12 @@ class Episode:
 
 @dataclass(frozen=True)
 class ActorSettings:
-    """What an actor reads of the run's configuration (`driver.config.settings(ActorSettings, cfg)`)."""
+    """What an actor reads of the run's configuration (`configuration.flags.settings(ActorSettings, cfg)`)."""
 
     seed: int
     envs_per_actor: int
     learning_starts: int  # uniformly random actions (no arm) before it
-    arm_exchange: str  # "episode" or "chunk" (settled by `driver.config.resolve`)
+    arm_exchange: str  # "episode" or "chunk" (settled by `configuration.flags.resolve`)
     method: MethodSettings  # what the method's acting reads
 
 
@@ -71,7 +71,7 @@ class Actor:
         self.acting = acting(cfg.method)
         # arms chosen ahead, a chunk at a time (a central arm source: the bandit), or one per episode
         if cfg.arm_exchange not in ("episode", "chunk") and self.acting.central:
-            raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: driver.config.resolve settles it first")
+            raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: configuration.flags.resolve settles it first")
         self.per_chunk = cfg.arm_exchange == "chunk" and self.acting.central
         self.arms: deque[tuple[int, int]] = deque()  # (arm, stamp) in hand for the next episodes
         self.unreported: list[tuple] = []  # finished episodes (arm, return, bonus, stamp) to report
@@ -228,8 +228,8 @@ class Actor:
         """One step of every active env, after one batched forward of the acting networks."""
         obs = np.stack([self.obs[i] for i in active])
         needs_values = any(self.episodes[i].arm is not None for i in active)
-        heads = self.acting.heads([self.episodes[i].arm for i in active])
-        values = self.acting.outputs(acting_values(self.nets, obs, heads)) if needs_values else {}
+        arms = [self.episodes[i].arm for i in active]
+        values = self.acting.outputs(self.nets, obs, arms) if needs_values else {}
         for j, i in enumerate(active):
             ep = self.episodes[i]
             a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step + j)

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from actors.envs import make_env
-from actors.numpy_net import NumpyNet, acting_values, unflatten
 from methods import acting
 from methods.contracts import MethodSettings
+from methods.numpy_net import NumpyNet, unflatten
 
 
 @dataclass(frozen=True)
 class EvaluatorSettings:
-    """What the evaluator reads of the run's configuration (`driver.config.settings(EvaluatorSettings, cfg)`)."""
+    """What the evaluator reads of the run's configuration (`configuration.flags.settings(EvaluatorSettings, cfg)`)."""
 
     eval_episodes: int
     eval_epsilon: float
@@ -51,7 +51,7 @@ class Evaluator:
                 if rng.random() < self.cfg.eval_epsilon:
                     a = int(rng.integers(self.spec.n_actions))
                 else:
-                    values = self.acting.outputs(acting_values(nets, obs[None]))
+                    values = self.acting.outputs(nets, obs[None])
                     a = self.acting.evaluate(policy, {k: v[0] for k, v in values.items()}, rng)
                 obs, r, terminated, truncated, info = env.step(a)
                 ret += float(r)

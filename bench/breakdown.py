@@ -22,14 +22,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from driver.errors import OneLineParser, run_script  # noqa: E402
+from configuration.errors import OneLineParser, run_script  # noqa: E402
 
 
 def learner_rows(env: str, device: str, updates: int) -> list[dict]:
     import numpy as np
     import torch
 
-    from driver.config import Config, resolve, settings
+    from configuration.flags import Config, resolve, settings
     from learner.learner import Learner, LearnerSettings, pick_device
 
     torch.set_num_threads(1)
@@ -72,10 +72,10 @@ def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)
     """One actor's `collect` in this process, per algorithm and envs per actor in `layouts` (β-DQN's bandit
     asked once per episode, as the serial runner does: a call costs nothing here)."""
     from actors.actor import Actor, ActorSettings
-    from actors.numpy_net import NumpyNet
-    from driver.config import Config, resolve, settings
+    from configuration.flags import Config, resolve, settings
     from learner.learner import Learner, LearnerSettings
     from meta_controller.bandit import FixedArm, SlidingWindowBandit
+    from methods.numpy_net import NumpyNet
     from replay_service.buffer import ReplayBuffer
 
     rows = []

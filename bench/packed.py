@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
-from driver.errors import OneLineParser, run_script  # noqa: E402
+from configuration.errors import OneLineParser, run_script  # noqa: E402
 
 
 def learner_rates(args, k: int, device) -> dict:
@@ -41,7 +41,7 @@ def learner_rates(args, k: int, device) -> dict:
     import numpy as np
     import torch
 
-    from driver.config import Config, resolve, settings
+    from configuration.flags import Config, resolve, settings
     from learner.learner import Learner, LearnerSettings
     from learner.packed import PackedLearner
 
@@ -86,8 +86,8 @@ def learner_rates(args, k: int, device) -> dict:
 
 def end_to_end(args, k: int, packed: bool, gpus: int) -> dict:
     """A grid of K seeds, packed or solo; aggregate rates."""
-    from driver.cli import build_parser
-    from driver.grid import grid_from_args
+    from configuration.cli import build_parser
+    from launcher.grid import grid_from_args
 
     cpus = os.cpu_count()
     # all K solo runs at once: each declares 1/K of the machine, half for its learner, half for its actors

@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from driver.errors import OneLineParser, run_script  # noqa: E402
+from configuration.errors import OneLineParser, run_script  # noqa: E402
 
 CONFIGS = [("memory", 1), ("memory", 4), ("redis-local", 1), ("redis-local", 4)]
 
@@ -57,7 +57,7 @@ def real_chunks(env: str, n_chunks: int, chunk: int = 64):
 def micro(args, kind: str, shards: int) -> dict:
     import ray
 
-    from driver.config import Config, resolve, settings
+    from configuration.flags import Config, resolve, settings
     from replay_service.buffer import ReplayBuffer
     from replay_service.client import concat, split_batch
     from replay_service.redis_replay import RedisReplay, RedisSettings
@@ -110,7 +110,7 @@ def micro(args, kind: str, shards: int) -> dict:
 
 
 def learner_wait(args, kind: str, shards: int) -> dict:
-    from driver.config import Config, resolve
+    from configuration.flags import Config, resolve
     from driver.run import Run
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -36,13 +36,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
-from driver.errors import OneLineParser, run_script  # noqa: E402
+from configuration.errors import OneLineParser, run_script  # noqa: E402
 
 ALGOS = ("beta_dqn", "dqn")
 
 
 def config(args, algo: str, actors: int, out: str, arm_exchange: str = "auto"):
-    from driver.config import Config, resolve
+    from configuration.flags import Config, resolve
 
     extra = {"envs_per_actor": args.envs_per_actor} if args.envs_per_actor else {}
     cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps, **extra,
@@ -73,7 +73,7 @@ def end_to_end(args, algo: str, actors: int) -> dict:
 def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str = "auto") -> dict:
     """The actors with the learner paused: every actor collects chunks back to back for `seconds` (β-DQN: and
     how late the bandit's arms were, `SlidingWindowBandit.lag`)."""
-    from driver.config import settings
+    from configuration.flags import settings
     from driver.runtime import RayBackend, build, make_replay
     from learner.learner import Learner, LearnerSettings
 
@@ -118,7 +118,7 @@ def actors_alone(args, actors: int) -> dict:
     for r in rows:
         print(f"  actors alone: {r['algo']:9s} {r['arm_exchange'] or '':8s} {r['env_steps_per_s']:7.0f} env steps/s",
               file=sys.stderr)
-    from driver.config import Config
+    from configuration.flags import Config
 
     layout = args.envs_per_actor or Config.envs_per_actor
     local = actor_rows(args.env, args.in_process_seconds, layouts=(layout,))

@@ -18,7 +18,7 @@ import numpy as np
 import psutil
 from tqdm import tqdm
 
-from driver.config import ConfigError, OutputError, method_settings, public, shorten
+from configuration.flags import ConfigError, OutputError, method_settings, public, shorten
 from methods import acting
 from replay_service.files import open_append, write_atomically
 
@@ -208,31 +208,6 @@ def describe_run(cfg, summary: dict) -> str:
         lines.append(f"W&B:     offline run in {cfg.out}/wandb (upload: wandb sync {cfg.out}/wandb/offline-run-*)")
     elif mode == "online":
         lines.append(f"W&B:     project {cfg.wandb_project}, group {wandb_group(cfg)}")
-    return "\n".join(lines)
-
-
-def describe_grid(summary: dict, grid_dir: Path) -> str:
-    """A grid's table for a person: per environment and column, the seeds done and the final scores."""
-    from reporting.results import column_label, metric
-
-    groups: dict[tuple, list[dict]] = {}
-    for row in summary["runs"]:
-        groups.setdefault((row["env"], row["algo"], row["variant"]), []).append(row)
-    lines = [f"grid {summary['grid']}: {summary['done']} of {summary['total']} runs done, {summary['failed']} "
-             f"failed, {summary['wall_seconds']:.0f} s", "",
-             f"{'environment':<22} {'column':<44} {'done':>6} {'final score: mean [min, max]':>30} {'steps/s':>8}"]
-    for (env, algo, variant), rows in groups.items():
-        key = metric(env)
-        scores = [r["final_eval"][key] for r in rows if r.get("final_eval", {}).get(key) is not None]
-        rates = [r["env_steps_per_s"] for r in rows if "env_steps_per_s" in r]
-        score = f"{np.mean(scores):.2f} [{min(scores):.2f}, {max(scores):.2f}]" if scores else "—"
-        lines.append(f"{env:<22} {column_label((algo, variant)):<44} {len(scores):>3}/{len(rows):<2} {score:>30} "
-                     f"{np.mean(rates) if rates else 0:>8,.0f}")
-    failed = [f"  {r['name']}: {r.get('error', r['status'])}" for r in summary["runs"] if r["status"] == "failed"]
-    if failed:
-        lines += ["", "failed:", *failed]
-    lines += ["", f"outputs: {grid_dir}/ (grid_summary.json; a directory per run)",
-              f"report:  python -m learner.report {grid_dir}"]
     return "\n".join(lines)
 
 

@@ -8,7 +8,7 @@ the pack updates when every seed's rate limiter owes an update, so seed k's n-th
 A seed's target copies, weights versions and evaluations stay on its own clock (`Run._updated`).
 
 A seed's summary is written when it ends. A pack fails as a whole: the logs of every seed still running are
-closed as failed, and each keeps its last checkpoint (`driver.grid` continues the others when one seed's
+closed as failed, and each keeps its last checkpoint (`launcher.grid` continues the others when one seed's
 loss diverged).
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from driver.config import ConfigError, settings
+from configuration.flags import ConfigError, settings
 from driver.run import HARVEST_EVERY, Run
 from driver.runtime import make_backend
 from driver.state import check_run_dir

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from driver.config import CHECKPOINT_FORMAT, ConfigError, OutputError, method_settings, public, settings
+from configuration.flags import CHECKPOINT_FORMAT, ConfigError, OutputError, method_settings, public, settings
 from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, legacy_entries, where_to_continue, write_checkpoint
@@ -50,7 +50,7 @@ def _json_number(value):
 
 class Run:
     def __init__(self, cfg, spec, resume: dict | None = None, learner=None):
-        """`resume`: a checkpoint (`driver.cli.resume_config` reads it) to continue from. `learner`: this seed's
+        """`resume`: a checkpoint (`driver.resume.resume_config` reads it) to continue from. `learner`: this seed's
         seat in a pack (`learner.packed.Seat`; `driver.pack` updates it), else the run makes its own."""
         self.cfg, self.spec, self.resumed = cfg, spec, resume
         self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)

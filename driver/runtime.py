@@ -26,7 +26,7 @@ import psutil
 
 from actors.actor import Actor, ActorSettings
 from actors.evaluator import Evaluator, EvaluatorSettings
-from driver.config import ConfigError, method_settings, settings
+from configuration.flags import ConfigError, method_settings, settings
 from methods import PLUGINS, acting, extras
 from replay_service.buffer import ReplayBuffer, make_packer
 from replay_service.client import ReplaySampler, ShardedReplay, shard_of

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from driver.config import ConfigError, OutputError
+from configuration.flags import ConfigError, OutputError
 from driver.outputs import write_atomically
 from replay_service.files import RECORD, Written, remove_recorded
 

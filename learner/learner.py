@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from learner.networks import flat_weights
 from methods import algorithm, extras
 from methods.contracts import MethodSettings
+from methods.networks import flat_weights
 from replay_service.buffer import make_packer
 from replay_service.schema import Schema
 
@@ -36,7 +36,7 @@ Tensors = dict[str, torch.Tensor]
 
 @dataclass(frozen=True)
 class LearnerSettings:
-    """What a learner reads of the run's configuration (`driver.config.settings(LearnerSettings, cfg)`)."""
+    """What a learner reads of the run's configuration (`configuration.flags.settings(LearnerSettings, cfg)`)."""
 
     seed: int
     lr: float

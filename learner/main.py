@@ -1,8 +1,8 @@
-"""`python -m learner.main`: train one run or a grid (the driver, `driver.main`, does the work)."""
+"""`python -m learner.main`: train one run or a grid (the driver, `launcher.main`, does the work)."""
 
 import sys
 
-from driver.main import main
+from launcher.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,12 +14,13 @@ import numpy as np
 
 from meta_controller.bandit import ArmSource, FixedArm
 from methods.exploration import argmax_random_tie
+from methods.numpy_net import NumpyNet, acting_values
 from replay_service.schema import Field
 
 
 class MethodSettings(SimpleNamespace):
     """What a method reads of a run's configuration: `algo`, `loss`, its own flags (`<method>/flags.py`) and the
-    shared flags whose roles name it (the ε schedule of the ε-greedy family); `driver.config.method_settings`
+    shared flags whose roles name it (the ε schedule of the ε-greedy family); `configuration.flags.method_settings`
     makes it. Its acting is given this (`cfg`); its learning is given the learner's whole configuration, of
     which it reads these fields only."""
 
@@ -70,12 +71,11 @@ class Acting(Protocol):
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         """The arm source's class and its constructor's arguments (the runtime builds it where it runs)."""
 
-    def heads(self, arms: list[int | None]) -> list[int] | None:
-        """The network head each row's acting reads (Bootstrapped DQN: the episode's), or None for all."""
-
-    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The acting networks' raw outputs for a batch of states (`actors.numpy_net.acting_values`) as `act`
-        and `evaluate` read them (β-DQN: β as probabilities), once per batch."""
+    def outputs(self, nets: dict[str, NumpyNet], obs: np.ndarray,
+                arms: list[int | None] | None = None) -> dict[str, np.ndarray]:
+        """The acting networks' outputs for a batch of states, once per batch, as `act` and `evaluate` read them
+        (`methods.numpy_net.acting_values`; β-DQN: β as probabilities). `arms`: each row's episode arm when
+        acting (Bootstrapped DQN computes only that head), None in evaluation."""
 
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
@@ -114,11 +114,9 @@ class BaseActing:
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         return FixedArm, ()
 
-    def heads(self, arms: list[int | None]) -> list[int] | None:
-        return None
-
-    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return raw
+    def outputs(self, nets: dict[str, NumpyNet], obs: np.ndarray,
+                arms: list[int | None] | None = None) -> dict[str, np.ndarray]:
+        return acting_values(nets, obs)
 
     def bonus(self, ep: Episode) -> float:
         return 0.0

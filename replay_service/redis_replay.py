@@ -24,7 +24,7 @@ PREFETCH_BATCHES = 16
 
 @dataclass(frozen=True)
 class RedisSettings:
-    """What the Redis replay reads of the run's configuration (`driver.config.settings(RedisSettings, cfg)`)."""
+    """What the Redis replay reads of the run's configuration (`configuration.flags.settings(RedisSettings, cfg)`)."""
 
     replay: str  # "redis-local" or the servers' URLs (passwords masked: `replay_password_file` fills them)
     replay_shards: int

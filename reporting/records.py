@@ -16,8 +16,8 @@ import math
 import shlex
 from pathlib import Path
 
-from driver.cli import build_parser
-from driver.config import BOOKKEEPING, FIELDS, flag_text, run_name, settled_arm_exchange
+from configuration.cli import build_parser
+from configuration.flags import BOOKKEEPING, FIELDS, flag_text, run_name, settled_arm_exchange
 from methods import METHODS
 from replay_service.files import write_atomically
 from reporting.results import (

@@ -24,7 +24,7 @@ those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). `--column-b
 for runs of separate grids that differ in that flag, e.g. a probe with `--bandit-returns raw` beside the grid
 it departs from. Runs are compared only when their configurations agree in everything but the seed, the
 method, the grid's axes (and the flags --column-by names) and bookkeeping such as directories and addresses
-(`driver.config`'s field roles; a field a method does not read is not compared with that method's runs);
+(`configuration.flags`'s field roles; a field a method does not read is not compared with that method's runs);
 otherwise it stops with one line naming the field and two runs that differ.
 Beside the report, `study.json` lists every run with the command line that computes it again.
 
@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
-from driver.config import command_line, flag, run_command
-from driver.errors import OneLineParser, user_error
+from configuration.errors import OneLineParser, user_error
+from configuration.flags import command_line, flag, run_command
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import RECORDS, check_copies_dir, has_directory, is_recorded, load_all, write_copies
 from reporting.results import (

@@ -4,7 +4,7 @@ meta-controller's window at the end, bootstrap intervals).
 
 Runs are compared only when their configurations agree in everything but the seed, the method, the grid's
 axes (and the flags `--column-by` makes axes) and bookkeeping such as directories and addresses
-(`driver.config`'s field roles; a field a method does not read is not compared with that method's runs).
+(`configuration.flags`'s field roles; a field a method does not read is not compared with that method's runs).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from actors.envs import scored_by_success
-from driver.config import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange
+from configuration.flags import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange
 from methods import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from actors.evaluator import Evaluator, EvaluatorSettings
-from actors.numpy_net import unflatten
-from driver.config import Config, ConfigError, resolve, settings
+from configuration.flags import Config, ConfigError, resolve, settings
 from driver.runtime import SerialBackend, build
 from methods.beta_dqn import learning as beta_dqn
 from methods.beta_dqn.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
 from methods.dqn import learning as dqn
+from methods.numpy_net import unflatten
 from tests.test_actor import FakeReplay
 from tests.test_learner import solo
 
@@ -37,7 +37,7 @@ def test_two_q_adds_an_unconstrained_q_with_its_own_target_and_nothing_else():
     obs = torch.as_tensor(np.eye(48, dtype=np.float32)[rng.integers(0, 48, 8)])
     batch = {"obs": obs, "next_obs": obs.roll(1, 1), "action": torch.as_tensor(rng.integers(0, 4, 8)),
              "reward": torch.randn(8), "terminated": torch.zeros(8, dtype=torch.bool)}
-    cfg = two.cfg
+    cfg, _ = resolve(Config(env="CliffWalk", algo="beta_dqn", wandb="disabled", two_q=True))
     total, metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, cfg)
     base, base_metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, dataclasses.replace(cfg, two_q=False))
     full, _ = dqn.q_loss(two.nets["q_full"], two.frozen["q_full"], batch, batch["reward"], 0.9, cfg.loss)

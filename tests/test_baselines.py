@@ -11,9 +11,7 @@ import pytest
 import torch
 
 from actors.actor import Actor, ActorSettings
-from actors.numpy_net import NumpyNet, acting_values, unflatten
-from driver.config import Config, resolve, settings
-from learner.networks import HeadsNet, RunningMeanStd, flat_weights
+from configuration.flags import Config, resolve, settings
 from meta_controller.bandit import UniformArm
 from methods import acting
 from methods.bootstrapped_dqn import learning as bootstrapped_dqn
@@ -22,6 +20,8 @@ from methods.dqn import learning as dqn
 from methods.ez_greedy.acting import ez_greedy, zeta_duration
 from methods.lesson import learning as lesson
 from methods.lesson.options import OPTION_PROB_CLIP, lesson_act, option_probabilities
+from methods.networks import HeadsNet, RunningMeanStd, flat_weights
+from methods.numpy_net import NumpyNet, acting_values, unflatten
 from methods.rnd import learning as rnd
 from methods.td import td_loss
 from tests.test_actor import FakeReplay
@@ -260,7 +260,7 @@ def test_lesson_loss_uses_the_stored_option():
              "terminated": np.zeros(16, dtype=bool)}
     losses = []
     for option in (0, 3):
-        tensors = learner._to_tensors({**batch, "option": np.full(16, option)})
+        tensors = learner.path.batches.on_device({**batch, "option": np.full(16, option)})
         frozen = {k: v for k, v in learner.frozen.items()}
         frozen["obs_norm"], frozen["bonus_norm"] = RunningMeanStd((48,)), RunningMeanStd(())
         losses.append(lesson.loss(learner.nets, frozen, tensors, 0.9, cfg)[1])
@@ -306,7 +306,7 @@ def test_actors_get_the_acting_networks_and_their_numpy_forward_equals_torch(alg
     learner = solo(cfg, spec)
     nets = {n: NumpyNet(p) for n, p in unflatten(learner.weights()).items()}
     obs = np.eye(48, dtype=np.uint8)[[0, 5, 47]]
-    values = acting(cfg).outputs(acting_values(nets, obs))  # as the method's acting reads them
+    values = acting(cfg).outputs(nets, obs)  # as the method's acting reads them
     assert {k: v.shape for k, v in values.items()} == shapes
     with torch.no_grad():
         torch.testing.assert_close(torch.as_tensor(values["q"]), learner.nets["q"](torch.as_tensor(obs)),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from driver.cli import build_parser, parse_config
-from driver.config import ConfigError, resolve
+from configuration.cli import build_parser, parse_config
+from configuration.flags import ConfigError, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ def test_bad_input_exits_2_with_one_line(argv, message, capfd):
                               timeout=120)
         status, err = proc.returncode, proc.stderr
     else:
-        from driver.main import main
+        from launcher.main import main
 
         with warnings.catch_warnings(record=True) as warned:  # (a warning would be a line of its own)
             warnings.simplefilter("always")
@@ -187,7 +187,7 @@ def test_a_checkpoint_of_another_format_is_refused_with_one_line(tmp_path):
 def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, capsys, monkeypatch):
     """With --actors 32 the raylet warns a dozen times that it started many worker processes at once: the
     run's stdout filter files them (RAY_WORKER_WARNINGS=1 shows them) and passes everything else to stderr."""
-    from driver.main import _Quiet
+    from launcher.main import _Quiet
 
     noise = ("\x1b[33m(raylet)\x1b[0m WARNING: 8 PYTHON worker processes have been started on node: abc with "
              "address: 127.0.0.1, which is 4x the maximum expected startup concurrency (2).")
@@ -203,7 +203,7 @@ def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, 
 
 
 def test_what_a_resume_may_change_and_what_is_masked_derive_from_the_fields_roles():
-    from driver.config import GRID_RESUME_MAY_CHANGE, RESUME_MAY_CHANGE, SECRETS, public
+    from configuration.flags import GRID_RESUME_MAY_CHANGE, RESUME_MAY_CHANGE, SECRETS, public
 
     assert RESUME_MAY_CHANGE == {"address", "device", "progress", "log_every", "wandb", "replay", "json",
                                  "replay_password_file"}
@@ -215,7 +215,7 @@ def test_what_a_resume_may_change_and_what_is_masked_derive_from_the_fields_role
 
 
 def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line(monkeypatch):
-    from driver.config import restore_password
+    from configuration.flags import restore_password
 
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
     assert restore_password("memory", "run") == "memory"
@@ -237,14 +237,14 @@ def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line
     ("redis://:hun/ter2@h:6379/0", "redis://***@h:6379/0"),
 ])
 def test_every_form_of_a_redis_password_is_masked(url, shown):
-    from driver.config import public
+    from configuration.flags import public
     from replay_service.local_redis import redact
 
     assert redact(url) == shown and "hunter2" not in public({"replay": url})["replay"]
 
 
 def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(tmp_path, monkeypatch):
-    from driver.config import restore_password
+    from configuration.flags import restore_password
     from replay_service.local_redis import RedisSetupError, with_password
 
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
@@ -263,8 +263,8 @@ def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(t
 
 
 def test_help_shows_every_flag_once_in_its_group():
-    from driver.cli import HELP_GROUPS, help_group
-    from driver.config import ALGOS, FIELDS
+    from configuration.cli import HELP_GROUPS, help_group
+    from configuration.flags import ALGOS, FIELDS
 
     listed = [name for names in HELP_GROUPS.values() for name in names]
     assert len(listed) == len(set(listed))  # a field in two groups

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from driver.config import Config, resolve
+from configuration.flags import Config, resolve
 from driver.run import Run
 
 pytestmark = pytest.mark.integration

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from driver.cli import build_parser
-from driver.config import ConfigError
-from driver.grid import grid_from_args, parse_seeds
+from configuration.cli import build_parser
+from configuration.flags import ConfigError
+from launcher.grid import describe_grid, grid_from_args, parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = ["--env", "CliffWalk", "--actors", "1", "--envs-per-actor", "2", "--total-steps", "3000",
@@ -75,7 +75,7 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert (dqn["bandit_returns"], dqn["eps_decay_steps"]) == ("minmax", 10_000)
     assert dqn["variant"] == "eps-decay-steps=10000"
     # a serial run is one process: its placement group is its learner's bundle alone
-    from driver.grid import _actor_bundles
+    from launcher.grid import _actor_bundles
 
     assert _actor_bundles(beta) == 0 and _actor_bundles({**beta, "runtime": "ray"}) == beta["actors"]
     grid.write_spec()
@@ -106,7 +106,7 @@ def test_a_serial_grid_run_is_computed_again_by_its_command(ray_cluster, tmp_pat
     a serial run gives the same evaluations as in the grid."""
     import shlex
 
-    from driver.main import main
+    from launcher.main import main
     from reporting.report import write_report
 
     args = args_of(["--algo", "beta_dqn", "--bandit-returns", "minmax,raw", *SHORT, "--runtime", "serial",
@@ -225,7 +225,7 @@ from ray.cluster_utils import Cluster
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "resources": {"learner": 2}})
 worker = cluster.add_node(num_cpus=2)
 cluster.wait_for_nodes()
-from driver.main import main
+from launcher.main import main
 status = main(sys.argv[2:] + ["--address", cluster.address, "--out", sys.argv[1]])
 print(json.dumps({"status": status, "head": cluster.head_node.node_id, "worker": worker.node_id}), file=sys.stderr)
 cluster.shutdown()
@@ -314,7 +314,7 @@ def test_a_grid_file_that_cannot_be_written_is_one_line(ray_cluster, tmp_path, m
     import errno
 
     import driver.outputs
-    from driver.main import main
+    from launcher.main import main
 
     real_replace = os.replace
 
@@ -332,7 +332,6 @@ def test_a_grid_file_that_cannot_be_written_is_one_line(ray_cluster, tmp_path, m
 
 
 def test_a_grid_ends_with_a_table_for_people(tmp_path):
-    from driver.outputs import describe_grid
 
     runs = [{"name": f"CliffWalk_beta_dqn_bandit-returns=raw_s{s}", "env": "CliffWalk", "algo": "beta_dqn",
              "variant": "bandit-returns=raw", "seed": s, "status": "done", "env_steps_per_s": 2000.0,
@@ -351,7 +350,7 @@ def test_a_grid_ends_with_a_table_for_people(tmp_path):
 
 
 def test_a_long_variant_gives_a_short_unique_name():
-    from driver.config import run_name
+    from configuration.flags import run_name
 
     a, b = "bandit-window=" + "1" * 300, "bandit-window=" + "1" * 299 + "2"
     assert len(run_name("CliffWalk", "beta_dqn", 0, a)) < 255
@@ -365,7 +364,7 @@ def test_a_run_whose_replay_died_with_it_starts_over_and_a_refusal_crosses_proce
     grid as itself (not retried), not as an unpicklable wrapper (which was retried)."""
     import pickle
 
-    from driver.grid import _resumable, _retryable
+    from launcher.grid import _resumable, _retryable
 
     assert _resumable({"replay": "memory", "replay_persist": False})
     assert _resumable({"replay": "redis://h:1", "replay_persist": False})

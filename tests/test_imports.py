@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("actors", "driver", "learner", "methods", "replay_service", "meta_controller", "reporting", "bench")
+# the packages from the ground up: a module imports from its own package and from the floors below it only
+FLOORS = (("replay_service", "meta_controller"), ("methods",), ("learner", "actors"), ("configuration",),
+          ("reporting",), ("driver",), ("launcher",), ("bench",))
+PACKAGES = tuple(package for floor in FLOORS for package in floor)
+ENTRY_POINTS = {"learner.main": "launcher.main", "learner.report": "reporting.report"}  # shims: all they import
 
 
 def modules() -> dict[str, Path]:
@@ -77,34 +81,39 @@ def test_the_finder_finds_a_cycle_through_an_import_inside_a_function():
 
 def test_no_module_of_the_project_is_part_of_an_import_cycle():
     graph = import_graph()
-    assert "driver.config" in graph and "driver.cli" in graph["driver.grid"]  # the walk sees the project
+    assert "configuration.flags" in graph and "configuration.cli" in graph["launcher.grid"]  # the walk sees the project
     found = cycles(graph)
     detail = "; ".join(" -> ".join(c) for c in found)
     assert not found, f"import cycles: {detail}"
 
 
-def test_layers_point_down_only_the_entry_points_reach_the_driver():
-    """learner/, methods/, actors/, replay_service/ and meta_controller/ never import the driver (the CLI,
-    config, run loop) or the reporting: only the entry points `learner.main` and `learner.report` do."""
+def test_every_import_between_packages_points_down_but_the_two_entry_points():
+    """A module imports from its own package or from a lower floor of `FLOORS` (packages of one floor do not
+    import each other); only the entry points `learner.main` and `learner.report` reach up, each to the one
+    module it stands for."""
     graph = import_graph()
-    entry_points = {"learner.main", "learner.report"}
-    below = ("actors", "learner", "methods", "replay_service", "meta_controller")
-    upward = {(m, t) for m, targets in graph.items() if m.split(".")[0] in below and m not in entry_points
-              for t in targets if t.split(".")[0] in ("driver", "reporting")}
-    assert not upward, f"imports of the driver or the reporting from below them: {sorted(upward)}"
+    floor = {package: n for n, packages in enumerate(FLOORS) for package in packages}
+    upward = {(m, t) for m, targets in graph.items() for t in targets
+              if m.split(".")[0] != t.split(".")[0] and floor[t.split(".")[0]] >= floor[m.split(".")[0]]}
+    shims = set(ENTRY_POINTS.items())
+    assert upward == shims, f"imports that do not point down: {sorted(upward - shims)}"
+    assert graph["learner.main"] == {"launcher.main"} and graph["learner.report"] == {"reporting.report"}
+
+
+LEARNING_HELPERS = ("methods.td", "methods.networks")  # the torch modules shared by the methods' learning
 
 
 def acting_modules(graph) -> set[str]:
-    """The methods' torch-free modules: the registry, the contracts, the shared ε-greedy helpers and every
-    module of a method's folder but its learning."""
-    return {m for m in graph if m == "methods" or (m.startswith("methods.") and m != "methods.td"
+    """The methods' torch-free modules: the registry, the contracts, the shared ε-greedy helpers, the networks'
+    numpy forward pass and every module of a method's folder but its learning."""
+    return {m for m in graph if m == "methods" or (m.startswith("methods.") and m not in LEARNING_HELPERS
                                                     and not m.endswith(".learning"))}
 
 
 def test_actors_reach_into_the_methods_only_for_their_acting():
     graph = import_graph()
     torch_free = acting_modules(graph)
-    assert {"methods.contracts", "methods.exploration", "methods.beta_dqn.acting"} <= torch_free
+    assert {"methods.contracts", "methods.exploration", "methods.numpy_net", "methods.beta_dqn.acting"} <= torch_free
     reached = {(m, t) for m, targets in graph.items() if m.startswith("actors.") for t in targets
                if t.split(".")[0] in ("learner", "methods") and t not in torch_free}
     assert not reached, f"actors import learning modules: {sorted(reached)}"
@@ -126,7 +135,7 @@ METHOD_NAMES = re.compile(r"(?i)(?<![a-z])(lesson|bootstrapped|option|cliffwalk)
 # where the shared code still names a method or an environment in its code (not its comments): the names it may
 # use there, and why
 NAMES_ALLOWED = {
-    "driver/config.py": ({"cliffwalk"}, "the help of --gamma and --eps-decay-steps names CliffWalk's defaults"),
+    "configuration/flags.py": ({"cliffwalk"}, "the help of --gamma and --eps-decay-steps names CliffWalk's defaults"),
     "replay_service/codec.py": ({"option"}, "schema 2 records, written before the extras, carry an option"),
     "reporting/results.py": ({"bootstrapped", "lesson"}, "Table 1's column order is the paper's"),
 }

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from driver.config import Config, resolve
+from configuration.flags import Config, resolve
 from driver.run import Run
 
 pytestmark = pytest.mark.integration

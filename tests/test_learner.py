@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from driver.config import Config, resolve, settings
+from configuration.flags import Config, resolve, settings
 from learner.learner import Eager, GradientStep, Graphed, Learner, LearnerSettings, OverlappedStep
 from learner.packed import PackedLearner
 

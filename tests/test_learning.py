@@ -14,7 +14,7 @@ import csv
 
 import pytest
 
-from driver.config import Config, resolve
+from configuration.flags import Config, resolve
 from driver.run import train
 
 pytestmark = pytest.mark.learning

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from driver.config import ALGOS, Config, method_settings, public
+from configuration.flags import ALGOS, Config, method_settings, public
 from methods import METHODS, acting, algorithm
 from methods.contracts import Acting, Algorithm
 

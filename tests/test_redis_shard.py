@@ -95,9 +95,9 @@ def test_invalid_records_are_counted_and_the_batch_keeps_its_size(redis_url):
 
 def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
     from actors.actor import Actor, ActorSettings
-    from driver.config import Config, resolve, settings
-    from learner.networks import make_network, to_numpy
+    from configuration.flags import Config, resolve, settings
     from meta_controller.bandit import SlidingWindowBandit
+    from methods.networks import make_network, to_numpy
 
     # 2 envs × 300 steps: past CliffWalk's 100-step limit, so every env ends episodes whatever the policy
     cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, wandb="disabled"))
@@ -119,7 +119,7 @@ def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
 def test_serial_runs_on_redis_are_deterministic_and_keep_the_password_out(redis_url, tmp_path):
     import json
 
-    from driver.config import Config, resolve
+    from configuration.flags import Config, resolve
     from driver.run import train
 
     password = redis_url.split(":")[2].split("@")[0]
@@ -184,7 +184,7 @@ def test_a_damaged_ring_stops_the_run_with_one_line_and_a_checkpoint(redis_url, 
     import threading
     import time
 
-    from driver.config import Config, resolve
+    from configuration.flags import Config, resolve
     from driver.run import Run
 
     cfg, spec = resolve(Config(env="CliffWalk", runtime="serial", actors=1, envs_per_actor=2, replay=redis_url,

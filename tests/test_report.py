@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from driver.config import Config, resolve
+from configuration.flags import Config, resolve
 from reporting import stats
 from reporting.report import ReportError, write_report
 from reporting.report import main as report_main
@@ -689,7 +689,7 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
                                                                                                 "minmax", 1]) == ""
     # records' commands that leave --bandit-returns out ran min-max (LEGACY), whatever the default becomes; and a
     # β-DQN run's command names it from now on
-    from driver.config import run_command
+    from configuration.flags import run_command
 
     config = dict(runs["MinAtar/Asterix", "minmax", 0].config)
     assert "--bandit-returns minmax" in run_command(config) and "--bandit-returns" not in run_command(

@@ -12,8 +12,8 @@ import time
 import pytest
 import torch
 
-from driver.cli import resume_config
-from driver.config import resolve
+from configuration.flags import resolve
+from driver.resume import resume_config
 from driver.run import Run
 
 pytestmark = pytest.mark.integration
@@ -87,7 +87,7 @@ def test_a_lost_redis_local_replay_is_refused_and_no_server_outlives_its_run(tmp
 def test_a_redis_namespace_belongs_to_one_run(tmp_path, redis_url, capsys):
     """Another run directory's --run-id is not taken by --overwrite alone; taken with --take-run-id, the run that
     owned it can no longer resume on it (its rings carry another claim), said in one line."""
-    from driver.main import main
+    from launcher.main import main
 
     saved = start_and_kill(tmp_path / "owner", redis_url)
     run_id, claim = saved["config"]["run_id"], saved["replay_claim"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from driver.main import main
+from launcher.main import main
 
 SHORT = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "2", "--total-steps",
          "1200", "--learning-starts", "400", "--eval-every", "600", "--eval-episodes", "2", "--checkpoint-every",
@@ -165,7 +165,7 @@ def test_an_edited_config_json_is_refused_on_resume(finished, tmp_path, capsys, 
 
 
 def test_a_grid_starts_over_only_a_grids_earlier_attempt(tmp_path):
-    from driver.grid import _made_by_a_grid
+    from launcher.grid import _made_by_a_grid
 
     run = tmp_path / "CliffWalk_dqn_s0"
     run.mkdir()
@@ -374,7 +374,7 @@ def test_a_run_that_could_not_start_lets_go_of_its_run_id(redis_url, tmp_path, c
     import redis
 
     import driver.run
-    from driver.config import ConfigError
+    from configuration.flags import ConfigError
 
     real_build = driver.run.build
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from driver.config import Config, resolve
+from configuration.flags import Config, resolve
 from driver.state import RunState
 
 

@@ -5,7 +5,7 @@ and calls the run makes, and on a real offline run read back with wandb's own re
 import sys
 import types
 
-from driver.config import Config, resolve
+from configuration.flags import Config, resolve
 from driver.run import train
 
 

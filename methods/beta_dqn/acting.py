@@ -21,6 +21,7 @@ from methods.beta_dqn.policies import (
 )
 from methods.contracts import BaseActing, Episode
 from methods.exploration import argmax_random_tie
+from methods.numpy_net import NumpyNet, acting_values
 
 BASIC = ("argmin_beta", "argmax_q")  # the paper's basic policies besides pure exploitation (the main one)
 
@@ -53,8 +54,10 @@ class BetaDQN(BaseActing):
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         return SlidingWindowBandit, (len(self.arms), self.cfg.bandit_window, seed, self.cfg.bandit_returns)
 
-    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """β's logits as probabilities β(·|s)."""
+    def outputs(self, nets: dict[str, NumpyNet], obs: np.ndarray,
+                arms: list[int | None] | None = None) -> dict[str, np.ndarray]:
+        """Q(s,·) and β's logits as probabilities β(·|s)."""
+        raw = acting_values(nets, obs)
         logits = raw["beta"]
         z = np.exp(logits - logits.max(axis=-1, keepdims=True))
         return {**raw, "beta": z / z.sum(axis=-1, keepdims=True)}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from learner.networks import make_network
 from methods.dqn import learning as dqn
+from methods.networks import make_network
 from methods.td import bootstrap, td_loss
 
 

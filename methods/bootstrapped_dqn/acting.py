@@ -10,6 +10,7 @@ from meta_controller.bandit import ArmSource, UniformArm
 from methods.contracts import Episode
 from methods.dqn.acting import EpsilonGreedy
 from methods.exploration import argmax_random_tie, epsilon_greedy
+from methods.numpy_net import NumpyNet, acting_values
 
 
 def majority_vote(q_heads: np.ndarray, rng: np.random.Generator) -> int:
@@ -25,8 +26,10 @@ class HeadPerEpisode(EpsilonGreedy):
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         return UniformArm, (self.cfg.boot_heads, seed)
 
-    def heads(self, arms: list[int | None]) -> list[int] | None:
-        return [arm or 0 for arm in arms]
+    def outputs(self, nets: dict[str, NumpyNet], obs: np.ndarray,
+                arms: list[int | None] | None = None) -> dict[str, np.ndarray]:
+        """Every head's Q (N, K, A) in evaluation; acting, only each row's episode head's (N, A)."""
+        return acting_values(nets, obs, None if arms is None else [arm or 0 for arm in arms])
 
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:

@@ -2,7 +2,7 @@
 
 Head k's target is y_k = r + γ (1 − terminated) max_a′ Q⁻_k(s′,a′) from its own target head. Mask
 probability p = 1: every head trains on every sample; the heads' losses are summed and the shared
-layer's gradient is scaled by 1/K (`learner.networks.HeadsNet`). Acting
+layer's gradient is scaled by 1/K (`methods.networks.HeadsNet`). Acting
 (`acting.py`): one head per training episode, drawn uniformly, ε-greedy on it;
 evaluation: the heads' majority vote.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from learner.networks import make_network
 from methods.dqn.learning import acting_networks, targets
+from methods.networks import make_network
 from methods.td import bootstrap, td_loss
 
 __all__ = ["acting_networks", "loss", "networks", "targets"]

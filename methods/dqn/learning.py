@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from learner.networks import make_network
+from methods.networks import make_network
 from methods.td import bootstrap, td_loss
 
 

@@ -9,14 +9,16 @@ import numpy as np
 
 from methods.contracts import BaseActing, Episode
 from methods.lesson.options import LESSON_OPTIONS, lesson_act
+from methods.numpy_net import NumpyNet, acting_values
 from replay_service.schema import Field
 
 
 class Lesson(BaseActing):
     extras = (Field("option", "int8", 0, len(LESSON_OPTIONS) - 1),)  # the option each step was taken under
-    def outputs(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def outputs(self, nets: dict[str, NumpyNet], obs: np.ndarray,
+                arms: list[int | None] | None = None) -> dict[str, np.ndarray]:
         """The option network's one torso, two heads: Q_Ω(s,·) and the termination probabilities β_ω(s)."""
-        out = dict(raw)
+        out = acting_values(nets, obs)
         option = out.pop("option")
         half = option.shape[-1] // 2
         out["option_q"], out["termination"] = option[..., :half], 0.5 * (1.0 + np.tanh(0.5 * option[..., half:]))

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import torch
 
-from learner.networks import make_network
 from methods.dqn import learning as dqn
 from methods.lesson.options import LESSON_OPTIONS, TERMINATION_CLIP
+from methods.networks import make_network
 from methods.rnd import learning as rnd
 from methods.td import bootstrap, td_loss
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from learner.networks import RunningMeanStd, make_network
 from methods.dqn.learning import acting_networks, q_loss, targets
+from methods.networks import RunningMeanStd, make_network
 
 __all__ = ["acting_networks", "fixed", "intrinsic_reward", "loss", "networks", "targets"]
 

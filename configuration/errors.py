@@ -7,7 +7,7 @@ import argparse
 import sys
 import typing
 
-from driver.config import ConfigError
+from configuration.flags import ConfigError
 
 USER_ERROR = 2  # the exit status of a user's mistake, in every command (argparse's own)
 

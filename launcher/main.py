@@ -13,9 +13,10 @@ import sys
 import threading
 from pathlib import Path
 
-from driver.cli import PROG, build_parser, parse_config, resume_config
-from driver.config import ConfigError, OutputError, resolve
-from driver.errors import user_error
+from configuration.cli import PROG, build_parser, parse_config
+from configuration.errors import user_error
+from configuration.flags import ConfigError, OutputError, resolve
+from driver.resume import resume_config
 from driver.state import where_to_continue
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
@@ -81,8 +82,7 @@ def _quiet_stdout(log: Path):
 
 def _grid(argv: list[str] | None) -> int | None:
     """Run a grid if the command line asks for one (lists, --seeds, or --resume of a grid directory)."""
-    from driver.grid import grid_from_args, is_grid
-    from driver.outputs import describe_grid
+    from launcher.grid import describe_grid, grid_from_args, is_grid
 
     args = vars(build_parser().parse_args(argv))
     if not is_grid(args):

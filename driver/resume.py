@@ -1,118 +1,24 @@
-"""The command line of `python -m learner.main`: one flag per `Config` field (a comma list of a flag that
-changes what a run computes is a grid axis), and `--resume DIR`'s saved configuration."""
+"""`--resume DIR`: the run's saved configuration (flags given again must agree with it) and its checkpoint,
+both checked before anything starts."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import typing
 from pathlib import Path
 
-from driver.config import (
-    ALGOS,
-    AXES,
+from actors.envs import env_spec
+from configuration.cli import build_parser
+from configuration.flags import (
     CHECKPOINT_FORMAT,
-    FIELDS,
     RESUME_MAY_CHANGE,
     Config,
     ConfigError,
     flag,
-    flag_text,
     restore_password,
     with_legacy,
 )
-from driver.errors import OneLineParser
 from driver.outputs import metrics_until
-
-PROG = "python -m learner.main"
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
-
-
-def _axis(conv):
-    """A converter that reads a comma list as a grid axis: the list of the converted values."""
-
-    def convert(text: str):
-        if "," not in text:
-            return conv(text)
-        if any(not v.strip() for v in text.split(",")):
-            raise argparse.ArgumentTypeError(f"an empty item in the list {text!r}")
-        values = [conv(v.strip()) for v in text.split(",")]
-        repeated = [v for i, v in enumerate(values) if v in values[:i]]
-        if repeated:
-            raise argparse.ArgumentTypeError(f"{flag_text(repeated[0])!r} appears twice in the list {text!r}")
-        return values
-
-    convert.__name__ = conv.__name__  # argparse names it in "invalid <type> value"
-    return convert
-
-
-# `--help` in groups, each flag once; a method's own flags (and the shared ones whose roles name some methods, as
-# the ε schedule) are "the method", whatever their group here would be. tests/test_cli.py checks that every field
-# is in exactly one group.
-HELP_GROUPS = {
-    "what to run": ("env", "algo", "seed", "seeds", "total_steps", "runtime", "actors", "envs_per_actor",
-                    "chunk_steps", "resume"),
-    "the method": (),
-    "replay": ("replay", "replay_shards", "replay_capacity", "replay_password_file", "replay_timeout",
-               "replay_persist", "run_id", "take_run_id"),
-    "cluster and resources": ("address", "actor_cpus", "learner_cpus", "learner_gpus", "retries", "pack_seeds"),
-    "learner": ("device", "learner_threads", "beta_thread", "cuda_graphs", "batch_size", "replay_ratio",
-                "target_update", "learning_starts", "gamma", "lr", "loss", "publish_every"),
-    "evaluation": ("eval_every", "eval_episodes", "eval_epsilon"),
-    "outputs": ("out", "overwrite", "checkpoint_every", "log_every", "wandb", "wandb_project", "progress", "json"),
-    "set by a grid for its runs": ("grid", "variant"),
-}
-
-
-def help_group(name: str) -> str:
-    """The `--help` group of field `name` (`HELP_GROUPS`)."""
-    if FIELDS[name].metadata["algos"] != ALGOS:
-        return "the method"
-    return next((group for group, names in HELP_GROUPS.items() if name in names), "")
-
-
-def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
-    """learner.main's flags, one per Config field, in `--help`'s groups; `defaults=False`: a flag not given is
-    absent from the result (the fields a command names, e.g. a recorded run's)."""
-    parser = OneLineParser(prog=PROG, usage=f"{PROG} [--FLAG VALUE ...]", description=_DESCRIPTION, epilog=_EPILOG,
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    groups = {title: parser.add_argument_group(title) for title in HELP_GROUPS}
-    hints = typing.get_type_hints(Config)
-    for f in dataclasses.fields(Config):
-        kind = hints[f.name]
-        if kind is bool:
-            conv = _bool
-        elif kind in (int, float, str):
-            conv = kind
-        else:  # float | None
-            conv = float
-        whose = f.metadata["algos"]
-        groups[help_group(f.name)].add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
-                            default=f.default if defaults else argparse.SUPPRESS,
-                            metavar=f.name.upper() if conv is not _bool else "BOOL",
-                            help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {', '.join(whose)}]"))
-    return parser
-
-
-_DESCRIPTION = ("Train one run of a method on an environment, or a grid of runs; --resume DIR continues one. "
-                "Every default is the specification's. The flags, by group (a method's own say which methods read "
-                "them); docs/running.md explains each.")
-_EPILOG = ("A grid: any flag that changes what a run computes, given as a comma list, is an axis, and --seeds "
-           "lists seeds; every combination runs (e.g. --algo beta_dqn,dqn --bandit-returns minmax,raw --seeds "
-           "0-9). A flag a method does not read keeps its default for that method's runs.")
-
-
-def parse_config(argv: list[str] | None = None) -> Config:
-    args = build_parser().parse_args(argv)
-    return Config(**vars(args))
 
 
 def _check_directory(run_dir: Path, saved: dict) -> None:
@@ -164,8 +70,6 @@ def _check_checkpoint(ckpt: dict, saved: dict, path: Path) -> None:
         raise bad(f"its wall_seconds is {wall!r}, not a number of seconds")
     visits = ckpt.get("visits")
     if visits is not None:
-        from actors.envs import env_spec
-
         cells = env_spec(saved["env"]).obs_shape[0]
         if not (isinstance(visits, list) and len(visits) == cells and all(_count(v) for v in visits)):
             raise bad(f"its state visits are not a list of {cells} counts")
@@ -198,7 +102,7 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     path = run_dir / "checkpoint.pt"
     if not path.is_file():
         raise ConfigError("resume", f"no checkpoint.pt in {args['resume']!r}")
-    import torch
+    import torch  # here, not at the top: 2-5 s to import, which a mistyped command line does not wait for
 
     try:
         # tensors and plain data only (nothing is unpickled), onto the CPU (a GPU run can resume on a CPU)

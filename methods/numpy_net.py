@@ -1,4 +1,4 @@
-"""The forward pass of `learner.networks` in numpy, from published parameters.
+"""The forward pass of `methods.networks` in numpy, from published parameters.
 
 Actors act with this so that they never import torch (startup time and memory per process);
 `tests/test_networks.py` checks it equals torch's forward.
@@ -13,7 +13,7 @@ SMALL_BATCH = 3  # up to this many rows, a row-by-row matrix–vector product be
 
 
 def unflatten(weights: dict) -> dict[str, dict[str, np.ndarray]]:
-    """`learner.networks.flat_weights`' buffer as {network: {parameter: array}} (views, no copy).
+    """`methods.networks.flat_weights`' buffer as {network: {parameter: array}} (views, no copy).
     A dict that is already per network passes through."""
     if "flat" not in weights:
         return weights

@@ -140,7 +140,7 @@ def to_numpy(net: nn.Module) -> dict[str, np.ndarray]:
 
 def flat_weights(nets: dict[str, nn.Module]) -> dict:
     """Every network's parameters in one float32 buffer (one device-to-host copy, one object to share:
-    half the cost of sharing a dict of arrays) with its layout; `actors.numpy_net.unflatten` reads it."""
+    half the cost of sharing a dict of arrays) with its layout; `methods.numpy_net.unflatten` reads it."""
     layout, tensors = [], []
     for name, net in nets.items():
         for key, value in net.state_dict().items():

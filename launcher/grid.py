@@ -21,10 +21,11 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
-from driver.cli import build_parser, resume_config
-from driver.config import (
+from configuration.cli import build_parser
+from configuration.flags import (
     FIELDS,
     GRID_RESUME_MAY_CHANGE,
     LEGACY,
@@ -42,10 +43,12 @@ from driver.config import (
 )
 from driver.outputs import write_whole
 from driver.pack import PER_SEED
+from driver.resume import resume_config
 from driver.runtime import sigterm_interrupts
 from driver.state import RUN_FILES
 from replay_service.local_redis import RedisSetupError, parse_urls, with_password
 from replay_service.redis_shard import ReplayDamaged
+from reporting.results import column_label, metric
 
 GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
@@ -558,3 +561,26 @@ def grid_from_args(args: dict) -> Grid:
         raise ConfigError("out", f"{taken[0]} already holds a run, and the new grid would write there: give the "
                                  "grid another --out")
     return grid
+
+
+def describe_grid(summary: dict, grid_dir: Path) -> str:
+    """A grid's table for a person: per environment and column, the seeds done and the final scores."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in summary["runs"]:
+        groups.setdefault((row["env"], row["algo"], row["variant"]), []).append(row)
+    lines = [f"grid {summary['grid']}: {summary['done']} of {summary['total']} runs done, {summary['failed']} "
+             f"failed, {summary['wall_seconds']:.0f} s", "",
+             f"{'environment':<22} {'column':<44} {'done':>6} {'final score: mean [min, max]':>30} {'steps/s':>8}"]
+    for (env, algo, variant), rows in groups.items():
+        key = metric(env)
+        scores = [r["final_eval"][key] for r in rows if r.get("final_eval", {}).get(key) is not None]
+        rates = [r["env_steps_per_s"] for r in rows if "env_steps_per_s" in r]
+        score = f"{np.mean(scores):.2f} [{min(scores):.2f}, {max(scores):.2f}]" if scores else "—"
+        lines.append(f"{env:<22} {column_label((algo, variant)):<44} {len(scores):>3}/{len(rows):<2} {score:>30} "
+                     f"{np.mean(rates) if rates else 0:>8,.0f}")
+    failed = [f"  {r['name']}: {r.get('error', r['status'])}" for r in summary["runs"] if r["status"] == "failed"]
+    if failed:
+        lines += ["", "failed:", *failed]
+    lines += ["", f"outputs: {grid_dir}/ (grid_summary.json; a directory per run)",
+              f"report:  python -m learner.report {grid_dir}"]
+    return "\n".join(lines)
