@@ -19,18 +19,24 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from actors.actor import Actor, ActorSettings  # noqa: E402
+from bench.machine import machine  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
+from configuration.flags import Config, resolve, settings  # noqa: E402
+from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
+from meta_controller.bandit import FixedArm, SlidingWindowBandit  # noqa: E402
+from methods.numpy_net import NumpyNet  # noqa: E402
+from replay_service.buffer import ReplayBuffer  # noqa: E402
 
 
 def learner_rows(env: str, device: str, updates: int) -> list[dict]:
-    import numpy as np
-    import torch
 
-    from configuration.flags import Config, resolve, settings
-    from learner.learner import Learner, LearnerSettings, pick_device
 
     torch.set_num_threads(1)
     variants = [("dqn", False, False), ("beta_dqn", False, False), ("beta_dqn", True, False)]
@@ -71,13 +77,6 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
 def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)) -> list[dict]:
     """One actor's `collect` in this process, per algorithm and envs per actor in `layouts` (β-DQN's bandit
     asked once per episode, as the serial runner does: a call costs nothing here)."""
-    from actors.actor import Actor, ActorSettings
-    from configuration.flags import Config, resolve, settings
-    from learner.learner import Learner, LearnerSettings
-    from meta_controller.bandit import FixedArm, SlidingWindowBandit
-    from methods.numpy_net import NumpyNet
-    from replay_service.buffer import ReplayBuffer
-
     rows = []
     for algo in ("beta_dqn", "dqn"):
         for epa in layouts:
@@ -133,7 +132,6 @@ def main(argv=None) -> int:
     p.add_argument("--actor-seconds", type=float, default=2.0, help="per actor configuration; 0 skips them")
     p.add_argument("--out", default="")
     args = p.parse_args(argv)
-    import torch
 
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
     if device == "auto":
@@ -151,7 +149,6 @@ def main(argv=None) -> int:
     for r in actors:
         print(f"{r['algo']} | {r['envs_per_actor']} | {r['env_steps_per_s']:.0f} | {r['us_per_step']:.0f} | "
               f"{r['forward_share']:.0%} | {r['env_share']:.0%} | {r['rest_share']:.0%}")
-    from bench.machine import machine
 
     result = {"env": args.env, "machine": machine(), "learner": learner, "actor": actors,
               "command": "python bench/breakdown.py " + " ".join(argv if argv is not None else sys.argv[1:])}

@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
+from configuration.flags import Config, resolve  # noqa: E402
+from driver.run import Run  # noqa: E402
 
 ALGOS = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")
 PAPER_COST = {"dqn": 100.0, "bootstrapped_dqn": 195.34, "ez_greedy": 94.32, "rnd": 152.57, "lesson": 371.07,
@@ -36,9 +38,6 @@ PAPER_COST = {"dqn": 100.0, "bootstrapped_dqn": 195.34, "ez_greedy": 94.32, "rnd
 
 
 def one_run(args, algo: str) -> dict:
-    from configuration.flags import Config, resolve
-    from driver.run import Run
-
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = resolve(Config(
             env=args.env, algo=algo, seed=args.seed, runtime=args.runtime, actors=args.actors,

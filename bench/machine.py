@@ -8,17 +8,16 @@ import subprocess
 import time
 from pathlib import Path
 
+import gymnasium
+import numpy
 import psutil
+import ray
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def machine() -> dict:
-    import gymnasium
-    import numpy
-    import ray
-    import torch
-
     cpu = platform.processor() or ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -29,21 +29,24 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
+from configuration.cli import build_parser  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
+from configuration.flags import Config, resolve, settings  # noqa: E402
+from launcher.grid import grid_from_args  # noqa: E402
+from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
+from learner.packed import PackedLearner  # noqa: E402
 
 
 def learner_rates(args, k: int, device) -> dict:
     """Aggregate seed-updates/s of K seeds, packed and solo (in turn), on the same batches."""
-    import numpy as np
-    import torch
 
-    from configuration.flags import Config, resolve, settings
-    from learner.learner import Learner, LearnerSettings
-    from learner.packed import PackedLearner
 
     cfg, spec = resolve(Config(env=args.env, algo=args.algo, wandb="disabled", device=str(device)))
     cfgs = [dataclasses.replace(cfg, seed=s) for s in range(k)]
@@ -86,9 +89,6 @@ def learner_rates(args, k: int, device) -> dict:
 
 def end_to_end(args, k: int, packed: bool, gpus: int) -> dict:
     """A grid of K seeds, packed or solo; aggregate rates."""
-    from configuration.cli import build_parser
-    from launcher.grid import grid_from_args
-
     cpus = os.cpu_count()
     # all K solo runs at once: each declares 1/K of the machine, half for its learner, half for its actors
     learner_cpus = cpus / (2 * k)
@@ -144,9 +144,7 @@ def parse(argv=None):
 
 
 def main(argv=None) -> int:
-    import torch
 
-    from learner.learner import pick_device
 
     args = parse(argv)
     device = pick_device(args.device)

@@ -21,19 +21,24 @@ import time
 from pathlib import Path
 
 import numpy as np
+import ray
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from actors.envs import env_spec, make_env  # noqa: E402
+from bench.machine import machine  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
+from configuration.flags import Config, resolve, settings  # noqa: E402
+from driver.run import Run  # noqa: E402
+from replay_service.buffer import ReplayBuffer, make_packer  # noqa: E402
+from replay_service.client import concat, split_batch  # noqa: E402
+from replay_service.redis_replay import RedisReplay, RedisSettings  # noqa: E402
 
 CONFIGS = [("memory", 1), ("memory", 4), ("redis-local", 1), ("redis-local", 4)]
 
 
 def real_chunks(env: str, n_chunks: int, chunk: int = 64):
-    from actors.envs import env_spec, make_env
-    from replay_service.buffer import make_packer
-
     spec = env_spec(env)
     packer = make_packer(spec)
     e, rng = make_env(env, seed=0), np.random.default_rng(0)
@@ -55,12 +60,7 @@ def real_chunks(env: str, n_chunks: int, chunk: int = 64):
 
 
 def micro(args, kind: str, shards: int) -> dict:
-    import ray
 
-    from configuration.flags import Config, resolve, settings
-    from replay_service.buffer import ReplayBuffer
-    from replay_service.client import concat, split_batch
-    from replay_service.redis_replay import RedisReplay, RedisSettings
 
     spec, packer, chunks = real_chunks(args.env, args.chunks)
     n = sum(len(c["action"]) for c in chunks)
@@ -110,9 +110,6 @@ def micro(args, kind: str, shards: int) -> dict:
 
 
 def learner_wait(args, kind: str, shards: int) -> dict:
-    from configuration.flags import Config, resolve
-    from driver.run import Run
-
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = resolve(Config(env=args.env, actors=32, total_steps=5000 + args.run_steps, replay=kind,
                                    replay_shards=shards, eval_every=10**9, eval_episodes=1, wandb="disabled",
@@ -131,9 +128,7 @@ def main(argv=None) -> int:
     p.add_argument("--run-steps", type=int, default=15_000, help="steady-state steps of each 32-actor run; 0: none")
     p.add_argument("--out", default="")
     args = p.parse_args(argv)
-    import ray
 
-    from bench.machine import machine
 
     info = machine()
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)

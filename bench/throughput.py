@@ -34,16 +34,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# every actor's lines in the log, not deduplicated: read when Ray is imported
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
+from bench.breakdown import actor_rows  # noqa: E402
 from bench.machine import machine  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
+from configuration.flags import Config, resolve, settings  # noqa: E402
+from driver.run import Run  # noqa: E402
+from driver.runtime import RayBackend, build, make_replay  # noqa: E402
+from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
 
 ALGOS = ("beta_dqn", "dqn")
 
 
 def config(args, algo: str, actors: int, out: str, arm_exchange: str = "auto"):
-    from configuration.flags import Config, resolve
-
     extra = {"envs_per_actor": args.envs_per_actor} if args.envs_per_actor else {}
     cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps, **extra,
                  arm_exchange=arm_exchange,
@@ -54,8 +59,6 @@ def config(args, algo: str, actors: int, out: str, arm_exchange: str = "auto"):
 
 def end_to_end(args, algo: str, actors: int) -> dict:
     """One training run; its steady-state rates, learner time split, staleness, startup and memory."""
-    from driver.run import Run
-
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = config(args, algo, actors, tmp)
         summary = Run(cfg, spec).run()
@@ -73,10 +76,6 @@ def end_to_end(args, algo: str, actors: int) -> dict:
 def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str = "auto") -> dict:
     """The actors with the learner paused: every actor collects chunks back to back for `seconds` (β-DQN: and
     how late the bandit's arms were, `SlidingWindowBandit.lag`)."""
-    from configuration.flags import settings
-    from driver.runtime import RayBackend, build, make_replay
-    from learner.learner import Learner, LearnerSettings
-
     lag = None
     with tempfile.TemporaryDirectory() as tmp:
         cfg, spec = config(args, algo, actors, tmp, arm_exchange)
@@ -110,15 +109,12 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
 def actors_alone(args, actors: int) -> dict:
     """The actors' β-DQN/DQN cost ratio on Ray (learner paused; β-DQN with each `--arm-exchange`) against the
     same ratio for one actor in this process (no Ray, no round trips)."""
-    from bench.breakdown import actor_rows
-
     rows = [actors_only(args, "beta_dqn", actors, args.actor_seconds, "chunk"),
             actors_only(args, "dqn", actors, args.actor_seconds),
             actors_only(args, "beta_dqn", actors, args.actor_seconds, "episode")]
     for r in rows:
         print(f"  actors alone: {r['algo']:9s} {r['arm_exchange'] or '':8s} {r['env_steps_per_s']:7.0f} env steps/s",
               file=sys.stderr)
-    from configuration.flags import Config
 
     layout = args.envs_per_actor or Config.envs_per_actor
     local = actor_rows(args.env, args.in_process_seconds, layouts=(layout,))
@@ -208,7 +204,6 @@ def main(argv=None) -> int:
     args = parse(argv)
     if args.baseline:
         return compare(args, list(argv if argv is not None else sys.argv[1:]))
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     info = machine()
     t_start = time.perf_counter()
     runs = []
@@ -238,8 +233,6 @@ def main(argv=None) -> int:
             "replay_ratio_achieved": round(beta["replay_ratio"], 4),
             "best_actors": best_n, "device": beta["device"]})
     else:
-        from learner.learner import pick_device
-
         result["device"] = str(pick_device(args.device))
     result.update({
         **{k: v for k, v in alone.items() if k not in ("rows", "in_process")},

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from actors.envs import UnknownEnvError, canonical_name, env_spec
 from methods import METHODS
 from methods.contracts import MethodSettings
 from methods.dqn.acting import EpsilonGreedy
@@ -257,8 +258,6 @@ def settings(cls, cfg):
 
 def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
     """A run directory's name: `<env>_<algo>[_<variant>]_s<seed>`, e.g. CliffWalk_beta_dqn_bandit-returns=raw_s3."""
-    from actors.envs import canonical_name
-
     # a directory name has 255 bytes at most
     middle = shorten(f"_{variant.replace(',', '_').replace('/', '-')}", 160) if variant else ""
     return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
@@ -377,10 +376,8 @@ def with_legacy(config: dict) -> dict:
 
 def resolve(cfg: Config) -> tuple[Config, object]:
     """Fill environment defaults (γ, lr, out) and return (config, EnvSpec); unknown env -> ConfigError."""
-    from actors.envs import UnknownEnvError, env_spec
-
     if cfg.device == "cuda":
-        import torch
+        import torch  # here only: `learner.report` reads configurations without torch (2-3 s to import)
 
         if not torch.cuda.is_available():
             raise ConfigError("device", "cuda: no CUDA device is available here; use auto or cpu")
@@ -497,8 +494,6 @@ def run_command(config: dict, device: str = "cpu") -> str:
     """The command line that computes the run of `config` (config.json) again on `device` (its summary's):
     every field that changes what it computes (and its seed), where it differs from the default (γ and the
     learning rate: the env's); the device and the learner's threads, which change its floating point."""
-    from actors.envs import env_spec
-
     spec = env_spec(config["env"])
     values = {k: v for k, v in with_legacy(config).items() if k in FIELDS and (k in AXES or k == "seed")}
     for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from configuration.flags import ConfigError, OutputError, method_settings, public, shorten
 from methods import acting
 from replay_service.files import open_append, write_atomically
+from reporting.results import ALGO_LABELS, metric, steps_text
 
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
@@ -94,7 +95,7 @@ class RunLogger:
         self.wandb_id = (resume or {}).get("wandb_id")
         mode = wandb_mode(cfg)
         if mode != "disabled":
-            import wandb
+            import wandb  # only a run that logs to W&B pays its import (1.5 s)
 
             self.wandb = wandb.init(
                 project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
@@ -179,8 +180,6 @@ class RunLogger:
 
 def describe_run(cfg, summary: dict) -> str:
     """What a person reads at the end of a run: what ran, how fast, the evaluations, where the outputs are."""
-    from reporting.results import ALGO_LABELS, metric, steps_text
-
     key = metric(summary["env"])
     layout = (f"{cfg.actors} actor{'s' * (cfg.actors > 1)} × {cfg.envs_per_actor} env"
               f"{'s' * (cfg.envs_per_actor > 1)}, {cfg.runtime} runtime")

@@ -25,6 +25,7 @@ from driver.run import HARVEST_EVERY, Run
 from driver.runtime import make_backend
 from driver.state import check_run_dir
 from learner.learner import LearnerSettings, pick_device
+from learner.packed import PackedLearner
 
 # fields in which the seeds of a pack may differ: their numbers and their names (everything else is computed
 # by one learner, so must be one configuration)
@@ -46,8 +47,6 @@ def check_packable(cfgs: list) -> None:
 
 class Pack:
     def __init__(self, cfgs: list, spec, resumes: list[dict | None]):
-        from learner.packed import PackedLearner
-
         check_packable(cfgs)
         updates = sorted({0 if r is None else int(r["learner"]["updates"]) for r in resumes})
         if len(updates) > 1:  # lockstep: seed k's n-th update is the pack's n-th

@@ -7,6 +7,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import torch
+
 from actors.envs import env_spec
 from configuration.cli import build_parser
 from configuration.flags import (
@@ -102,8 +104,6 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     path = run_dir / "checkpoint.pt"
     if not path.is_file():
         raise ConfigError("resume", f"no checkpoint.pt in {args['resume']!r}")
-    import torch  # here, not at the top: 2-5 s to import, which a mistyped command line does not wait for
-
     try:
         # tensors and plain data only (nothing is unpickled), onto the CPU (a GPU run can resume on a CPU)
         ckpt = torch.load(path, weights_only=True, map_location="cpu")

@@ -10,6 +10,10 @@ This module keeps the grid's book: `GRID_DIR/grid.json` (what was asked), one ru
 combination, `grid_summary.json` (each run's status, attempts, score, speed and where it ran), one
 progress line for all runs, a run that crashed started again from its checkpoint (`--retries`), and
 `--resume GRID_DIR`, which runs only what has no `summary.json` yet (from its checkpoint where it has one).
+
+Ray is imported where a grid runs, not at the top: `python -m learner.main` imports this module for every
+command line, and Ray costs 1.3 s and 70 MB to import (measured with `python -X importtime`), which a single
+serial run and a mistyped flag need not pay.
 """
 
 from __future__ import annotations
@@ -42,9 +46,10 @@ from configuration.flags import (
     run_name,
 )
 from driver.outputs import write_whole
-from driver.pack import PER_SEED
+from driver.pack import PER_SEED, train_pack
 from driver.resume import resume_config
-from driver.runtime import sigterm_interrupts
+from driver.run import NonFiniteLoss, train
+from driver.runtime import RayBackend, sigterm_interrupts
 from driver.state import RUN_FILES
 from replay_service.local_redis import RedisSetupError, parse_urls, with_password
 from replay_service.redis_shard import ReplayDamaged
@@ -130,10 +135,8 @@ def _run_unit(runs: list[dict]) -> list[dict]:
     continue in one pack per update count, one after the other. When one seed's loss diverges the pack
     cannot go on: every seed of it that has not finished continues alone from its checkpoint, as it would
     have run solo (the diverging seed stops again or not, on its own)."""
-    import ray
+    import ray  # (lazy: see the docstring)
 
-    from driver.pack import train_pack
-    from driver.run import NonFiniteLoss, train
 
     started = time.time()
     outcomes: dict[int, dict] = {}
@@ -275,8 +278,6 @@ class Grid:
 
     # ---- running it ----
     def run(self) -> dict:
-        from driver.runtime import RayBackend
-
         t0 = time.perf_counter()
         backend = RayBackend(self.args["address"])
         def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: the book, then the line
@@ -294,7 +295,7 @@ class Grid:
             return self._run(backend, t0)
 
     def _run(self, backend, t0: float) -> dict:
-        import ray
+        import ray  # (lazy: see the docstring)
 
         self.learner_bundle, self.learner_gpus = self._learner_bundle(ray.cluster_resources())
         try:
@@ -361,7 +362,7 @@ class Grid:
     def _launch(self, unit: list[dict]) -> None:
         """A run, or a pack of seeds (one learner), as one Ray task inside a placement group of its own (Ray
         queues it until it fits): the learner's bundle and every seed's actors."""
-        from ray.util.placement_group import placement_group
+        from ray.util.placement_group import placement_group  # (lazy: see the docstring)
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         names, bundle = [Path(run["out"]).name for run in unit], self.learner_bundle
@@ -381,7 +382,7 @@ class Grid:
     def _land(self, future) -> None:
         """A task ended: its runs' outcomes, or its failure. A failed task's runs that had finished keep their
         summaries; the others start again from their checkpoints when worth it (a pack as a whole)."""
-        import ray
+        import ray  # (lazy: see the docstring)
 
         names, pg = self.inflight.pop(future)
         self._remove(pg)
@@ -418,7 +419,7 @@ class Grid:
 
     @staticmethod
     def _remove(pg) -> None:
-        from ray.util.placement_group import remove_placement_group
+        from ray.util.placement_group import remove_placement_group  # (lazy: see the docstring)
 
         remove_placement_group(pg)
 
@@ -457,7 +458,7 @@ class Grid:
     def _update_bar(self, bar) -> None:
         if bar is None:
             return
-        from ray.util import placement_group_table
+        from ray.util import placement_group_table  # (lazy: see the docstring)
 
         bar.n = self._progress()
         counts = {s: list(self.status.values()).count(s) for s in ("done", "done before", "failed")}
@@ -491,8 +492,6 @@ def _reason(e: BaseException) -> str:
 def _retryable(e: BaseException) -> bool:
     """A process that died, a lost node, a Redis outage: worth another start. A NaN loss, a configuration
     mistake or a damaged replay would only happen again."""
-    from driver.run import NonFiniteLoss
-
     cause = getattr(e, "cause", None) or e
     return not isinstance(cause, (NonFiniteLoss, ConfigError, ReplayDamaged))
 

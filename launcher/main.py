@@ -16,8 +16,12 @@ from pathlib import Path
 from configuration.cli import PROG, build_parser, parse_config
 from configuration.errors import user_error
 from configuration.flags import ConfigError, OutputError, resolve
+from driver.outputs import describe_run
 from driver.resume import resume_config
+from driver.run import NonFiniteLoss, ReplayUnavailable, train
+from driver.runtime import local_cluster_gone
 from driver.state import where_to_continue
+from launcher.grid import describe_grid, grid_from_args, is_grid
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
 
@@ -82,8 +86,6 @@ def _quiet_stdout(log: Path):
 
 def _grid(argv: list[str] | None) -> int | None:
     """Run a grid if the command line asks for one (lists, --seeds, or --resume of a grid directory)."""
-    from launcher.grid import describe_grid, grid_from_args, is_grid
-
     args = vars(build_parser().parse_args(argv))
     if not is_grid(args):
         return None
@@ -105,8 +107,6 @@ def _grid(argv: list[str] | None) -> int | None:
 def _exit_if_cluster_gone(status: int) -> None:
     """After an interrupt whose signal also ended the local Ray cluster (sent to the process group): leave now.
     Ray's exit handlers would wait a minute for the GCS that is gone, then abort with a page of its own."""
-    from driver.runtime import local_cluster_gone
-
     if local_cluster_gone():
         sys.stdout.flush()
         sys.stderr.flush()
@@ -125,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         if config.resume:
             config, resume = resume_config(argv)
         cfg, spec = resolve(config)
-        from driver.run import train  # torch and Ray load only for a valid config
-
         # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the
         # progress bar (its warnings about starting many workers at once to a file)
         try:
@@ -144,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     except RedisSetupError as e:  # e.g. a redis-local server that did not start
         return user_error(PROG, f"--replay: {e}")
     except Exception as e:
-        from driver.run import NonFiniteLoss, ReplayUnavailable
 
         if type(e).__name__ in ("ActorDiedError", "RayActorError"):  # restarted MAX_RESTARTS times already
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
@@ -154,8 +151,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1
-    from driver.outputs import describe_run
-
     print(json.dumps(summary, indent=2) if cfg.json else describe_run(cfg, summary))
     return 0
 

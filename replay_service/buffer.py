@@ -5,6 +5,8 @@ Boolean and one-hot observations (MinAtar, CliffWalk) are bit-packed: 1 bit per 
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 from replay_service.schema import OBSERVATIONS, Field, Schema
@@ -86,8 +88,6 @@ class ReplayBuffer:
         return state
 
     def load_state_dict(self, state) -> None:
-        import ast
-
         self.size, self.cursor, self.inserted = int(state["size"]), int(state["cursor"]), int(state["inserted"])
         for name, column in self.columns.items():  # (a snapshot of an older version may hold more: not read)
             column[:self.size] = state[name]

@@ -8,6 +8,7 @@ file when asked to persist.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import re
@@ -21,7 +22,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
+
+import redis
+from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
 from replay_service.files import write_atomically
 
@@ -128,10 +132,6 @@ def _check_query(url: str, query: str) -> None:
     """Query arguments redis-py reads from a URL, each with a value it takes; anything else (a typo such as
     `pasword=`, which redis-py would pass on as a connection argument and fail on later) is refused by name.
     The line shows the URL without its query: a mistyped name may carry a password."""
-    from urllib.parse import parse_qsl
-
-    from redis.connection import URL_QUERY_ARGUMENT_PARSERS
-
     where = redact(url.split("?", 1)[0])
     allowed = sorted({*URL_QUERY_ARGUMENT_PARSERS, "password", "username", "client_name"})
     secret = _QUERY_PASSWORD.search(url) is not None
@@ -153,8 +153,6 @@ def _check_query(url: str, query: str) -> None:
 
 def ping(url: str, timeout: float = 3.0) -> None:
     """RedisSetupError with one line when the server does not answer (or refuses the password)."""
-    import redis
-
     try:
         redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout).ping()
     except redis.RedisError as e:
@@ -168,8 +166,6 @@ def _die_with_parent() -> None:
     """In the server's process: SIGTERM it when the run's process dies, even by SIGKILL (Linux), so a
     killed run leaves no server behind (its append-only file is in the run directory for a resume)."""
     try:
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import redis
 
 from replay_service.buffer import make_packer
 from replay_service.client import ShardIndex, concat
@@ -50,8 +51,6 @@ class RedisReplay(ShardIndex):
         else:
             urls = [with_password(u, cfg.replay_password_file) for u in parse_urls(cfg.replay)]
         if cfg.replay_persist and not self.servers:  # the user's servers: ask them for an append-only file
-            import redis
-
             for url in urls:
                 try:
                     redis.Redis.from_url(url).config_set("appendonly", "yes")

@@ -3,6 +3,7 @@ state visitation; one plot, or a panel per column (method and variant) when ther
 
 from __future__ import annotations
 
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -26,7 +27,7 @@ MANY = 6  # more columns than this: one small panel per column instead of one cr
 
 
 def _plt():
-    import matplotlib
+    import matplotlib  # only a report that draws pays its import (1.5 s)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -66,8 +67,6 @@ def _panels(n: int, width: float, height: float, ncols: int = 4):
 
 def _title(ax, text: str) -> None:
     """A panel's title, wrapped to its width (a variant's label can be long)."""
-    import textwrap
-
     ax.set_title("\n".join(textwrap.wrap(text, 60)), fontsize=8)
 
 

@@ -16,6 +16,7 @@ import math
 import shlex
 from pathlib import Path
 
+from actors.envs import UnknownEnvError, env_spec
 from configuration.cli import build_parser
 from configuration.flags import BOOKKEEPING, FIELDS, flag_text, run_name, settled_arm_exchange
 from methods import METHODS
@@ -86,8 +87,6 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     training score is study.json's where it has one (exact), else runs.csv's (6 digits). No curves, no
     meta-controller: those need the run's directory. ReportError, in one line, when the files do not parse
     or do not agree."""
-    from actors.envs import UnknownEnvError, env_spec
-
     def fail(reason: str) -> ReportError:
         return ReportError(f"{root} is a report's directory whose {reason}")
 
