@@ -36,8 +36,6 @@ from replay_service.buffer import ReplayBuffer  # noqa: E402
 
 
 def learner_rows(env: str, device: str, updates: int) -> list[dict]:
-
-
     torch.set_num_threads(1)
     variants = [("dqn", False, False), ("beta_dqn", False, False), ("beta_dqn", True, False)]
     if device == "cuda":

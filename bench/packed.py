@@ -47,7 +47,6 @@ from learner.packed import PackedLearner  # noqa: E402
 def learner_rates(args, k: int, device) -> dict:
     """Aggregate seed-updates/s of K seeds, packed and solo (in turn), on the same batches."""
 
-
     cfg, spec = resolve(Config(env=args.env, algo=args.algo, wandb="disabled", device=str(device)))
     cfgs = [dataclasses.replace(cfg, seed=s) for s in range(k)]
     rng = np.random.default_rng(0)
@@ -144,8 +143,6 @@ def parse(argv=None):
 
 
 def main(argv=None) -> int:
-
-
     args = parse(argv)
     device = pick_device(args.device)
     gpus = torch.cuda.device_count() if device.type == "cuda" else 0

@@ -60,8 +60,6 @@ def real_chunks(env: str, n_chunks: int, chunk: int = 64):
 
 
 def micro(args, kind: str, shards: int) -> dict:
-
-
     spec, packer, chunks = real_chunks(args.env, args.chunks)
     n = sum(len(c["action"]) for c in chunks)
     capacity = n  # everything fits: the size measured is the size of n transitions
@@ -128,7 +126,6 @@ def main(argv=None) -> int:
     p.add_argument("--run-steps", type=int, default=15_000, help="steady-state steps of each 32-actor run; 0: none")
     p.add_argument("--out", default="")
     args = p.parse_args(argv)
-
 
     info = machine()
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)

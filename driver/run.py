@@ -51,7 +51,8 @@ def _json_number(value):
 class Run:
     def __init__(self, cfg, spec, resume: dict | None = None, learner=None):
         """`resume`: a checkpoint (`driver.resume.resume_config` reads it) to continue from. `learner`: this seed's
-        seat in a pack (`learner.packed.Seat`; `driver.pack` updates it), else the run makes its own."""
+        `Learner` in a pack (`learner.packed.PackedLearner.seats`; `driver.pack` updates it), else the run makes its
+        own."""
         self.cfg, self.spec, self.resumed = cfg, spec, resume
         self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)
         self.acting = acting(method_settings(cfg))

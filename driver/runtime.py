@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
-import torch
 
 from actors.actor import Actor, ActorSettings
 from actors.evaluator import Evaluator, EvaluatorSettings
@@ -406,8 +405,13 @@ def check_memory(cfg, spec) -> None:
             raise ConfigError("replay_capacity", f"{cfg.replay_capacity:,} transitions of {spec.name} ({row} B each) "
                                                  f"need {_gib(max(filled, shard))} of memory, more than this "
                                                  f"machine's {_gib(machine)}")
+    # not at the top: every actor unpickles its ports (`_RemotePort`) from this module, and torch would cost each
+    # actor process about 180 MB (measured: 55 MB → 238 MB to import this module)
+    import torch
+
     with torch.device("meta"):  # shapes only: nothing is allocated
-        params = sum(p.numel() for net in algorithm(cfg.algo).networks(spec, cfg).values() for p in net.parameters())
+        params = sum(p.numel() for net in algorithm(cfg.algo).networks(spec, method_settings(cfg)).values()
+                     for p in net.parameters())
     learner, copies = params * 4 * 5, params * 4 * (cfg.actors + 1)
     if learner > machine:
         raise ConfigError("algo", f"{cfg.algo}'s networks for {spec.name} have {params:,} parameters: "

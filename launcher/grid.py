@@ -137,7 +137,6 @@ def _run_unit(runs: list[dict]) -> list[dict]:
     have run solo (the diverging seed stops again or not, on its own)."""
     import ray  # (lazy: see the docstring)
 
-
     started = time.time()
     outcomes: dict[int, dict] = {}
 

@@ -142,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     except RedisSetupError as e:  # e.g. a redis-local server that did not start
         return user_error(PROG, f"--replay: {e}")
     except Exception as e:
-
         if type(e).__name__ in ("ActorDiedError", "RayActorError"):  # restarted MAX_RESTARTS times already
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
                   f"({str(e).strip().splitlines()[0]})", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""`python -m learner.main`: train one run or a grid (the driver, `launcher.main`, does the work)."""
+"""`python -m learner.main`: train one run or a grid (`launcher.main` does the work)."""
 
 import sys
 

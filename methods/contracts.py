@@ -21,8 +21,8 @@ from replay_service.schema import Field
 class MethodSettings(SimpleNamespace):
     """What a method reads of a run's configuration: `algo`, `loss`, its own flags (`<method>/flags.py`) and the
     shared flags whose roles name it (the ε schedule of the ε-greedy family); `configuration.flags.method_settings`
-    makes it. Its acting is given this (`cfg`); its learning is given the learner's whole configuration, of
-    which it reads these fields only."""
+    makes it. Its acting and its learning are given this as `cfg` (the learner passes on its
+    `LearnerSettings.method`)."""
 
 
 class Algorithm(Protocol):

@@ -259,8 +259,8 @@ def test_the_message_check_can_fail():
     assert not on_page("is in use by {} — elsewhere", "x is in use by y: one process")
 
 
-CODE_REF = re.compile(r"`((?:actors|driver|learner|meta_controller|methods|replay_service|reporting|bench|tests)"
-                      r"/[\w/]+\.py): ([^`]+)`")
+CODE_REF = re.compile(r"`((?:actors|configuration|driver|launcher|learner|meta_controller|methods|replay_service|"
+                      r"reporting|bench|tests)/[\w/]+\.py): ([^`]+)`")
 
 
 def defined_names(relative: str) -> set[str]:
@@ -295,8 +295,8 @@ def test_code_the_pages_name_exists(name):
     assert not missing, f"docs/{name} names code that is not there: {missing}"
 
 
-PATH_REF = re.compile(r"`((?:actors|driver|learner|meta_controller|methods|replay_service|reporting|bench|tests|"
-                      r"deploy|results)/[\w./=-]*)`")
+PATH_REF = re.compile(r"`((?:actors|configuration|driver|launcher|learner|meta_controller|methods|replay_service|"
+                      r"reporting|bench|tests|deploy|results)/[\w./=-]*)`")
 
 
 def test_paths_the_pages_name_exist():

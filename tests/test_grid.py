@@ -332,7 +332,6 @@ def test_a_grid_file_that_cannot_be_written_is_one_line(ray_cluster, tmp_path, m
 
 
 def test_a_grid_ends_with_a_table_for_people(tmp_path):
-
     runs = [{"name": f"CliffWalk_beta_dqn_bandit-returns=raw_s{s}", "env": "CliffWalk", "algo": "beta_dqn",
              "variant": "bandit-returns=raw", "seed": s, "status": "done", "env_steps_per_s": 2000.0,
              "final_eval": {"success_rate": v, "return_mean": v}} for s, v in ((0, 1.0), (1, 0.5))]

@@ -2,6 +2,7 @@
 because its closing import waits inside a function is still a cycle for a reader)."""
 
 import ast
+import pickle
 import re
 import subprocess
 import sys
@@ -95,6 +96,8 @@ def test_every_import_between_packages_points_down_but_the_two_entry_points():
     floor = {package: n for n, packages in enumerate(FLOORS) for package in packages}
     upward = {(m, t) for m, targets in graph.items() for t in targets
               if m.split(".")[0] != t.split(".")[0] and floor[t.split(".")[0]] >= floor[m.split(".")[0]]}
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert packages <= set(PACKAGES), f"packages without a floor: {sorted(packages - set(PACKAGES))}"
     shims = set(ENTRY_POINTS.items())
     assert upward == shims, f"imports that do not point down: {sorted(upward - shims)}"
     assert graph["learner.main"] == {"launcher.main"} and graph["learner.report"] == {"reporting.report"}
@@ -120,6 +123,18 @@ def test_actors_reach_into_the_methods_only_for_their_acting():
     inside = {(m, t) for m in torch_free for t in graph[m] if t.split(".")[0] in ("learner", "methods")
               and t not in torch_free}
     assert not inside, f"acting modules import learning modules: {sorted(inside)}"
+
+
+def test_an_actor_unpickling_its_ports_loads_no_torch():
+    """Every actor unpickles the Ray ports of its replay shard and of the bandit (`driver.runtime._RemotePort`):
+    the module they come from must not bring torch into the actor's process."""
+    from driver.runtime import _RemotePort
+
+    port = pickle.dumps(_RemotePort(None))
+    code = ("import sys, pickle; pickle.loads(sys.stdin.buffer.read()); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, input=port, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_acting_loads_no_torch():
