@@ -179,7 +179,9 @@ def compare(args, argv: list[str]) -> int:
                 out = Path(tmp) / f"{side}-{rep}.json"
                 subprocess.run([sys.executable, str(sides[side] / "bench" / "throughput.py"), *forward, "--out",
                                 str(out)], cwd=sides[side], check=True, stdout=subprocess.DEVNULL)
-                results[side].append(json.loads(out.read_text()))
+                res = json.loads(out.read_text())
+                res["command"] = res["command"].replace(str(out), out.name)  # no temporary path in the record
+                results[side].append(res)
     rows = []
     print(f"\n{'algo':9s} {'actors':>6s} {'this':>9s} {'baseline':>9s} {'ratio':>6s}   (env steps/s, mean of "
           f"{args.repeats})")
@@ -193,7 +195,8 @@ def compare(args, argv: list[str]) -> int:
     info = results["this"][0]["machine"]
     out = Path(args.out or ROOT / "bench" / "results" / f"throughput-compare-{info['cpu_count']}cpu.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": "python bench/throughput.py " + " ".join(argv), "machine": info,
+    shown = ["DIR" if a == args.baseline else a.replace(args.baseline, "DIR") for a in argv]  # the commit names it
+    out.write_text(json.dumps({"command": "python bench/throughput.py " + " ".join(shown), "machine": info,
                                "baseline_commit": results["baseline"][0]["machine"]["commit"], "rows": rows,
                                "this": results["this"], "baseline": results["baseline"]}, indent=2) + "\n")
     print(f"\nwrote {out}")
