@@ -132,7 +132,8 @@ def actors_alone(args, actors: int) -> dict:
 
 
 def parse(argv=None):
-    p = OneLineParser(prog="bench/throughput.py", description=__doc__.split("\n")[0])
+    # no abbreviations: compare mode forwards the command line but --baseline, --repeats and --out, by their names
+    p = OneLineParser(prog="bench/throughput.py", description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--actors", default="1,2,4,32", help="comma-separated actor counts")
     p.add_argument("--steps", type=int, default=20_000, help="steady-state env steps per run (after warm-up)")
@@ -195,7 +196,10 @@ def compare(args, argv: list[str]) -> int:
     info = results["this"][0]["machine"]
     out = Path(args.out or ROOT / "bench" / "results" / f"throughput-compare-{info['cpu_count']}cpu.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    shown = ["DIR" if a == args.baseline else a.replace(args.baseline, "DIR") for a in argv]  # the commit names it
+    shown, after_flag = [], False  # the baseline's path as DIR: its commit names it, not this machine's path
+    for a in argv:
+        shown.append("DIR" if after_flag else "--baseline=DIR" if a.startswith("--baseline=") else a)
+        after_flag = a == "--baseline"
     out.write_text(json.dumps({"command": "python bench/throughput.py " + " ".join(shown), "machine": info,
                                "baseline_commit": results["baseline"][0]["machine"]["commit"], "rows": rows,
                                "this": results["this"], "baseline": results["baseline"]}, indent=2) + "\n")
