@@ -28,7 +28,7 @@ pytestmark = pytest.mark.learning
 BAR, STEPS, SEEDS, NEEDED = 0.9, 100_000, (0, 1, 2), 2
 
 
-def final_success(out: str, algo: str, seed: int, steps: int = STEPS) -> tuple[float, list[float]]:
+def final_success(out: str, algo: str, seed: int, steps: int) -> tuple[float, list[float]]:
     cfg, spec = resolve(Config(env="CliffWalk", algo=algo, seed=seed, runtime="serial", actors=2,
                                envs_per_actor=2, total_steps=steps, eval_every=10_000, wandb="disabled",
                                progress=False, out=out))
@@ -41,30 +41,21 @@ def final_success(out: str, algo: str, seed: int, steps: int = STEPS) -> tuple[f
 
 def seeds_until_decided(tmp_path, algo: str, order, steps: int, passes) -> dict[int, tuple[float, list[float]]]:
     """Each seed's (final success, curve), in `order`, until the verdict (at least NEEDED of SEEDS pass) is
-    decided either way: NEEDED seeds at once, then one at a time, side by side in processes of their own where
-    the machine has the cores. Each is the same run, for its seed, as in this process; the verdict is the same
+    decided either way: NEEDED seeds at once, then one at a time, side by side in processes of their own (one
+    at a time on a machine of one core). Each is the same run, for its seed, as in this process; the verdict is the same
     as seed after seed, only the wall clock changes."""
     results: dict[int, tuple[float, list[float]]] = {}
     todo = list(order)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    pool = ProcessPoolExecutor(min(NEEDED, cores), mp_context=multiprocessing.get_context("spawn")) \
-        if cores > 1 else None
-    try:
+    with ProcessPoolExecutor(min(NEEDED, os.cpu_count() or 1), mp_context=multiprocessing.get_context("spawn")) as pool:
         while todo:
             short = NEEDED - sum(map(passes, results.values()))  # seeds that must still pass
             batch, todo = todo[:short], todo[short:]
-            args = {seed: (str(tmp_path / f"{algo}-{seed}"), algo, seed, steps) for seed in batch}
-            if pool is None:
-                results.update({seed: final_success(*a) for seed, a in args.items()})
-            else:
-                runs = {seed: pool.submit(final_success, *a) for seed, a in args.items()}
-                results.update({seed: run.result() for seed, run in runs.items()})
+            runs = {seed: pool.submit(final_success, str(tmp_path / f"{algo}-{seed}"), algo, seed, steps)
+                    for seed in batch}
+            results.update({seed: run.result() for seed, run in runs.items()})
             passed = sum(map(passes, results.values()))
             if passed >= NEEDED or passed + len(todo) < NEEDED:
                 break  # decided either way
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
     return results
 
 
