@@ -136,8 +136,14 @@ class _RemotePort:
     learner's step count relies on); `exchange_async` answers with a future (the actor steps meanwhile).
     """
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, handle, name: str):
+        self.handle, self.name = handle, name
+
+    def __reduce__(self):
+        # sent by the actor's name, not its handle: an actor handle among a restartable actor's constructor
+        # arguments is held in Ray's object store, and Ray then warns on every run that a restart could fail
+        # (ray-project/ray#53727); a name is plain text, and the restarted actor looks it up again
+        return _named_port, (self.name,)
 
     def exchange(self, reports: list, n: int, returned=(), holder=None) -> tuple[list[int], int]:
         import ray  # (lazy: see the docstring)
@@ -152,6 +158,12 @@ class _RemotePort:
         import ray  # (lazy: see the docstring)
 
         return ray.get(self.handle.insert.remote(chunk))
+
+
+def _named_port(name: str) -> _RemotePort:
+    import ray  # (lazy: see the docstring)
+
+    return _RemotePort(ray.get_actor(name), name)
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -221,6 +233,27 @@ def _join(ray, address: str) -> None:
     raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}")
 
 
+class _NoLocalTokenNotice(logging.Filter):
+    """Ray 2.60 turns token authentication on for a cluster `ray.init` starts, and for a driver that finds a
+    token file, and says so in a WARNING every time ("Set RAY_AUTH_MODE=disabled to opt out"): the first line a
+    new user reads on a healthy run. Token authentication on is what this project wants
+    (docs/troubleshooting.md, "Ray's token authentication"), so that one notice is dropped; every other line of
+    Ray's logger still reaches the terminal. (Setting RAY_AUTH_MODE=token ourselves would silence it too, but
+    only before Ray is imported: once imported, Ray has read its configuration and would then refuse its own
+    cluster.)"""
+
+    NOTICE = "Token authentication is enabled for this Ray cluster"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.NOTICE)
+
+
+def _drop_token_notice() -> None:
+    logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    if not any(isinstance(f, _NoLocalTokenNotice) for f in logger.filters):
+        logger.addFilter(_NoLocalTokenNotice())
+
+
 class RayBackend:
     concurrent = True
 
@@ -229,6 +262,8 @@ class RayBackend:
 
         self.ray = ray
         self.handles: list = []
+        self.names: dict[int, str] = {}  # id(handle) → the actor's name (the handle is held in self.handles)
+        self.prefix, self.made = f"{os.getpid()}-{secrets.token_hex(4)}", 0
         self.reaper = None
         self.owned = not ray.is_initialized()  # shut down only a cluster this backend started
         address = address or os.environ.get("RAY_ADDRESS", "")
@@ -236,6 +271,7 @@ class RayBackend:
         # every part on this machine (a grid's run in a cluster its grid started, too): servers stay on loopback
         self.this_machine = self.local or os.environ.get(THIS_MACHINE_VAR) == "1"
         if not ray.is_initialized():
+            _drop_token_notice()
             if address:
                 _join(ray, address)
             else:
@@ -256,12 +292,16 @@ class RayBackend:
         """`restartable`: a process that dies is started again with the same arguments, and the call it
         was serving is retried there (actors and the evaluator hold no state the run needs back)."""
         options = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS} if restartable else {}
-        handle = self.ray.remote(num_cpus=cpus, **options)(cls).remote(*args)
+        # named (unique in the run's Ray namespace), so that a port to it travels as its name (`_RemotePort`)
+        self.made += 1
+        name = f"{cls.__name__}-{self.prefix}-{self.made}"
+        handle = self.ray.remote(num_cpus=cpus, name=name, **options)(cls).remote(*args)
         self.handles.append(handle)
+        self.names[id(handle)] = name
         return handle
 
     def port(self, handle):
-        return _RemotePort(handle)
+        return _RemotePort(handle, self.names[id(handle)])
 
     def call(self, handle, method: str, *args):
         return getattr(handle, method).remote(*args)
@@ -295,10 +335,12 @@ class RayBackend:
     def shutdown(self) -> None:
         if self.cluster_gone():  # nothing to ask: its processes end with their raylet, and the reaper sees to it
             self.handles.clear()
+            self.names.clear()
             return
         for handle in self.handles:
             self.ray.kill(handle)
         self.handles.clear()
+        self.names.clear()
         if self.owned:
             _OWN_SHUTDOWN.set()  # its cluster ends now by this process's hand, not by a signal's
             self.ray.shutdown()

@@ -125,13 +125,20 @@ def test_actors_reach_into_the_methods_only_for_their_acting():
     assert not inside, f"acting modules import learning modules: {sorted(inside)}"
 
 
-def test_an_actor_unpickling_its_ports_loads_no_torch():
+def test_an_actor_unpickling_its_ports_loads_no_torch(monkeypatch):
     """Every actor unpickles the Ray ports of its replay shard and of the bandit (`driver.runtime._RemotePort`):
-    the module they come from must not bring torch into the actor's process."""
+    the module they come from must not bring torch into the actor's process. A port travels as its actor's
+    name, not its handle (a handle among a restartable actor's arguments makes Ray warn on every run that a
+    restart could fail), and is looked up again where it lands."""
+    import ray
+
     from driver.runtime import _RemotePort
 
-    port = pickle.dumps(_RemotePort(None))
-    code = ("import sys, pickle; pickle.loads(sys.stdin.buffer.read()); "
+    port = pickle.dumps(_RemotePort(object(), "ReplayBuffer-7-ab12-3"))  # the handle itself is not pickled
+    monkeypatch.setattr(ray, "get_actor", lambda name: f"the actor named {name}")
+    back = pickle.loads(port)
+    assert (back.handle, back.name) == ("the actor named ReplayBuffer-7-ab12-3", "ReplayBuffer-7-ab12-3")
+    code = ("import sys, pickle, ray; ray.get_actor = lambda name: name; pickle.loads(sys.stdin.buffer.read()); "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, input=port, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
