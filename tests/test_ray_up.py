@@ -157,6 +157,12 @@ def _test_config(machines: dict) -> dict:
     # each machine reports 2 CPUs (as test_grid's two nodes do): on a bigger host both runs would fit the head
     for key in ("head_start_ray_commands", "worker_start_ray_commands"):
         config[key] = [c.replace("ray start ", "ray start --num-cpus=2 ") for c in config[key]]
+    # after `ray down`, a worker's raylet (which the `local` provider does not stop) ends by itself once the
+    # head's GCS has been gone for Ray's reconnect timeout: 10 s here, not 60 s, which the test would wait
+    # (its agents then take up to 60 s more: they tell the gone GCS that their raylet died, with a fixed timeout)
+    config["worker_start_ray_commands"] = [
+        c.replace("ray start ", "RAY_gcs_rpc_server_reconnect_timeout_s=10 ray start ")
+        for c in config["worker_start_ray_commands"]]
     return config
 
 
