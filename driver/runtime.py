@@ -54,8 +54,9 @@ class Backend(Protocol):
 
     concurrent: bool  # parts run at the same time (Ray); False: a call runs to its end when made (serial)
 
-    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False) -> Any:
-        """Build a part (an instance of `cls`) and return its handle."""
+    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False, ported: bool = False) -> Any:
+        """Build a part (an instance of `cls`) and return its handle (`ported`: other parts reach it through
+        `port`)."""
 
     def port(self, handle) -> Any:
         """What another part holds to call this one (an actor's bandit or replay shard)."""
@@ -98,7 +99,7 @@ class SerialBackend:
 
     concurrent = False
 
-    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
+    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False, ported: bool = False):
         return cls(*args)
 
     def port(self, handle):
@@ -136,14 +137,23 @@ class _RemotePort:
     learner's step count relies on); `exchange_async` answers with a future (the actor steps meanwhile).
     """
 
-    def __init__(self, handle, name: str):
-        self.handle, self.name = handle, name
+    def __init__(self, name: str, handle=None):
+        self.name, self._handle = name, handle
 
     def __reduce__(self):
         # sent by the actor's name, not its handle: an actor handle among a restartable actor's constructor
         # arguments is held in Ray's object store, and Ray then warns on every run that a restart could fail
-        # (ray-project/ray#53727); a name is plain text, and the restarted actor looks it up again
-        return _named_port, (self.name,)
+        # (ray-project/ray#53727); a name is plain text, looked up where the port is first used (not while a
+        # restarted actor is being built: an actor gone by then fails that call, with Ray's word on why)
+        return _RemotePort, (self.name,)
+
+    @property
+    def handle(self):
+        if self._handle is None:
+            import ray  # (lazy: see the docstring)
+
+            self._handle = ray.get_actor(self.name)
+        return self._handle
 
     def exchange(self, reports: list, n: int, returned=(), holder=None) -> tuple[list[int], int]:
         import ray  # (lazy: see the docstring)
@@ -158,12 +168,6 @@ class _RemotePort:
         import ray  # (lazy: see the docstring)
 
         return ray.get(self.handle.insert.remote(chunk))
-
-
-def _named_port(name: str) -> _RemotePort:
-    import ray  # (lazy: see the docstring)
-
-    return _RemotePort(ray.get_actor(name), name)
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -233,14 +237,14 @@ def _join(ray, address: str) -> None:
     raise ConfigError("address", f"cannot join the Ray cluster at {address!r}: {reason}")
 
 
-class _NoLocalTokenNotice(logging.Filter):
-    """Ray 2.60 turns token authentication on for a cluster `ray.init` starts, and for a driver that finds a
-    token file, and says so in a WARNING every time ("Set RAY_AUTH_MODE=disabled to opt out"): the first line a
-    new user reads on a healthy run. Token authentication on is what this project wants
-    (docs/troubleshooting.md, "Ray's token authentication"), so that one notice is dropped; every other line of
-    Ray's logger still reaches the terminal. (Setting RAY_AUTH_MODE=token ourselves would silence it too, but
-    only before Ray is imported: once imported, Ray has read its configuration and would then refuse its own
-    cluster.)"""
+class _NoTokenNotice(logging.Filter):
+    """Ray 2.60 turns token authentication on for a cluster `ray.init` starts, and for a driver that joins with
+    `--address auto` and finds a token file, and says so in a WARNING every time ("Set RAY_AUTH_MODE=disabled
+    to opt out"): the first line a new user read on a healthy run. Token authentication on is what this project
+    wants (docs/clusters.md, "Token authentication"), so that one notice is dropped; every other line of Ray's
+    logger still reaches the terminal ("Token authentication is disabled ..." too). (Setting RAY_AUTH_MODE=token
+    in this process would silence it as well, but once Ray is imported it has read its configuration: Ray then
+    refuses its own cluster, unless its private `Config.initialize` is called again.)"""
 
     NOTICE = "Token authentication is enabled for this Ray cluster"
 
@@ -250,8 +254,8 @@ class _NoLocalTokenNotice(logging.Filter):
 
 def _drop_token_notice() -> None:
     logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
-    if not any(isinstance(f, _NoLocalTokenNotice) for f in logger.filters):
-        logger.addFilter(_NoLocalTokenNotice())
+    if not any(isinstance(f, _NoTokenNotice) for f in logger.filters):
+        logger.addFilter(_NoTokenNotice())
 
 
 class RayBackend:
@@ -288,20 +292,24 @@ class RayBackend:
         group reached them too): then no Ray call can be answered, and none is made."""
         return self.local and local_cluster_gone()
 
-    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False):
+    def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False, ported: bool = False):
         """`restartable`: a process that dies is started again with the same arguments, and the call it
-        was serving is retried there (actors and the evaluator hold no state the run needs back)."""
+        was serving is retried there (actors and the evaluator hold no state the run needs back).
+        `ported`: other parts will reach it through `port`; it is then named (unique in the run's Ray
+        namespace), so that the port travels as its name (a named actor's creation waits for Ray's GCS to
+        register it, so only those are)."""
         options = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS} if restartable else {}
-        # named (unique in the run's Ray namespace), so that a port to it travels as its name (`_RemotePort`)
-        self.made += 1
-        name = f"{cls.__name__}-{self.prefix}-{self.made}"
-        handle = self.ray.remote(num_cpus=cpus, name=name, **options)(cls).remote(*args)
+        if ported:
+            self.made += 1
+            options["name"] = f"{cls.__name__}-{self.prefix}-{self.made}"
+        handle = self.ray.remote(num_cpus=cpus, **options)(cls).remote(*args)
         self.handles.append(handle)
-        self.names[id(handle)] = name
+        if ported:
+            self.names[id(handle)] = options["name"]
         return handle
 
     def port(self, handle):
-        return _RemotePort(handle, self.names[id(handle)])
+        return _RemotePort(self.names[id(handle)], handle)
 
     def call(self, handle, method: str, *args):
         return getattr(handle, method).remote(*args)
@@ -532,7 +540,7 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
     packer = make_packer(spec)
     shard_capacity = cfg.replay_capacity // cfg.replay_shards
     handles = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
-                            cfg.seed * 1000 + s, extras(cfg.algo)) for s in range(cfg.replay_shards)]
+                            cfg.seed * 1000 + s, extras(cfg.algo), ported=True) for s in range(cfg.replay_shards)]
     return ShardedReplay(backend, handles, cfg.replay_capacity, cfg.batch_size, cfg.seed)
 
 
@@ -541,7 +549,7 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
     method = acting(method_settings(cfg))
     arms, args = method.arm_source(cfg.seed)
     if method.central:  # one source for the run (β-DQN's bandit): actors reach it through a port
-        arm_source = backend.make(arms, *args)
+        arm_source = backend.make(arms, *args, ported=True)
         actor_arms = [backend.port(arm_source)] * cfg.actors
     else:
         # no central state (one policy, or a head drawn uniformly): each actor holds its own source (seeded by

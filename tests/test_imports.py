@@ -134,11 +134,13 @@ def test_an_actor_unpickling_its_ports_loads_no_torch(monkeypatch):
 
     from driver.runtime import _RemotePort
 
-    port = pickle.dumps(_RemotePort(object(), "ReplayBuffer-7-ab12-3"))  # the handle itself is not pickled
-    monkeypatch.setattr(ray, "get_actor", lambda name: f"the actor named {name}")
+    port = pickle.dumps(_RemotePort("ReplayBuffer-7-ab12-3", object()))  # the handle itself is not pickled
+    looked_up = []
+    monkeypatch.setattr(ray, "get_actor", lambda name: looked_up.append(name) or f"the actor named {name}")
     back = pickle.loads(port)
-    assert (back.handle, back.name) == ("the actor named ReplayBuffer-7-ab12-3", "ReplayBuffer-7-ab12-3")
-    code = ("import sys, pickle, ray; ray.get_actor = lambda name: name; pickle.loads(sys.stdin.buffer.read()); "
+    assert back.name == "ReplayBuffer-7-ab12-3" and looked_up == []  # looked up at its first use, not before
+    assert back.handle == back.handle == "the actor named ReplayBuffer-7-ab12-3" and looked_up == [back.name]
+    code = ("import sys, pickle; pickle.loads(sys.stdin.buffer.read()); "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, input=port, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

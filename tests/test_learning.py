@@ -12,6 +12,7 @@ stays at 0: its 5,000-step random warm-up never reaches the goal, and β-DQN's o
 within 100k steps; RESULTS.md, the CliffWalk study).
 """
 
+import contextlib
 import csv
 import math
 import multiprocessing
@@ -34,21 +35,25 @@ class BarReached(Exception):
     """Raised by an evaluation at the bar, in a run that may stop there."""
 
 
-def stop_at_the_bar() -> None:
-    """In this (spawned) process, a run stops at its first evaluation at the bar, once that evaluation is in
-    evals.csv: for a verdict that asks whether any evaluation within the budget reaches the bar, the rest of
-    the budget cannot change it, and a serial run's evaluations up to there are those of the whole run."""
+@contextlib.contextmanager
+def stopping_at_the_bar():
+    """While it lasts, a run in this (spawned) process stops at its first evaluation at the bar, once that
+    evaluation is in evals.csv. For a verdict that asks whether any evaluation within the budget reaches the
+    bar, the rest of the budget cannot change it, and a serial run's evaluations up to there are those of the
+    whole run. What it gives up: a fault after that evaluation (a non-finite loss, the final checkpoint) goes
+    unseen here; the full runs of β-DQN and DQN above and tests/test_run_serial.py run every method to its end."""
     log_eval = RunLogger.log_eval
-    if getattr(log_eval, "stops_at_bar", False):  # a worker of the pool that ran a seed already
-        return
 
     def log_and_stop(self, result: dict) -> None:
         log_eval(self, result)
         if result["success_rate"] >= BAR:
             raise BarReached
 
-    log_and_stop.stops_at_bar = True
     RunLogger.log_eval = log_and_stop
+    try:
+        yield
+    finally:
+        RunLogger.log_eval = log_eval
 
 
 def final_success(out: str, algo: str, seed: int, steps: int, stop_at_bar: bool = False) -> tuple[float, list[float]]:
@@ -57,16 +62,19 @@ def final_success(out: str, algo: str, seed: int, steps: int, stop_at_bar: bool 
     cfg, spec = resolve(Config(env="CliffWalk", algo=algo, seed=seed, runtime="serial", actors=2,
                                envs_per_actor=2, total_steps=steps, eval_every=10_000, wandb="disabled",
                                progress=False, out=out))
-    if stop_at_bar:
-        stop_at_the_bar()
-    try:
-        summary = train(cfg, spec)
-        final = summary["final_eval"]["success_rate"]
-        assert summary["env_steps"] == steps, f"{algo} seed {seed}: {summary['env_steps']} env steps, not {steps}"
-    except BarReached:
-        final = math.nan
+    with stopping_at_the_bar() if stop_at_bar else contextlib.nullcontext():
+        try:
+            summary = train(cfg, spec)
+            final = summary["final_eval"]["success_rate"]
+            assert summary["env_steps"] == steps, f"{algo} seed {seed}: {summary['env_steps']} env steps, not {steps}"
+        except BarReached:
+            final = math.nan
     with open(Path(out) / "evals.csv") as f:
-        curve = [float(row["success_rate"]) for row in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
+    curve = [float(row["success_rate"]) for row in rows]
+    # every evaluation where it is due, within the budget (a stopped run's up to its last)
+    assert [int(row["env_steps"]) for row in rows] == list(range(10_000, 10_000 * len(rows) + 1, 10_000)), rows
+    assert int(rows[-1]["env_steps"]) <= steps and (math.isnan(final) or int(rows[-1]["env_steps"]) == steps)
     assert math.isnan(final) == (stop_at_bar and max(curve) >= BAR), (algo, seed, final, curve)
     return final, curve
 

@@ -159,7 +159,9 @@ def _test_config(machines: dict) -> dict:
         config[key] = [c.replace("ray start ", "ray start --num-cpus=2 ") for c in config[key]]
     # after `ray down`, a worker's raylet (which the `local` provider does not stop) ends by itself once the
     # head's GCS has been gone for Ray's reconnect timeout: 10 s here, not 60 s, which the test would wait
-    # (its agents then take up to 60 s more: they tell the gone GCS that their raylet died, with a fixed timeout)
+    # (its agents then take up to 60 s more: they tell the gone GCS that their raylet died, with a fixed timeout).
+    # While the test runs it also means the worker gives up on a silent head after 10 s, not 60 s: the head is on
+    # this machine, and answers within that on a loaded 2-core one (seen beside a training grid)
     config["worker_start_ray_commands"] = [
         c.replace("ray start ", "RAY_gcs_rpc_server_reconnect_timeout_s=10 ray start ")
         for c in config["worker_start_ray_commands"]]
