@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import typing
+from pathlib import Path
 
 from configuration.errors import OneLineParser
 from configuration.flags import (
@@ -18,6 +19,7 @@ from configuration.flags import (
 )
 
 PROG = "python -m learner.main"
+GRID_FILE = "grid.json"  # in a grid's directory: what the grid was asked (launcher.grid)
 
 
 def _bool(text: str) -> bool:
@@ -105,3 +107,11 @@ _EPILOG = ("A grid: any flag that changes what a run computes, given as a comma 
 def parse_config(argv: list[str] | None = None) -> Config:
     args = build_parser().parse_args(argv)
     return Config(**vars(args))
+
+
+def is_grid(args: dict) -> bool:
+    """Whether the command line asks for a grid: a flag given as a comma list (an axis), `--seeds`, or
+    `--resume` of a grid directory."""
+    resume = args.get("resume") or ""
+    return (any(isinstance(v, list) for v in args.values()) or bool(args.get("seeds"))
+            or bool(resume and (Path(resume) / GRID_FILE).is_file()))

@@ -11,9 +11,8 @@ combination, `grid_summary.json` (each run's status, attempts, score, speed and 
 progress line for all runs, a run that crashed started again from its checkpoint (`--retries`), and
 `--resume GRID_DIR`, which runs only what has no `summary.json` yet (from its checkpoint where it has one).
 
-Ray is imported where a grid runs, not at the top: `python -m learner.main` imports this module for every
-command line, and Ray costs 1.3 s and 70 MB to import (measured with `python -X importtime`), which a single
-serial run and a mistyped flag need not pay.
+Ray is imported where a grid runs, not at the top: Ray costs 1.3 s and 70 MB to import (measured with
+`python -X importtime`), which a grid's report, a serial pack and a mistyped flag need not pay.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from configuration.cli import build_parser
+from configuration.cli import GRID_FILE, build_parser
 from configuration.flags import (
     FIELDS,
     GRID_RESUME_MAY_CHANGE,
@@ -55,17 +54,8 @@ from replay_service.local_redis import RedisSetupError, parse_urls, with_passwor
 from replay_service.redis_shard import ReplayDamaged
 from reporting.results import column_label, metric
 
-GRID_FILE = "grid.json"
 GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
 GRID_ACTOR_CPUS = 0.25  # an actor's CPUs in a grid unless --actor-cpus says otherwise (4 actors + 1 learner = 2)
-
-
-def is_grid(args: dict) -> bool:
-    """Whether the command line asks for a grid: a flag given as a comma list (an axis), `--seeds`, or
-    `--resume` of a grid directory."""
-    resume = args.get("resume") or ""
-    return (any(isinstance(v, list) for v in args.values()) or bool(args.get("seeds"))
-            or bool(resume and (Path(resume) / GRID_FILE).is_file()))
 
 
 def expand(args: dict, grid_dir: Path) -> list[dict]:

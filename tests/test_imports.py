@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 # the packages from the ground up: a module imports from its own package and from the floors below it only
 FLOORS = (("replay_service", "meta_controller"), ("methods",), ("learner", "actors"), ("configuration",),
@@ -153,6 +155,19 @@ def test_acting_loads_no_torch():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "6"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--env", "Pong"], ["--lr", "-1"], ["--device", "tpu"]])
+def test_help_and_a_mistyped_flag_load_neither_torch_nor_ray(argv):
+    """`python -m learner.main --help` and a mistake on a run's command line answer before the training side is
+    imported: torch alone takes seconds to import on 2 cores. (A grid's command line is checked by the grid's
+    book, `launcher.grid`, which imports it.)"""
+    code = ("import sys; from launcher.main import main\n"
+            "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as e:\n    status = e.code\n"
+            "assert status in (0, 2), status\n"
+            "assert 'torch' not in sys.modules and 'ray' not in sys.modules, 'the training side was imported'")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
 
 
 METHOD_NAMES = re.compile(r"(?i)(?<![a-z])(lesson|bootstrapped|option|cliffwalk)(?![a-z])")
