@@ -267,7 +267,7 @@ class RayBackend:
         self.ray = ray
         self.handles: list = []
         self.names: dict[int, str] = {}  # id(handle) → the actor's name (the handle is held in self.handles)
-        self.prefix = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.prefix, self.made = f"{os.getpid()}-{secrets.token_hex(4)}", 0
         self.reaper = None
         self.owned = not ray.is_initialized()  # shut down only a cluster this backend started
         address = address or os.environ.get("RAY_ADDRESS", "")
@@ -299,7 +299,10 @@ class RayBackend:
         namespace), so that the port travels as its name (a named actor's creation waits for Ray's GCS to
         register it, so only those are)."""
         options = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS} if restartable else {}
-        name = f"{cls.__name__}-{self.prefix}-{len(self.names) + 1}" if ported else None
+        name = None
+        if ported:  # (a count of its own: `shutdown` forgets the names, a name may outlive it in the cluster)
+            self.made += 1
+            name = f"{cls.__name__}-{self.prefix}-{self.made}"
         handle = self.ray.remote(num_cpus=cpus, name=name, **options)(cls).remote(*args)
         self.handles.append(handle)
         if name:

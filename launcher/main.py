@@ -153,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
                   f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
             return 1
-        from driver.run import NonFiniteLoss, ReplayUnavailable
-
-        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError)):
+        run = sys.modules.get("driver.run")  # not imported yet: the error cannot be one of its
+        said = (OutputError, *((run.NonFiniteLoss, run.ReplayUnavailable) if run else ()))
+        if not isinstance(e, said):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1
