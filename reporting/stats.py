@@ -9,8 +9,8 @@ NeurIPS 2021): every interval is its stratified bootstrap over runs (seeds), per
   the environments (Mann–Whitney, a tie counts half), with its interval;
 - `profile`: the performance profile, the share of runs whose score is above τ, for each τ.
 
-rliable pulls in SciPy, pandas and arch (about 2.4 s to import on a 2-core laptop): the run loop never imports
-this module, only `learner.report`.
+rliable pulls in SciPy, pandas and arch (2.4–6 s to import on 2 cores): it is imported at the first interval,
+so that `learner.report --help` and a mistaken path answer at once, and the run loop never imports it.
 """
 
 from __future__ import annotations
@@ -20,18 +20,27 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-from rliable import library, metrics
 
 REPS = 2_000  # bootstrap resamples of an interval when the caller names none (`learner.report --reps`)
 CONFIDENCE = 0.95
-AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
-    "IQM": metrics.aggregate_iqm, "mean": metrics.aggregate_mean, "median": metrics.aggregate_median}
+
+
+def _rliable():
+    """rliable's `library` and `metrics` modules (imported here, at their first use: see the docstring)."""
+    from rliable import library, metrics
+
+    return library, metrics
+
+
+def _aggregates() -> dict[str, Callable[[np.ndarray], float]]:
+    _, metrics = _rliable()
+    return {"IQM": metrics.aggregate_iqm, "mean": metrics.aggregate_mean, "median": metrics.aggregate_median}
 
 
 def _estimate(scores, func, reps: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """rliable's `get_interval_estimates` of `func` over `scores` (an array runs × tasks [× ...], or a list of
     such arrays for a function of several): (point, low, high), each an array of func's outputs."""
-    reps = reps or REPS
+    reps, (library, _) = reps or REPS, _rliable()
     with warnings.catch_warnings(), _seeded(seed):  # arch deprecates the RandomState rliable hands it
         warnings.simplefilter("ignore", FutureWarning)
         point, interval = library.get_interval_estimates(
@@ -74,15 +83,16 @@ def curve_ci(curves, reps: int | None = None, seed: int = 0) -> tuple[np.ndarray
 def aggregates(matrix, reps: int | None = None, seed: int = 0) -> dict[str, tuple[float, float, float]]:
     """rliable's aggregates of a matrix runs × environments (the same run count in every environment), each
     (point, low, high): the IQM of all its scores, and the mean and the median of the environments' means."""
-    x = np.asarray(matrix, dtype=np.float64)
-    point, low, high = _estimate(x, lambda s: np.array([f(s) for f in AGGREGATES.values()]), reps, seed)
-    return {name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(AGGREGATES)}
+    x, funcs = np.asarray(matrix, dtype=np.float64), _aggregates()
+    point, low, high = _estimate(x, lambda s: np.array([f(s) for f in funcs.values()]), reps, seed)
+    return {name: (float(point[i]), float(low[i]), float(high[i])) for i, name in enumerate(funcs)}
 
 
 def improvement(x, y, reps: int | None = None, seed: int = 0) -> tuple[float, float, float]:
     """P(X > Y) (rliable's `probability_of_improvement`: per environment the chance that a run of X scores above
     a run of Y, a tie counting half, averaged over the environments) and its interval; `x` and `y` are
     matrices runs × environments (their run counts may differ)."""
+    _, metrics = _rliable()
     point, low, high = _estimate([np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)],
                                  lambda a, b: np.array([metrics.probability_of_improvement(a, b)]), reps, seed)
     return float(point[0]), float(low[0]), float(high[0])
@@ -92,7 +102,7 @@ def profile(matrices: dict[str, np.ndarray], taus, reps: int | None = None
             ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Per name: the share of its runs (over every environment) with a score above each τ, and its interval
     (an array 2 × τs)."""
-    reps = reps or REPS
+    reps, (library, _) = reps or REPS, _rliable()
     with warnings.catch_warnings(), _seeded(0):
         warnings.simplefilter("ignore", FutureWarning)
         return library.create_performance_profile(

@@ -170,6 +170,17 @@ def test_help_and_a_mistyped_flag_load_neither_torch_nor_ray(argv):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["no-such-directory"]])
+def test_the_reports_help_and_a_mistaken_path_load_neither_rliable_nor_torch(argv):
+    """`python -m learner.report --help` answers before rliable (SciPy, pandas, arch: seconds) is imported."""
+    code = ("import sys; from reporting.report import main\n"
+            "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as e:\n    status = e.code\n"
+            "assert status in (0, 2), status\n"
+            "assert not {'rliable', 'torch', 'matplotlib'} & set(sys.modules), 'the statistics were imported'")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
 METHOD_NAMES = re.compile(r"(?i)(?<![a-z])(lesson|bootstrapped|option|cliffwalk)(?![a-z])")
 # where the shared code still names a method or an environment in its code (not its comments): the names it may
 # use there, and why
