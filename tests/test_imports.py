@@ -157,26 +157,22 @@ def test_acting_loads_no_torch():
     assert proc.stdout.strip() == "6"
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["--env", "Pong"], ["--lr", "-1"], ["--device", "tpu"]])
-def test_help_and_a_mistyped_flag_load_neither_torch_nor_ray(argv):
-    """`python -m learner.main --help` and a mistake on a run's command line answer before the training side is
-    imported: torch alone takes seconds to import on 2 cores. (A grid's command line is checked by the grid's
-    book, `launcher.grid`, which imports it.)"""
-    code = ("import sys; from launcher.main import main\n"
-            "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as e:\n    status = e.code\n"
-            "assert status in (0, 2), status\n"
-            "assert 'torch' not in sys.modules and 'ray' not in sys.modules, 'the training side was imported'")
-    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+RUN, REPORT = ("launcher.main", ("torch", "ray")), ("reporting.report", ("rliable", "torch", "matplotlib"))
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["no-such-directory"]])
-def test_the_reports_help_and_a_mistaken_path_load_neither_rliable_nor_torch(argv):
-    """`python -m learner.report --help` answers before rliable (SciPy, pandas, arch: seconds) is imported."""
-    code = ("import sys; from reporting.report import main\n"
+@pytest.mark.parametrize(("entry", "argv"), [
+    (RUN, ["--help"]), (RUN, ["--env", "Pong"]), (RUN, ["--lr", "-1"]), (RUN, ["--device", "tpu"]),
+    (REPORT, ["--help"]), (REPORT, ["no-such-directory"])])
+def test_help_and_a_mistake_answer_before_the_heavy_imports(entry, argv):
+    """`python -m learner.main --help` and a flag a run's command line refuses answer before torch and Ray are
+    imported (torch alone takes seconds on 2 cores; a grid's command line is checked by the grid's book,
+    `launcher.grid`, which imports it); `python -m learner.report --help` and a path that is not a run, before
+    rliable (SciPy, pandas, arch)."""
+    (module, heavy) = entry
+    code = (f"import sys; from {module} import main\n"
             "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as e:\n    status = e.code\n"
             "assert status in (0, 2), status\n"
-            "assert not {'rliable', 'torch', 'matplotlib'} & set(sys.modules), 'the statistics were imported'")
+            f"assert not set({heavy!r}) & set(sys.modules), sorted(set({heavy!r}) & set(sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
