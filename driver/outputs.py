@@ -23,6 +23,7 @@ from methods import acting
 from replay_service.files import open_append, write_atomically
 from reporting.results import ALGO_LABELS, metric, steps_text
 
+RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
 

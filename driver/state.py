@@ -18,10 +18,9 @@ import numpy as np
 import torch
 
 from configuration.flags import ConfigError, OutputError
-from driver.outputs import write_atomically
+from driver.outputs import RUN_FILES, write_atomically
 from replay_service.files import RECORD, Written, remove_recorded
 
-RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here
 # the names a run writes at its directory's top: each must be a file or directory of its own, never a link
 RUN_ENTRIES = RUN_FILES + ("checkpoint-nonfinite.pt", "replay", "redis", "wandb", "ray_warnings.log", ".lock", RECORD)
 # a run made before runs recorded their files (no OUT/.written): what `--overwrite` removes of it, by name

@@ -11,8 +11,9 @@ combination, `grid_summary.json` (each run's status, attempts, score, speed and 
 progress line for all runs, a run that crashed started again from its checkpoint (`--retries`), and
 `--resume GRID_DIR`, which runs only what has no `summary.json` yet (from its checkpoint where it has one).
 
-Ray is imported where a grid runs, not at the top: Ray costs 1.3 s and 70 MB to import (measured with
-`python -X importtime`), which a grid's report, a serial pack and a mistyped flag need not pay.
+Ray is imported where a grid runs, and the training side (torch) where a run is made, not at the top: Ray costs
+1.3 s and 70 MB to import (measured with `python -X importtime`) and torch seconds, which a grid's report and a
+mistyped flag need not pay.
 """
 
 from __future__ import annotations
@@ -44,12 +45,8 @@ from configuration.flags import (
     restore_password,
     run_name,
 )
-from driver.outputs import write_whole
-from driver.pack import PER_SEED, train_pack
-from driver.resume import resume_config
-from driver.run import NonFiniteLoss, train
+from driver.outputs import RUN_FILES, write_whole
 from driver.runtime import RayBackend, sigterm_interrupts
-from driver.state import RUN_FILES
 from replay_service.local_redis import RedisSetupError, parse_urls, with_password
 from replay_service.redis_shard import ReplayDamaged
 from reporting.results import column_label, metric
@@ -105,6 +102,8 @@ def _prepare(args: dict):
     if (out / "checkpoint.pt").is_file() and not _made_by_a_grid(out):
         raise ConfigError("out", f"{out} holds a run that is not this grid's: give the grid another --out")
     if (out / "checkpoint.pt").is_file() and _resumable(args):
+        from driver.resume import resume_config  # (torch: imported where a run is made, see the docstring)
+
         # the grid's Redis URLs again: a password given inline was not saved with the run
         again = ["--replay", args["replay"]] if args["replay"] not in ("memory", "redis-local") else []
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false", *again])
@@ -126,6 +125,9 @@ def _run_unit(runs: list[dict]) -> list[dict]:
     cannot go on: every seed of it that has not finished continues alone from its checkpoint, as it would
     have run solo (the diverging seed stops again or not, on its own)."""
     import ray  # (lazy: see the docstring)
+
+    from driver.pack import train_pack
+    from driver.run import NonFiniteLoss, train
 
     started = time.time()
     outcomes: dict[int, dict] = {}
@@ -173,6 +175,8 @@ def _run_unit(runs: list[dict]) -> list[dict]:
 def packs(runs: list[dict], size: int) -> list[list[dict]]:
     """The runs in packs of up to `size` seeds of one configuration (everything but the seed and the names
     alike), in the grid's order; a pack of one is a solo run."""
+    from driver.pack import PER_SEED
+
     same: dict[str, list[dict]] = {}
     for run in runs:
         key = json.dumps({k: v for k, v in run.items() if k not in PER_SEED}, sort_keys=True, default=str)
@@ -481,6 +485,8 @@ def _reason(e: BaseException) -> str:
 def _retryable(e: BaseException) -> bool:
     """A process that died, a lost node, a Redis outage: worth another start. A NaN loss, a configuration
     mistake or a damaged replay would only happen again."""
+    from driver.run import NonFiniteLoss
+
     cause = getattr(e, "cause", None) or e
     return not isinstance(cause, (NonFiniteLoss, ConfigError, ReplayDamaged))
 

@@ -162,12 +162,12 @@ RUN, REPORT = ("launcher.main", ("torch", "ray")), ("reporting.report", ("rliabl
 
 @pytest.mark.parametrize(("entry", "argv"), [
     (RUN, ["--help"]), (RUN, ["--env", "Pong"]), (RUN, ["--lr", "-1"]), (RUN, ["--device", "tpu"]),
+    (RUN, ["--algo", "dqn,nope"]), (RUN, ["--seeds", "0-2", "--lr", "-1"]),
     (REPORT, ["--help"]), (REPORT, ["no-such-directory"])])
 def test_help_and_a_mistake_answer_before_the_heavy_imports(entry, argv):
-    """`python -m learner.main --help` and a flag a run's command line refuses answer before torch and Ray are
-    imported (torch alone takes seconds on 2 cores; a grid's command line is checked by the grid's book,
-    `launcher.grid`, which imports it); `python -m learner.report --help` and a path that is not a run, before
-    rliable (SciPy, pandas, arch)."""
+    """`python -m learner.main --help` and a flag that a run's or a grid's command line refuses answer before
+    torch and Ray are imported (torch alone takes seconds on 2 cores); `python -m learner.report --help` and a
+    path that is not a run, before rliable (SciPy, pandas, arch)."""
     (module, heavy) = entry
     code = (f"import sys; from {module} import main\n"
             "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as e:\n    status = e.code\n"
