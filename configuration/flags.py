@@ -447,6 +447,9 @@ Config.__doc__ = """A run's whole configuration: `CoreConfig`'s flags and every 
 dataclass: one flag of learner.main per field)."""
 
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+# fields in which the seeds of a pack (`driver.pack`) may differ: their numbers and their names (everything else
+# is computed by one learner, so must be one configuration)
+PER_SEED = frozenset({"seed", "out", "run_id", "overwrite", "resume", "progress"})
 # fields that say where and how a run or a grid executes and reports, not what a run computes
 BOOKKEEPING = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] != "computes")
 SECRETS = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "secret")

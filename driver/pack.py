@@ -20,16 +20,12 @@ from pathlib import Path
 
 import torch
 
-from configuration.flags import ConfigError, settings
+from configuration.flags import PER_SEED, ConfigError, settings
 from driver.run import HARVEST_EVERY, Run
 from driver.runtime import make_backend
 from driver.state import check_run_dir
 from learner.learner import LearnerSettings, pick_device
 from learner.packed import PackedLearner
-
-# fields in which the seeds of a pack may differ: their numbers and their names (everything else is computed
-# by one learner, so must be one configuration)
-PER_SEED = frozenset({"seed", "out", "run_id", "overwrite", "resume", "progress"})
 
 
 def check_packable(cfgs: list) -> None:

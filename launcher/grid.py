@@ -33,6 +33,7 @@ from configuration.flags import (
     FIELDS,
     GRID_RESUME_MAY_CHANGE,
     LEGACY,
+    PER_SEED,
     Config,
     ConfigError,
     OutputError,
@@ -175,8 +176,6 @@ def _run_unit(runs: list[dict]) -> list[dict]:
 def packs(runs: list[dict], size: int) -> list[list[dict]]:
     """The runs in packs of up to `size` seeds of one configuration (everything but the seed and the names
     alike), in the grid's order; a pack of one is a solo run."""
-    from driver.pack import PER_SEED
-
     same: dict[str, list[dict]] = {}
     for run in runs:
         key = json.dumps({k: v for k, v in run.items() if k not in PER_SEED}, sort_keys=True, default=str)

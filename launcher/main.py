@@ -20,6 +20,7 @@ from driver.outputs import describe_run
 from driver.runtime import local_cluster_gone
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
+from replay_service.redis_shard import ReplayUnavailable
 
 # The training side (torch, the grid's book) is imported once the command line has been read: `--help` and a
 # mistyped flag answer in a second, not after torch's import (3-9 s on 2 cores, measured with `python -X
@@ -153,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
                   f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
             return 1
-        run = sys.modules.get("driver.run")  # not imported yet: the error cannot be one of its
-        said = (OutputError, *((run.NonFiniteLoss, run.ReplayUnavailable) if run else ()))
+        run = sys.modules.get("driver.run")  # not imported yet: the error cannot be its NonFiniteLoss
+        said = (OutputError, ReplayUnavailable, *((run.NonFiniteLoss,) if run else ()))
         if not isinstance(e, said):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)

@@ -372,3 +372,14 @@ def test_a_run_whose_replay_died_with_it_starts_over_and_a_refusal_crosses_proce
     error = pickle.loads(pickle.dumps(ConfigError("resume", "its data is gone")))
     assert isinstance(error, ConfigError) and str(error) == "--resume: its data is gone" and error.field == "resume"
     assert not _retryable(error)
+    # as Ray gives them back: the run's exception as the cause of its RayTaskError, in a process that may not have
+    # imported where it comes from
+    from ray.exceptions import RayTaskError
+
+    from driver.run import NonFiniteLoss
+    from replay_service.redis_shard import ReplayDamaged
+
+    for cause in (NonFiniteLoss("the loss became nan at update 3"), ReplayDamaged("shard 0: a ring cut short")):
+        wrapped = RayTaskError("_run_unit", "Traceback ...", cause)
+        assert not _retryable(pickle.loads(pickle.dumps(wrapped))), cause
+    assert _retryable(RayTaskError("_run_unit", "Traceback ...", RuntimeError("a node was lost")))

@@ -169,6 +169,19 @@ def test_intervals_come_from_rliable_seeded():
     assert values["IQM"][0] == 4.5 and values["median"][0] == 4.5 and values["mean"][0] == 16.0
 
 
+def test_the_intervals_the_study_decides_on_are_the_ones_it_preregistered():
+    """The bandit-returns study's verdict (results/bandit-returns/verdict.py) reads these functions: their
+    intervals, to the last digit, as ace2226 computed them (before rliable was imported at first use; PLAN.md's
+    deviation of 2026-11-28). A change in how they compute is a change of the study's computation."""
+    x = np.array([[0.1, 0.5, 0.9, 0.3], [0.2, 0.6, 0.7, 0.4], [0.0, 0.8, 1.0, 0.35]])
+    y = np.array([[0.15, 0.4, 0.8, 0.3], [0.1, 0.5, 0.9, 0.2], [0.05, 0.7, 0.85, 0.25]])
+    assert stats.improvement(x, y, 200, 0) == (0.6944444444444444, 0.4861111111111111, 0.8888888888888888)
+    assert stats.aggregates(x, 200, 0) == {"IQM": (0.4749999999999999, 0.4247916666666667, 0.5502083333333333),
+                                           "mean": (0.4875, 0.42072916666666665, 0.5458333333333334),
+                                           "median": (0.4916666666666667, 0.4247916666666667, 0.5668750000000001)}
+    assert stats.mean_ci(x[:, 1], 200, 0) == (0.6333333333333334, 0.5, 0.8000000000000002)
+
+
 def test_runs_that_differ_in_more_than_the_seed_are_refused(tmp_path):
     make_run(tmp_path, "CliffWalk", "dqn", 0, 1.0, 1000.0)
     make_run(tmp_path, "CliffWalk", "beta_dqn", 1, 1.0, 1000.0, lr=1e-4)
