@@ -27,6 +27,12 @@ RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summ
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
 
 
+class NonFiniteLoss(RuntimeError):
+    """The loss became NaN or infinite: the run stops (its message is one line for the user). Here, not beside
+    the learner's loop (`driver.run`), so that what catches it (the command line, a grid's book) need not import
+    torch to know it."""
+
+
 def eval_fields(cfg) -> tuple[str, ...]:
     """evals.csv's columns: the evaluation policy's scores, then those of the method's other evaluation
     policies (β-DQN's basic policies with `--eval-basic`)."""

@@ -27,7 +27,16 @@ import numpy as np
 import torch
 
 from configuration.flags import CHECKPOINT_FORMAT, ConfigError, OutputError, method_settings, public, settings
-from driver.outputs import Clock, RunLogger, Window, cpu_model, git_commit, process_tree_rss, write_whole
+from driver.outputs import (
+    Clock,
+    NonFiniteLoss,
+    RunLogger,
+    Window,
+    cpu_model,
+    git_commit,
+    process_tree_rss,
+    write_whole,
+)
 from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, legacy_entries, where_to_continue, write_checkpoint
 from learner.learner import Learner, LearnerSettings, pick_device
@@ -37,10 +46,6 @@ from replay_service.files import Written
 from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
 
 HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)
-
-
-class NonFiniteLoss(RuntimeError):
-    """The loss became NaN or infinite: the run stops (its message is one line for the user)."""
 
 
 def _json_number(value):

@@ -46,7 +46,7 @@ from configuration.flags import (
     restore_password,
     run_name,
 )
-from driver.outputs import RUN_FILES, write_whole
+from driver.outputs import RUN_FILES, NonFiniteLoss, write_whole
 from driver.runtime import RayBackend, sigterm_interrupts
 from replay_service.local_redis import RedisSetupError, parse_urls, with_password
 from replay_service.redis_shard import ReplayDamaged
@@ -128,7 +128,7 @@ def _run_unit(runs: list[dict]) -> list[dict]:
     import ray  # (lazy: see the docstring)
 
     from driver.pack import train_pack
-    from driver.run import NonFiniteLoss, train
+    from driver.run import train
 
     started = time.time()
     outcomes: dict[int, dict] = {}
@@ -484,8 +484,6 @@ def _reason(e: BaseException) -> str:
 def _retryable(e: BaseException) -> bool:
     """A process that died, a lost node, a Redis outage: worth another start. A NaN loss, a configuration
     mistake or a damaged replay would only happen again."""
-    from driver.run import NonFiniteLoss
-
     cause = getattr(e, "cause", None) or e
     return not isinstance(cause, (NonFiniteLoss, ConfigError, ReplayDamaged))
 

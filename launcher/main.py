@@ -16,7 +16,7 @@ from pathlib import Path
 from configuration.cli import PROG, build_parser, is_grid, parse_config
 from configuration.errors import user_error
 from configuration.flags import ConfigError, OutputError, resolve
-from driver.outputs import describe_run
+from driver.outputs import NonFiniteLoss, describe_run
 from driver.runtime import local_cluster_gone
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
@@ -154,9 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
                   f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
             return 1
-        run = sys.modules.get("driver.run")  # not imported yet: the error cannot be its NonFiniteLoss
-        said = (OutputError, ReplayUnavailable, *((run.NonFiniteLoss,) if run else ()))
-        if not isinstance(e, said):
+        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError)):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1
