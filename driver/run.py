@@ -37,7 +37,7 @@ from driver.outputs import (
     process_tree_rss,
     write_whole,
 )
-from driver.runtime import Backend, build, check_memory, make_backend, make_replay, sigterm_interrupts
+from driver.runtime import Backend, build, check_memory, check_room, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, legacy_entries, where_to_continue, write_checkpoint
 from learner.learner import Learner, LearnerSettings, pick_device
 from methods import acting
@@ -65,6 +65,7 @@ class Run:
         self.out = Path(cfg.out)
         check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident
         check_memory(cfg, spec)  # a run that could never fit, refused before anything starts
+        check_room(cfg)  # actors a cluster of this machine could never place, refused before it starts
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.replay = self.directory = self.written = None
         own_redis = False  # the redis-local servers' files are this run's to remove if it cannot start

@@ -410,14 +410,40 @@ def _start_reaper():
         return None  # best effort: without it, Ray's agents end on their own, later
 
 
-def _check_room(backend, actors: int, actor_cpus: float) -> None:
+def actor_cpus(cfg, total_cpus: float) -> float:
+    """What each actor declares: `--actor-cpus`, or by default a share of what the learner leaves of the cluster."""
+    return cfg.actor_cpus or min(1.0, max(0.01, (total_cpus - 1) / cfg.actors))
+
+
+def _room_problem(cfg, total_cpus: float) -> str:
+    """"" when the run's actors fit the cluster's CPUs, else what is short."""
+    cpus = actor_cpus(cfg, total_cpus)
+    if cfg.actors * cpus <= total_cpus + 1e-9:
+        return ""
+    return (f"{cfg.actors} actors × {cpus:g} CPUs need {cfg.actors * cpus:g} CPUs, but the cluster has "
+            f"{total_cpus:g} (--actors, --actor-cpus)")
+
+
+def check_room(cfg) -> None:
+    """A Ray run that will start a cluster of this machine (RayBackend: no address to join, none started in this
+    process) and whose actors it could never place is refused before the cluster starts (its start is the slow
+    part of a run's start). Its CPUs are this machine's, as RayBackend gives them to Ray."""
+    if cfg.runtime == "serial" or cfg.address or os.environ.get("RAY_ADDRESS"):
+        return
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return  # a cluster already there (a grid's run): `_check_room` asks it
+    problem = _room_problem(cfg, float(os.cpu_count() or 1))
+    if problem:
+        raise ConfigError("actors", problem)
+
+
+def _check_room(cfg, backend) -> None:
     """Actors that the cluster cannot place would wait forever: refuse them on a cluster this run started
     (a joined cluster may grow: a warning)."""
     total = getattr(backend, "total_cpus", None)
-    if total is None or actors * actor_cpus <= total + 1e-9:
+    problem = "" if total is None else _room_problem(cfg, total)
+    if not problem:
         return
-    problem = (f"{actors} actors × {actor_cpus:g} CPUs need {actors * actor_cpus:g} CPUs, but the cluster has "
-               f"{total:g} (--actors, --actor-cpus)")
     if backend.local:
         raise ConfigError("actors", problem)
     print(f"warning: {problem}; actors wait until the cluster grows", file=sys.stderr)
@@ -558,11 +584,11 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
         # the run's process, counts the finished episodes per arm as their chunks arrive
         arm_source = arms(*args)
         actor_arms = [arms(*method.arm_source([cfg.seed, i, generation, 1])[1]) for i in range(cfg.actors)]
-    actor_cpus = cfg.actor_cpus or min(1.0, max(0.01, (getattr(backend, "total_cpus", 1.0) - 1) / cfg.actors))
-    _check_room(backend, cfg.actors, actor_cpus)
+    cpus = actor_cpus(cfg, getattr(backend, "total_cpus", 1.0))
+    _check_room(cfg, backend)
     mine = settings(ActorSettings, cfg)  # each part is sent what it reads, not the run's whole configuration
     actors = [backend.make(Actor, mine, spec, i, actor_arms[i], replay_ports[shard_of(i, cfg.replay_shards)],
-                           generation, cpus=actor_cpus, restartable=True) for i in range(cfg.actors)]
+                           generation, cpus=cpus, restartable=True) for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, settings(EvaluatorSettings, cfg), spec,
                              cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
     return {"arm_source": arm_source, "arm_local": not method.central, "actors": actors, "evaluator": evaluator}

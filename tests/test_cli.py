@@ -156,6 +156,38 @@ def test_actors_a_local_cluster_cannot_place_are_one_line_and_leave_nothing(tmp_
     assert not out.exists() or [p.name for p in out.iterdir()] == [".lock"]  # no run: the corrected command goes ahead
 
 
+def test_actors_a_cluster_of_this_machine_cannot_place_are_refused_before_it_starts(monkeypatch):
+    """A Ray run that would start a cluster of this machine is refused before it starts (the slow part); one that
+    joins a cluster, finds one started in its process (a grid's run) or runs serially is not judged here."""
+    import types
+
+    import driver.runtime as runtime
+
+    ray_here = types.SimpleNamespace(is_initialized=lambda: False)
+    monkeypatch.setitem(sys.modules, "ray", ray_here)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(runtime, "RayBackend", None)  # it must not be reached
+
+    def check(*argv):
+        cfg = resolve(parse_config(["--env", "CliffWalk", *argv]))[0]
+        runtime.check_room(cfg)
+
+    with pytest.raises(ConfigError, match=r"5 actors × 0.5 CPUs need 2.5 CPUs, but the cluster has 2 \(--actors"):
+        check("--actors", "5", "--actor-cpus", "0.5")
+    with pytest.raises(ConfigError, match=r"300 actors × 0.01 CPUs need 3 CPUs"):  # the default share
+        check("--actors", "300")
+    check("--actors", "4", "--actor-cpus", "0.5")  # fits exactly
+    check("--actors", "100")  # the default share, 0.01 each, fits
+    check("--actors", "5", "--actor-cpus", "0.5", "--runtime", "serial")
+    check("--actors", "5", "--actor-cpus", "0.5", "--address", "10.0.0.1:6379")  # a cluster elsewhere may grow
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    check("--actors", "5", "--actor-cpus", "0.5")
+    monkeypatch.delenv("RAY_ADDRESS")
+    ray_here.is_initialized = lambda: True  # the cluster is there to be asked (`build` does)
+    check("--actors", "5", "--actor-cpus", "0.5")
+
+
 def test_defaults_are_the_papers_configuration():
     cfg = parse_config(["--actors", "32"])
     assert (cfg.env, cfg.algo, cfg.total_steps, cfg.actors) == ("MinAtar/Breakout", "beta_dqn", 5_000_000, 32)
