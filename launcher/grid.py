@@ -271,6 +271,7 @@ class Grid:
     # ---- running it ----
     def run(self) -> dict:
         t0 = time.perf_counter()
+        self._check_fits_this_machine()
         backend = RayBackend(self.args["address"])
         def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: the book, then the line
             for names, _ in getattr(self, "inflight", {}).values():
@@ -418,7 +419,27 @@ class Grid:
     def _check_fits(self, learner_bundle: dict, nodes: list[dict]) -> None:
         """A run whose placement group no node set of this cluster can hold would wait forever: refuse it
         (a cluster joined with --address may grow: then only warn)."""
-        alive = [n["Resources"] for n in nodes if n.get("Alive")]
+        problem = self._fit_problem(learner_bundle, [n["Resources"] for n in nodes if n.get("Alive")])
+        if problem and not self.args["address"]:
+            raise ConfigError("actors", problem)
+        if problem:
+            print(f"grid: warning: {problem}; runs wait until the cluster grows", file=sys.stderr)
+
+    def _check_fits_this_machine(self) -> None:
+        """A grid that will start a Ray cluster of this machine (no --address or RAY_ADDRESS to join, none started
+        in this process) is refused before the cluster starts (its start is the slow part) when a run's CPUs
+        could never fit the machine's, which RayBackend gives Ray; what else a run declares (GPUs) is checked
+        once the cluster is there."""
+        if self.args["address"] or os.environ.get("RAY_ADDRESS"):
+            return
+        if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+            return
+        problem = self._fit_problem({"CPU": self.args["learner_cpus"]}, [{"CPU": float(os.cpu_count() or 1)}])
+        if problem:
+            raise ConfigError("actors", problem)
+
+    def _fit_problem(self, learner_bundle: dict, alive: list[dict]) -> str | None:
+        """What keeps the grid's largest run (or pack) from ever fitting these nodes' resources, or None."""
         unit = max(packs(self.runs, self.args["pack_seeds"]),
                    key=lambda u: sum(_actor_bundles(r) * r["actor_cpus"] for r in u))
         run = unit[0]
@@ -434,10 +455,7 @@ class Grid:
             what = "a pack (--pack-seeds)" if len(unit) > 1 else "a run"
             problem = (f"{what} needs {need:g} CPUs (--learner-cpus {learner_bundle['CPU']:g} + {seeds}--actors "
                        f"{run['actors']} × --actor-cpus {run['actor_cpus']:g}) but the cluster has {have:g}")
-        if problem and not self.args["address"]:
-            raise ConfigError("actors", problem)
-        if problem:
-            print(f"grid: warning: {problem}; runs wait until the cluster grows", file=sys.stderr)
+        return problem
 
     def _bar(self):
         if not self.args["progress"]:
