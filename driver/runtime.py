@@ -258,6 +258,18 @@ def _drop_token_notice() -> None:
         logger.addFilter(_NoTokenNotice())
 
 
+def cluster_to_start(address: str = "") -> int | None:
+    """The CPUs of the Ray cluster that `RayBackend(address)` would start here, this machine's (os.cpu_count(),
+    which it gives `ray.init`), or None where it would start none: it joins one (an address, RAY_ADDRESS), one is
+    already started in this process (a grid's run), or the machine does not say its count."""
+    if address or os.environ.get("RAY_ADDRESS"):
+        return None
+    ray = sys.modules.get("ray")  # (not imported for the question: `import ray` takes seconds)
+    if ray is not None and ray.is_initialized():
+        return None
+    return os.cpu_count()
+
+
 class RayBackend:
     concurrent = True
 
@@ -425,14 +437,11 @@ def _room_problem(cfg, total_cpus: float) -> str:
 
 
 def check_room(cfg) -> None:
-    """A Ray run that will start a cluster of this machine (RayBackend: no address to join, none started in this
-    process) and whose actors it could never place is refused before the cluster starts (its start is the slow
-    part of a run's start). Its CPUs are this machine's, as RayBackend gives them to Ray."""
-    if cfg.runtime == "serial" or cfg.address or os.environ.get("RAY_ADDRESS"):
-        return
-    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
-        return  # a cluster already there (a grid's run): `_check_room` asks it
-    problem = _room_problem(cfg, float(os.cpu_count() or 1))
+    """A Ray run that will start a cluster of this machine (`cluster_to_start`) and whose actors that cluster
+    could never place is refused before it starts (the slow part of a run's start); a cluster joined or already
+    there is asked by `_check_room` once the backend has it."""
+    cpus = None if cfg.runtime == "serial" else cluster_to_start(cfg.address)
+    problem = "" if cpus is None else _room_problem(cfg, float(cpus))
     if problem:
         raise ConfigError("actors", problem)
 

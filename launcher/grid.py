@@ -47,7 +47,7 @@ from configuration.flags import (
     run_name,
 )
 from driver.outputs import RUN_FILES, NonFiniteLoss, write_whole
-from driver.runtime import RayBackend, sigterm_interrupts
+from driver.runtime import RayBackend, cluster_to_start, sigterm_interrupts
 from replay_service.local_redis import RedisSetupError, parse_urls, with_password
 from replay_service.redis_shard import ReplayDamaged
 from reporting.results import column_label, metric
@@ -420,7 +420,7 @@ class Grid:
         """A run whose placement group no node set of this cluster can hold would wait forever: refuse it
         (a cluster joined with --address may grow: then only warn)."""
         problem = self._fit_problem(learner_bundle, [n["Resources"] for n in nodes if n.get("Alive")])
-        if problem and not self.args["address"]:
+        if problem and not (self.args["address"] or os.environ.get("RAY_ADDRESS")):  # (RayBackend joins either)
             raise ConfigError("actors", problem)
         if problem:
             print(f"grid: warning: {problem}; runs wait until the cluster grows", file=sys.stderr)
@@ -430,11 +430,10 @@ class Grid:
         in this process) is refused before the cluster starts (its start is the slow part) when a run's CPUs
         could never fit the machine's, which RayBackend gives Ray; what else a run declares (GPUs) is checked
         once the cluster is there."""
-        if self.args["address"] or os.environ.get("RAY_ADDRESS"):
+        cpus = cluster_to_start(self.args["address"])
+        if cpus is None:
             return
-        if "ray" in sys.modules and sys.modules["ray"].is_initialized():
-            return
-        problem = self._fit_problem({"CPU": self.args["learner_cpus"]}, [{"CPU": float(os.cpu_count() or 1)}])
+        problem = self._fit_problem({"CPU": self.args["learner_cpus"]}, [{"CPU": float(cpus)}])
         if problem:
             raise ConfigError("actors", problem)
 
@@ -448,8 +447,9 @@ class Grid:
         learner_fits = any(all(n.get(k, 0) >= v for k, v in learner_bundle.items()) for n in alive)
         problem = None
         if not learner_fits:
+            largest = max(alive, key=lambda n: n.get("CPU", 0)) if alive else {}
             problem = (f"no node has the learner's {learner_bundle} (--learner-cpus, --learner-gpus); the "
-                       f"largest has {max(alive, key=lambda n: n.get('CPU', 0)) if alive else {}}")
+                       f"largest has {({k: largest.get(k, 0) for k in learner_bundle})}")
         elif need > have:
             seeds = f"{len(unit)} seeds × " if len(unit) > 1 else ""
             what = "a pack (--pack-seeds)" if len(unit) > 1 else "a run"

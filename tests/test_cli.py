@@ -1,5 +1,6 @@
 """User mistakes end with status 2 and one line that names the field and what is allowed."""
 
+import os
 import re
 import subprocess
 import sys
@@ -156,36 +157,59 @@ def test_actors_a_local_cluster_cannot_place_are_one_line_and_leave_nothing(tmp_
     assert not out.exists() or [p.name for p in out.iterdir()] == [".lock"]  # no run: the corrected command goes ahead
 
 
-def test_actors_a_cluster_of_this_machine_cannot_place_are_refused_before_it_starts(monkeypatch):
-    """A Ray run that would start a cluster of this machine is refused before it starts (the slow part); one that
-    joins a cluster, finds one started in its process (a grid's run) or runs serially is not judged here."""
+def test_the_cluster_a_ray_run_would_start_here_is_this_machines(monkeypatch):
+    """What RayBackend would start: a cluster of this machine's CPUs, unless it joins one (an address,
+    RAY_ADDRESS) or one is already started in this process (a grid's run); `import ray` is not made to ask."""
     import types
 
-    import driver.runtime as runtime
+    from driver.runtime import cluster_to_start
 
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     ray_here = types.SimpleNamespace(is_initialized=lambda: False)
     monkeypatch.setitem(sys.modules, "ray", ray_here)
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(runtime, "RayBackend", None)  # it must not be reached
+    assert cluster_to_start() == cluster_to_start("") == os.cpu_count()
+    assert cluster_to_start("10.0.0.1:6379") is None
+    ray_here.is_initialized = lambda: True
+    assert cluster_to_start() is None
+    ray_here.is_initialized = lambda: False
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert cluster_to_start() is None
+    monkeypatch.delenv("RAY_ADDRESS")
+    monkeypatch.delitem(sys.modules, "ray")  # not imported yet: nothing started in this process
+    assert cluster_to_start() == os.cpu_count() and "ray" not in sys.modules
 
-    def check(*argv):
-        cfg = resolve(parse_config(["--env", "CliffWalk", *argv]))[0]
-        runtime.check_room(cfg)
+
+def test_actors_a_cluster_of_this_machine_cannot_place_are_refused_before_it_starts(tmp_path, monkeypatch):
+    """A Ray run that would start a cluster of 2 CPUs here is refused before its backend is made (the slow part)
+    when its actors could never be placed; one that joins a cluster, or runs serially, is not judged then."""
+    import driver.run
+    import driver.runtime
+    from driver.run import train
+
+    class Started(Exception):
+        pass
+
+    def make_backend(cfg):
+        raise Started
+
+    monkeypatch.setattr(driver.run, "make_backend", make_backend)
+    monkeypatch.setattr(driver.runtime, "cluster_to_start", lambda address="": None if address else 2)
+
+    def start(*argv):
+        cfg, spec = resolve(parse_config(["--env", "CliffWalk", "--wandb", "disabled", "--progress", "false",
+                                          "--out", str(tmp_path / "run"), *argv]))
+        train(cfg, spec)
 
     with pytest.raises(ConfigError, match=r"5 actors × 0.5 CPUs need 2.5 CPUs, but the cluster has 2 \(--actors"):
-        check("--actors", "5", "--actor-cpus", "0.5")
+        start("--actors", "5", "--actor-cpus", "0.5")
     with pytest.raises(ConfigError, match=r"300 actors × 0.01 CPUs need 3 CPUs"):  # the default share
-        check("--actors", "300")
-    check("--actors", "4", "--actor-cpus", "0.5")  # fits exactly
-    check("--actors", "100")  # the default share, 0.01 each, fits
-    check("--actors", "5", "--actor-cpus", "0.5", "--runtime", "serial")
-    check("--actors", "5", "--actor-cpus", "0.5", "--address", "10.0.0.1:6379")  # a cluster elsewhere may grow
-    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
-    check("--actors", "5", "--actor-cpus", "0.5")
-    monkeypatch.delenv("RAY_ADDRESS")
-    ray_here.is_initialized = lambda: True  # the cluster is there to be asked (`build` does)
-    check("--actors", "5", "--actor-cpus", "0.5")
+        start("--actors", "300")
+    assert not (tmp_path / "run").exists()
+    for fits in (("--actors", "4", "--actor-cpus", "0.5"), ("--actors", "100"),  # the default share, 0.01 each
+                 ("--actors", "5", "--actor-cpus", "0.5", "--runtime", "serial"),
+                 ("--actors", "5", "--actor-cpus", "0.5", "--address", "10.0.0.1:6379")):  # a cluster may grow
+        with pytest.raises(Started):
+            start(*fits)
 
 
 def test_defaults_are_the_papers_configuration():

@@ -299,39 +299,35 @@ def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
 
 
 def test_a_run_this_machine_can_never_hold_is_refused_before_its_cluster_starts(tmp_path, monkeypatch):
-    """A grid that would start a Ray cluster of this machine is refused by its CPUs before the cluster starts; a
-    grid that joins a cluster, or finds one started in its process, asks that cluster instead (above)."""
-    import types
-
+    """A grid that would start a Ray cluster of 2 CPUs here is refused by its CPUs before the cluster starts; a
+    grid that joins a cluster asks that cluster instead (above)."""
     import launcher.grid
 
-    ray_here = types.SimpleNamespace(is_initialized=lambda: False)
-    monkeypatch.setitem(sys.modules, "ray", ray_here)
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.setattr(launcher.grid.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(launcher.grid, "RayBackend", None)  # it must not be reached
+    class Started(Exception):
+        pass
 
-    def grid(*argv):
-        return grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, *argv, "--out", str(tmp_path / "g")]))
+    def ray_backend(address):
+        raise Started
+
+    monkeypatch.setattr(launcher.grid, "RayBackend", ray_backend)
+    monkeypatch.setattr(launcher.grid, "cluster_to_start", lambda address="": None if address else 2)
+
+    def run(*argv):
+        grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, *argv, "--out", str(tmp_path / "g")])).run()
 
     with pytest.raises(ConfigError, match=r"--actors: a run needs 3 CPUs \(--learner-cpus 1 \+ --actors 4 × "
                                           r"--actor-cpus 0.5\) but the cluster has 2"):
-        grid("--actors", "4", "--actor-cpus", "0.5").run()
-    with pytest.raises(ConfigError, match=r"--actors: no node has the learner's \{'CPU': 3.0\}"):
-        grid("--learner-cpus", "3").run()
+        run("--actors", "4", "--actor-cpus", "0.5")
+    with pytest.raises(ConfigError, match=r"--actors: no node has the learner's \{'CPU': 3.0\} \(--learner-cpus, "
+                                          r"--learner-gpus\); the largest has \{'CPU': 2.0\}"):
+        run("--learner-cpus", "3")
     with pytest.raises(ConfigError, match=r"a pack \(--pack-seeds\) needs 2.5 CPUs"):
-        grid("--seeds", "0-2", "--pack-seeds", "3", "--actors", "2", "--actor-cpus", "0.25").run()
+        run("--seeds", "0-2", "--pack-seeds", "3", "--actors", "2", "--actor-cpus", "0.25")
     assert not (tmp_path / "g").exists()
-    fits = grid("--actors", "4", "--actor-cpus", "0.25")
-    fits._check_fits_this_machine()  # 1 + 4 × 0.25 = 2
-    with pytest.raises(TypeError):  # and it goes on to start the cluster (here: the None put in its place)
-        fits.run()
-    grid("--actors", "4", "--actor-cpus", "0.5", "--address", "10.0.0.1:6379")._check_fits_this_machine()
-    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
-    grid("--actors", "4", "--actor-cpus", "0.5")._check_fits_this_machine()
-    monkeypatch.delenv("RAY_ADDRESS")
-    ray_here.is_initialized = lambda: True
-    grid("--actors", "4", "--actor-cpus", "0.5")._check_fits_this_machine()
+    for fits in (("--actors", "4", "--actor-cpus", "0.25"),  # 1 + 4 × 0.25 = 2
+                 ("--actors", "4", "--actor-cpus", "0.5", "--address", "10.0.0.1:6379")):  # a cluster may grow
+        with pytest.raises(Started):
+            run(*fits)
 
 
 @pytest.mark.parametrize("where", ["a file", "under a file"])
