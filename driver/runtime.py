@@ -293,8 +293,9 @@ class RayBackend:
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
-                ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, dashboard_host="127.0.0.1",
-                         log_to_driver=False, runtime_env={"env_vars": {**_worker_vars(), THIS_MACHINE_VAR: "1"}},
+                ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
+                         dashboard_host="127.0.0.1", log_to_driver=False,
+                         runtime_env={"env_vars": {**_worker_vars(), THIS_MACHINE_VAR: "1"}},
                          logging_level=logging.WARNING)
                 self.reaper = _start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
