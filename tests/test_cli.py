@@ -179,21 +179,12 @@ def test_the_cluster_a_ray_run_would_start_here_is_this_machines(monkeypatch):
     assert cluster_to_start() == os.cpu_count() and "ray" not in sys.modules
 
 
-def test_actors_a_cluster_of_this_machine_cannot_place_are_refused_before_it_starts(tmp_path, monkeypatch):
+def test_actors_a_cluster_of_this_machine_cannot_place_are_refused_before_it_starts(tmp_path, two_cpu_machine):
     """A Ray run that would start a cluster of 2 CPUs here is refused before its backend is made (the slow part)
     when its actors could never be placed; one that joins a cluster, or runs serially, is not judged then."""
-    import driver.run
-    import driver.runtime
     from driver.run import train
 
-    class Started(Exception):
-        pass
-
-    def make_backend(cfg):
-        raise Started
-
-    monkeypatch.setattr(driver.run, "make_backend", make_backend)
-    monkeypatch.setattr(driver.runtime, "cluster_to_start", lambda address="": None if address else 2)
+    Started = two_cpu_machine
 
     def start(*argv):
         cfg, spec = resolve(parse_config(["--env", "CliffWalk", "--wandb", "disabled", "--progress", "false",

@@ -298,19 +298,10 @@ def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
     assert not (tmp_path / "g").exists()  # nothing left behind: the same command, corrected, can run
 
 
-def test_a_run_this_machine_can_never_hold_is_refused_before_its_cluster_starts(tmp_path, monkeypatch):
+def test_a_run_this_machine_can_never_hold_is_refused_before_its_cluster_starts(tmp_path, two_cpu_machine):
     """A grid that would start a Ray cluster of 2 CPUs here is refused by its CPUs before the cluster starts; a
     grid that joins a cluster asks that cluster instead (above)."""
-    import launcher.grid
-
-    class Started(Exception):
-        pass
-
-    def ray_backend(address):
-        raise Started
-
-    monkeypatch.setattr(launcher.grid, "RayBackend", ray_backend)
-    monkeypatch.setattr(launcher.grid, "cluster_to_start", lambda address="": None if address else 2)
+    Started = two_cpu_machine
 
     def run(*argv):
         grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, *argv, "--out", str(tmp_path / "g")])).run()
