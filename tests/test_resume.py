@@ -15,6 +15,7 @@ import torch
 from configuration.flags import resolve
 from driver.resume import resume_config
 from driver.run import Run
+from driver.runtime import CLUSTER_DRAIN_S
 
 pytestmark = pytest.mark.integration
 
@@ -191,8 +192,11 @@ def test_sigterm_to_a_ray_runs_process_group_ends_it_in_seconds_and_leaves_no_ra
     os.killpg(proc.pid, signal.SIGTERM)
     sent = time.monotonic()
     _, err = proc.communicate(timeout=120)
-    # (a grid's raylet first stops its workers: about 10 s; the watcher waits up to CLUSTER_DRAIN_S)
-    assert time.monotonic() - sent < (40 if grid else 15) and proc.returncode == 130, err
+    # What this bounds is Ray's minute-long wait on a GCS that is gone (the watcher ends the run once the local
+    # cluster has ended, and waits at most CLUSTER_DRAIN_S for that): not how fast Ray's raylet drains its workers
+    # on a SIGTERM, which is Ray's and the machine's (about 8 s of a run's 12-13 s here beside a training grid,
+    # 15.6 s once under the suite and the grid; a grid's raylet about 10 s)
+    assert time.monotonic() - sent < CLUSTER_DRAIN_S + 10 and proc.returncode == 130, err
     ours = [line for line in err.strip().splitlines() if line.startswith("python -m learner.main")]
     said = (f"grid interrupted; continue it with --resume {out}" if grid
             else f"interrupted; continue with --resume {out} (from its last checkpoint)")
