@@ -176,6 +176,11 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     if target == "auto" or ":" not in target:
         return
     host, _, port = target.rpartition(":")
+    if target.startswith("["):  # [IPv6]:port, as Ray writes it
+        host, _, rest = target[1:].partition("]")
+        if not rest:
+            return  # no port: Ray's default, Ray's to judge
+        port = rest.removeprefix(":")
     if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
         raise ConfigError("address", f"{address!r} is not HOST:PORT: its port {port!r} is not a number from 1 to "
                                      "65535")

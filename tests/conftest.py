@@ -27,6 +27,7 @@ class ClusterStarted(Exception):
 def two_cpu_machine(monkeypatch):
     """This machine as the checks made before a Ray cluster starts see it: 2 CPUs for a cluster started here
     (none for one joined); what would then make the cluster raises ClusterStarted. Returns that class."""
+    import driver.pack
     import driver.run
     import driver.runtime
     import launcher.grid
@@ -34,10 +35,12 @@ def two_cpu_machine(monkeypatch):
     def start(*_):
         raise ClusterStarted
 
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     for module in (driver.runtime, launcher.grid):
         monkeypatch.setattr(module, "cluster_to_start", lambda address="": None if address else 2)
-    monkeypatch.setattr(driver.run, "make_backend", start)
-    monkeypatch.setattr(launcher.grid, "RayBackend", start)
+    for module, name in ((driver.run, "make_backend"), (driver.pack, "make_backend"), (driver.runtime, "RayBackend"),
+                         (launcher.grid, "RayBackend")):
+        monkeypatch.setattr(module, name, start)
     return ClusterStarted
 
 

@@ -126,7 +126,7 @@ MESSAGES = [
     ("launcher/grid.py", "grid: {} failed: {}"),
     # cluster
     ("driver/runtime.py", "no Ray cluster answers at"),
-    ("driver/runtime.py", "is not HOST:PORT: its port {} is not a number from 1 to"),
+    ("driver/runtime.py", "is not HOST:PORT: its port {} is not a number from 1 to 65535"),
     ("driver/runtime.py", "cannot join the Ray cluster at"),
     ("driver/runtime.py", "token authentication is on (RAY_AUTH_MODE=token) and no token was found"),
     ("driver/runtime.py", "the cluster refused this client's token"),
