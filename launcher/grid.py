@@ -418,7 +418,7 @@ class Grid:
 
     def _check_fits(self, learner_bundle: dict, nodes: list[dict]) -> None:
         """A run whose placement group no node set of this cluster can hold would wait forever: refuse it
-        (a cluster joined with --address may grow: then only warn)."""
+        (a cluster joined with --address or RAY_ADDRESS may grow: then only warn)."""
         problem = self._fit_problem(learner_bundle, [n["Resources"] for n in nodes if n.get("Alive")])
         if problem and not (self.args["address"] or os.environ.get("RAY_ADDRESS")):  # (RayBackend joins either)
             raise ConfigError("actors", problem)
