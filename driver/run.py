@@ -17,7 +17,6 @@ import contextlib
 import json
 import math
 import shutil
-import sys
 import time
 import zipfile
 from collections import Counter
@@ -38,7 +37,7 @@ from driver.outputs import (
     write_whole,
 )
 from driver.runtime import Backend, build, check_memory, check_room, make_backend, make_replay, sigterm_interrupts
-from driver.state import RunState, check_run_dir, claim_run_dir, legacy_entries, where_to_continue, write_checkpoint
+from driver.state import RunState, check_run_dir, claim_run_dir, interrupted_line, legacy_entries, write_checkpoint
 from learner.learner import Learner, LearnerSettings, pick_device
 from methods import acting
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
@@ -145,10 +144,8 @@ class Run:
     # ---- the loop ----
     def run(self) -> dict:
         # `kill`, `timeout`, a scheduler: as Ctrl-C (KeyboardInterrupt); not in a grid's Ray task (Ray's process)
-        def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: say it, the process ends
-            print(f"python -m learner.main: interrupted; {where_to_continue(self.out)}", file=sys.stderr)
-
-        with sigterm_interrupts(gone) if getattr(self.backend, "owned", True) else contextlib.nullcontext():
+        owned = getattr(self.backend, "owned", True)
+        with sigterm_interrupts(lambda: interrupted_line(self.out)) if owned else contextlib.nullcontext():
             return self._run()
 
     def _run(self) -> dict:

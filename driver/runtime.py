@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
+from tqdm import tqdm
 
 from actors.actor import Actor, ActorSettings
 from actors.evaluator import Evaluator, EvaluatorSettings
@@ -612,25 +613,44 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
     return {"arm_source": arm_source, "arm_local": not method.central, "actors": actors, "evaluator": evaluator}
 
 
+class Interrupted(KeyboardInterrupt):
+    """An interrupt (Ctrl-C, SIGTERM) whose line, how to continue, was said already (`sigterm_interrupts`)."""
+
+
 @contextlib.contextmanager
-def sigterm_interrupts(when_cluster_gone=None):
+def sigterm_interrupts(line, when_cluster_gone=None):
     """While a run or a grid runs (in its process's main thread), `kill PID` (SIGTERM, what `timeout` and job
     schedulers send) stops it as Ctrl-C does: one started in the background by a script (`nohup … &`) ignores
     SIGINT, so Ctrl-C's signal never reaches it. Installed after Ray's start, whose own handler aborts.
 
-    A SIGTERM sent to the process group reaches Ray's processes at the same moment (Ray blocks only SIGINT in
-    them), and the main thread may then be inside a Ray call that waits a minute for a GCS that is gone before
-    Python can raise anything. So a watcher thread hears every signal as it arrives (`signal.set_wakeup_fd`):
-    after a SIGTERM, if the local cluster's GCS or raylet ends while the block lasts (within `CLUSTER_DRAIN_S`:
-    a raylet with workers to stop takes about 10 s), it calls `when_cluster_gone()` (which says where to
-    continue) and ends the process at once (status 130)."""
+    `line()` is what an interrupt says on stderr (how to continue), once: as a SIGTERM arrives, or as a Ctrl-C
+    leaves the block; the interrupt then leaves as `Interrupted`. A SIGTERM sent to the process group reaches
+    Ray's processes at the same moment (Ray blocks only SIGINT in them): the main thread may then be inside a Ray
+    call that waits a minute for a GCS that is gone before Python can raise anything, and Ray's own core may end
+    this process first (status 1) when its raylet ends at once. So a watcher thread hears every signal as it
+    arrives (`signal.set_wakeup_fd`) and says the line then; if the local cluster's GCS or raylet ends while the
+    block lasts (within `CLUSTER_DRAIN_S`: a raylet with workers to stop takes about 10 s), it calls
+    `when_cluster_gone()` and ends the process at once (status 130)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
+    said = threading.Lock()  # taken by whoever says the line: once
+    inside = [True]  # the block's body runs: a SIGTERM interrupts it (not the block's own way out)
+
+    def say() -> None:
+        if said.acquire(blocking=False):
+            try:
+                text = line()
+            except Exception as e:  # noqa: BLE001 - the interrupt is said all the same
+                text = f"python -m learner.main: interrupted ({type(e).__name__} finding where to continue)"
+            tqdm.write(text, file=sys.stderr)  # (below a progress bar on the terminal, not at its end)
+            sys.stderr.flush()
+
     def terminated(signum, frame):
         _SIGNALLED.set()
-        raise KeyboardInterrupt
+        if inside[0]:
+            raise KeyboardInterrupt
 
     read, write = os.pipe()
     os.set_blocking(write, False)
@@ -653,9 +673,12 @@ def sigterm_interrupts(when_cluster_gone=None):
                 got = os.read(read, 64)
                 if not got:  # the block ended: its write end closed
                     return
-                if signal.SIGTERM in got and cluster_ends():
-                    # (a SIGTERM to this process alone: its own shutdown may have ended the cluster, and the
-                    # block then ends in seconds on its own, writing and releasing what it must)
+                if signal.SIGTERM not in got:
+                    continue
+                say()
+                # (a SIGTERM to this process alone: its own shutdown may have ended the cluster, and the block then
+                # ends in seconds on its own, writing and releasing what it must)
+                if cluster_ends():
                     if _OWN_SHUTDOWN.is_set() and ended.wait(OWN_SHUTDOWN_S):
                         return
                     break
@@ -675,7 +698,20 @@ def sigterm_interrupts(when_cluster_gone=None):
     watcher.start()
     try:
         yield
+    except BaseException as e:
+        inside[0] = False
+        if isinstance(e, KeyboardInterrupt):
+            say()
+            raise Interrupted from None
+        if not said.acquire(blocking=False):  # a SIGTERM said the line: this error is what it led to (an actor it
+            raise Interrupted from None  # ended too, a replay shard gone), the interrupt
+        raise  # (and no line after it: the lock is taken)
+    else:
+        inside[0] = False
+        if not said.acquire(blocking=False):  # a SIGTERM as the body ended, said already: as the line said
+            raise Interrupted
     finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
+        inside[0] = False
         signal.set_wakeup_fd(previous_fd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         ended.set()

@@ -255,6 +255,11 @@ def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -
         raise OutputError(f"{error}; the last checkpoint written is intact") from None
 
 
+def interrupted_line(out: Path) -> str:
+    """What an interrupted run says on stderr."""
+    return f"python -m learner.main: interrupted; {where_to_continue(out)}"
+
+
 def where_to_continue(out: Path) -> str:
     """What a stopped run leaves: its last checkpoint to continue from, or none."""
     try:

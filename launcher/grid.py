@@ -273,18 +273,15 @@ class Grid:
         t0 = time.perf_counter()
         self._check_fits_this_machine()
         backend = RayBackend(self.args["address"])
-        def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: the book, then the line
+        def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: the book, then the end
             for names, _ in getattr(self, "inflight", {}).values():
                 for name in names:
                     self.status[name] = "interrupted"
-            try:
-                write_whole(self.dir / "grid_summary.json",
-                            json.dumps(self._summary(time.perf_counter() - t0), indent=2) + "\n")
-            finally:
-                print(f"python -m learner.main: grid interrupted; continue it with --resume {self.dir}",
-                      file=sys.stderr)
+            write_whole(self.dir / "grid_summary.json",
+                        json.dumps(self._summary(time.perf_counter() - t0), indent=2) + "\n")
 
-        with sigterm_interrupts(gone):  # after Ray's start, which installs a SIGTERM handler of its own (it aborts)
+        # after Ray's start, which installs a SIGTERM handler of its own (it aborts)
+        with sigterm_interrupts(lambda: grid_interrupted_line(self.dir), gone):
             return self._run(backend, t0)
 
     def _run(self, backend, t0: float) -> dict:
@@ -486,6 +483,11 @@ class Grid:
         summary = self._summary(time.perf_counter() - t0)
         write_whole(self.dir / "grid_summary.json", json.dumps(summary, indent=2) + "\n")
         return summary
+
+
+def grid_interrupted_line(grid_dir: Path) -> str:
+    """What an interrupted grid says on stderr."""
+    return f"python -m learner.main: grid interrupted; continue it with --resume {grid_dir}"
 
 
 def _actor_bundles(run: dict) -> int:

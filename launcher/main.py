@@ -17,7 +17,7 @@ from configuration.cli import PROG, build_parser, is_grid, parse_config
 from configuration.errors import user_error
 from configuration.flags import ConfigError, OutputError, resolve
 from driver.outputs import NonFiniteLoss, describe_run
-from driver.runtime import local_cluster_gone
+from driver.runtime import Interrupted, local_cluster_gone
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
 from replay_service.redis_shard import ReplayUnavailable
@@ -93,14 +93,15 @@ def _grid(argv: list[str] | None) -> int | None:
     if args.get("seeds") and "seed" in vars(build_parser(defaults=False).parse_args(argv)):
         raise ConfigError("seed", f"{args['seed']} with --seeds {args['seeds']}: a grid's seeds are --seeds; give "
                                   "one of them")
-    from launcher.grid import describe_grid, grid_from_args
+    from launcher.grid import describe_grid, grid_from_args, grid_interrupted_line
 
     grid = grid_from_args(args)
     try:
         with _quiet_stdout(grid.dir / "ray_warnings.log"):
             summary = grid.run()
-    except KeyboardInterrupt:
-        print(f"python -m learner.main: grid interrupted; continue it with --resume {grid.dir}", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        if not isinstance(e, Interrupted):  # (else said already)
+            print(grid_interrupted_line(grid.dir), file=sys.stderr)
         _exit_if_cluster_gone(130)
         return 130
     print(json.dumps(summary, indent=2) if grid.args["json"] else describe_grid(summary, grid.dir))
@@ -131,15 +132,16 @@ def main(argv: list[str] | None = None) -> int:
             config, resume = resume_config(argv)
         cfg, spec = resolve(config)
         from driver.run import train
-        from driver.state import where_to_continue
+        from driver.state import interrupted_line
 
         # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the
         # progress bar (its warnings about starting many workers at once to a file)
         try:
             with _quiet_stdout(Path(cfg.out) / "ray_warnings.log"):
                 summary = train(cfg, spec, resume)
-        except KeyboardInterrupt:
-            print(f"python -m learner.main: interrupted; {where_to_continue(Path(cfg.out))}", file=sys.stderr)
+        except KeyboardInterrupt as e:
+            if not isinstance(e, Interrupted):  # (else said already)
+                print(interrupted_line(Path(cfg.out)), file=sys.stderr)
             _exit_if_cluster_gone(130)
             return 130
     except KeyboardInterrupt:  # before the run started: nothing to continue

@@ -92,7 +92,7 @@ MESSAGES = [
     ("driver/outputs.py", "last line was cut short (the run stopped while writing it)"),
     ("driver/run.py", "networks or arm source ("),
     ("driver/run.py", "the run cannot continue exactly without it"),
-    ("launcher/main.py", "interrupted; "),
+    ("driver/state.py", "interrupted; "),
     ("driver/state.py", "continue with --resume {} (from its last checkpoint)"),
     ("driver/state.py", "it had written no checkpoint yet: start it again with --out"),
     ("driver/state.py", "so it cannot be continued: start it again with --out"),
@@ -121,7 +121,7 @@ MESSAGES = [
     ("driver/pack.py", "a pack holds each seed once"),
     ("driver/pack.py", "the seeds of a pack share one configuration"),
     ("driver/pack.py", "the seeds of a pack continue together only from checkpoints at one update count"),
-    ("launcher/main.py", "grid interrupted; continue it with --resume"),
+    ("launcher/grid.py", "grid interrupted; continue it with --resume"),
     ("launcher/grid.py", "starting it again"),
     ("launcher/grid.py", "grid: {} failed: {}"),
     # cluster

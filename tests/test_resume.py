@@ -7,7 +7,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +17,7 @@ import torch
 from configuration.flags import resolve
 from driver.resume import resume_config
 from driver.run import Run
-from driver.runtime import CLUSTER_DRAIN_S
+from driver.runtime import CLUSTER_DRAIN_S, Interrupted, sigterm_interrupts
 
 pytestmark = pytest.mark.integration
 
@@ -116,6 +118,76 @@ def test_a_redis_namespace_belongs_to_one_run(tmp_path, redis_url, capsys):
         f"its rings carry claim " in err[0] and f"not this checkpoint's {claim}" in err[0]
 
 
+@pytest.fixture
+def signalled(monkeypatch):
+    """A SIGTERM of this test's own: the process's record that one arrived is the test's (`local_cluster_gone`
+    waits after one)."""
+    import driver.runtime
+
+    monkeypatch.setattr(driver.runtime, "_SIGNALLED", threading.Event())
+
+
+def _said(err: str) -> list[str]:
+    """stderr's lines as a terminal shows them (what follows a line's last carriage return)."""
+    return [line.split("\r")[-1] for line in err.split("\n") if line.split("\r")[-1].strip()]
+
+
+def test_a_sigterm_says_how_to_continue_as_it_arrives_and_once(capfd, signalled):
+    """The line is said as the SIGTERM arrives, while the main thread cannot run Python (as inside a Ray call
+    whose cluster is gone, or before Ray's core ends the process itself), on a line of its own below a live
+    progress bar, and not again as the interrupt leaves."""
+    from tqdm import tqdm
+
+    said = []
+
+    def line():
+        said.append(time.monotonic())
+        return "the line"
+
+    start = time.monotonic()
+    with pytest.raises(Interrupted):
+        with sigterm_interrupts(line), tqdm(total=10, file=sys.stderr) as bar:
+            bar.update(3)
+            # the main thread blocks SIGTERM: the kernel gives it to another thread (the watcher's), and the
+            # KeyboardInterrupt waits for the main thread's next bytecode, 2 s on
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+                time.sleep(2.0)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    raised = time.monotonic()
+    lines = _said(capfd.readouterr().err)
+    assert lines.count("the line") == 1 and len(said) == 1, lines
+    assert said[0] - start < 1.5 and raised - start >= 2.0, (said, start, raised)
+
+
+def test_an_error_a_sigterm_led_to_is_the_interrupt(capfd, signalled):
+    """What the SIGTERM brought about (an actor it ended too) leaves as the interrupt, after its one line; an
+    error with no signal leaves as itself, with no line."""
+    with pytest.raises(Interrupted):
+        with sigterm_interrupts(lambda: "the line"):
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(2.0)
+            except KeyboardInterrupt:
+                time.sleep(0.5)  # (the watcher has said it)
+                raise RuntimeError("an actor the signal ended") from None
+    assert _said(capfd.readouterr().err) == ["the line"]
+    with pytest.raises(RuntimeError):
+        with sigterm_interrupts(lambda: "the line"):
+            raise RuntimeError("no signal")
+    assert _said(capfd.readouterr().err) == []
+
+
+def test_a_ctrl_c_says_how_to_continue_once_as_it_leaves(capfd):
+    """Ctrl-C (SIGINT, no watcher): the line as the KeyboardInterrupt leaves the block, once."""
+    with pytest.raises(Interrupted):
+        with sigterm_interrupts(lambda: "the line"):
+            raise KeyboardInterrupt
+    assert _said(capfd.readouterr().err) == ["the line"]
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_a_run_in_one_line_that_says_where_to_continue(tmp_path, sig):
     """Ctrl-C or `kill` (to the process or its group): the run ends within seconds, status 130, one line naming
@@ -167,6 +239,19 @@ def _ray_run(out, grid: bool):
     return proc, psutil.Process(proc.pid).children(recursive=True)
 
 
+def _ray_ended(pid: int, since: float) -> bool:
+    """Whether Ray's core ended the driver `pid` itself, as its log written since `since` (monotonic) says."""
+    from ray._common.utils import get_default_ray_temp_dir  # (where Ray's sessions are: RAY_TMPDIR, TMPDIR, /tmp)
+
+    wall = time.time() - (time.monotonic() - since)
+    for log in Path(get_default_ray_temp_dir()).glob(f"session_*/logs/python-core-driver-*_{pid}.log"):
+        if log.stat().st_mtime >= wall - 1:
+            text = log.read_text(errors="replace")
+            if "Terminate the process" in text or "Exiting because the Raylet IPC connection failed" in text:
+                return True
+    return False
+
+
 def _left(processes, seconds: float) -> list[str]:
     """The processes (started under the driver) still running `seconds` after now."""
     import psutil
@@ -197,7 +282,12 @@ def test_sigterm_to_a_ray_runs_process_group_ends_it_in_seconds_and_leaves_no_ra
     # on a SIGTERM, which is Ray's and the machine's (about 8 s of a run's 12-13 s here beside a training grid,
     # 15.6 s once under the suite and the grid; a grid's raylet about 10 s)
     assert CLUSTER_DRAIN_S + 10 < 60  # below Ray's wait on a gone GCS (a minute): else this bound would hide it
-    assert time.monotonic() - sent < CLUSTER_DRAIN_S + 10 and proc.returncode == 130, err
+    assert time.monotonic() - sent < CLUSTER_DRAIN_S + 10, err
+    # status 130; or Ray's 1 where its raylet ended at once, taking its object store with it, and Ray's core in
+    # the driver ended the process itself (`QuickExit`, said in the driver's log) before the watcher could: a
+    # race no Python code wins (measured here: 2 of 28 tries with the SIGTERM 0-4 s after a checkpoint). The line
+    # was said as the signal arrived, either way (in all 28)
+    assert proc.returncode == 130 or (proc.returncode == 1 and _ray_ended(proc.pid, sent)), (proc.returncode, err)
     ours = [line for line in err.strip().splitlines() if line.startswith("python -m learner.main")]
     said = (f"grid interrupted; continue it with --resume {out}" if grid
             else f"interrupted; continue with --resume {out} (from its last checkpoint)")
