@@ -7,8 +7,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-import torch
-
 from actors.envs import env_spec
 from configuration.cli import build_parser
 from configuration.flags import (
@@ -104,6 +102,8 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     path = run_dir / "checkpoint.pt"
     if not path.is_file():
         raise ConfigError("resume", f"no checkpoint.pt in {args['resume']!r}")
+    import torch  # (lazy: a mistaken --resume answers before torch's import, seconds on 2 cores)
+
     try:
         # tensors and plain data only (nothing is unpickled), onto the CPU (a GPU run can resume on a CPU)
         ckpt = torch.load(path, weights_only=True, map_location="cpu")

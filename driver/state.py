@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from configuration.flags import ConfigError, OutputError
 from driver.outputs import RUN_FILES, write_atomically
@@ -160,6 +159,8 @@ def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
 
 def _wandb_id(out: Path) -> str | None:
     """The W&B run id an older run's checkpoint names (its W&B directories end in it), or None."""
+    import torch  # (lazy: a mistaken --out answers before torch's import, seconds on 2 cores)
+
     try:
         checkpoint = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
         found = checkpoint.get("wandb_id") if isinstance(checkpoint, dict) else None
@@ -248,6 +249,8 @@ class RunState:
 
 def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -> None:
     """`out/name`, written atomically (`outputs.write_atomically`): a crash leaves the last good one."""
+    import torch  # (lazy: see `_wandb_id`)
+
     try:  # a full disk: OSError, or torch's RuntimeError ("unexpected pos …")
         write_atomically(out / name, lambda f: torch.save(checkpoint, f), "wb")
     except (OSError, RuntimeError) as e:

@@ -131,8 +131,10 @@ def main(argv: list[str] | None = None) -> int:
 
             config, resume = resume_config(argv)
         cfg, spec = resolve(config)
+        from driver.state import check_run_dir, interrupted_line
+
+        check_run_dir(Path(cfg.out), resume is not None, cfg.overwrite)  # (as the run will: before torch's import)
         from driver.run import train
-        from driver.state import interrupted_line
 
         # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the
         # progress bar (its warnings about starting many workers at once to a file)

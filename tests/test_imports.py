@@ -166,13 +166,19 @@ RUN, REPORT = "launcher.main", "reporting.report"
     (RUN, ["--lr", "-1"], "--lr: must be > 0"), (RUN, ["--device", "tpu"], "--device: 'tpu' is not one of"),
     (RUN, ["--algo", "dqn,nope"], "--algo: 'nope' is not one of"),
     (RUN, ["--seeds", "0-2", "--lr", "-1"], "--lr: must be > 0"),
+    (RUN, ["--resume", "no-such-run"], "--resume: no checkpoint.pt in 'no-such-run'"),
+    (RUN, ["--env", "CliffWalk", "--out", "{held}"], "already holds a run (config.json)"),
     (REPORT, ["--help"], "usage: python -m learner.report"), (REPORT, ["no-such-directory"], "no-such-directory"),
-], ids=["run-help", "run-env", "run-lr", "run-device", "grid-algo", "grid-lr", "report-help", "report-path"])
-def test_help_and_a_mistake_answer_before_the_heavy_imports(module, argv, said):
+], ids=["run-help", "run-env", "run-lr", "run-device", "grid-algo", "grid-lr", "run-resume", "run-out", "report-help",
+        "report-path"])
+def test_help_and_a_mistake_answer_before_the_heavy_imports(tmp_path, module, argv, said):
     """`python -m learner.main --help` and a value that the command line of a run or a grid refuses (a name it
-    does not know, a number out of range) answer before torch and Ray are imported (torch alone takes seconds on
-    2 cores); `python -m learner.report --help` and a path that is not a run, before rliable (SciPy, pandas,
-    arch)."""
+    does not know, a number out of range, a --resume directory without a checkpoint, an --out that holds a run)
+    answer before torch and Ray are imported (torch alone takes seconds on 2 cores); `python -m learner.report
+    --help` and a path that is not a run, before rliable (SciPy, pandas, arch)."""
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "config.json").write_text("{}")
+    argv = [a.replace("{held}", str(tmp_path / "held")) for a in argv]
     code = (f"import sys; from {module} import main\n"
             "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as e:\n    status = e.code\n"
             f"print('heavy:', sorted(set({HEAVY!r}) & set(sys.modules)), 'status:', status, file=sys.stderr)")

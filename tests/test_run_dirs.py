@@ -193,8 +193,6 @@ def test_a_run_id_already_used_on_a_shared_redis_is_refused(redis_url, tmp_path,
 
 
 def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_last_one(tmp_path, monkeypatch, capsys):
-    import driver.state
-
     real_save, saves = torch.save, []
 
     def save(obj, f, *args, **kwargs):
@@ -204,7 +202,7 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_last_one(tmp_path
             raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 64 vs 0")
         return real_save(obj, f, *args, **kwargs)
 
-    monkeypatch.setattr(driver.state.torch, "save", save)
+    monkeypatch.setattr(torch, "save", save)  # (driver.state imports it when it writes)
     out = tmp_path / "run"
     line = one_line(capsys, main([*SHORT, "--out", str(out)]), expected=1)
     assert f"cannot write {out / 'checkpoint.pt'} (" in line and "unexpected pos 64 vs 0" in line
