@@ -285,8 +285,8 @@ def test_sigterm_to_a_ray_runs_process_group_ends_it_in_seconds_and_leaves_no_ra
     assert time.monotonic() - sent < CLUSTER_DRAIN_S + 10, err
     # status 130; or Ray's 1 where its raylet ended at once, taking its object store with it, and Ray's core in
     # the driver ended the process itself (`QuickExit`, said in the driver's log) before the watcher could: a
-    # race no Python code wins (measured here: 2 of 28 tries with the SIGTERM 0-4 s after a checkpoint). The line
-    # was said as the signal arrived, either way (in all 28)
+    # race no Python code wins (`bench/sigterm.py --tries 20` here: 1 of 20, the SIGTERM 0-4 s after a
+    # checkpoint). The line was said as the signal arrived, either way (in all 20)
     assert proc.returncode == 130 or (proc.returncode == 1 and _ray_ended(proc.pid, sent)), (proc.returncode, err)
     ours = [line for line in err.strip().splitlines() if line.startswith("python -m learner.main")]
     said = (f"grid interrupted; continue it with --resume {out}" if grid
