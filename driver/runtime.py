@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
-from tqdm import tqdm
 
 from actors.actor import Actor, ActorSettings
 from actors.evaluator import Evaluator, EvaluatorSettings
@@ -613,6 +612,31 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
     return {"arm_source": arm_source, "arm_local": not method.central, "actors": actors, "evaluator": evaluator}
 
 
+def _write_line(text: str) -> None:
+    """`text` on stderr on a line of its own: with tqdm's locks (0.5 s at most each: a bar stuck mid-draw does
+    not hold it back), a live progress bar is cleared and drawn again below it. Never raises: a closed or
+    broken stderr (its reader ended by the same signal) leaves the process to end all the same."""
+    from tqdm import tqdm
+
+    try:
+        lock, taken = tqdm.get_lock(), []
+        try:
+            for part in lock.locks:
+                if not part.acquire(timeout=0.5):
+                    break
+                taken.append(part)
+            if len(taken) == len(lock.locks):
+                tqdm.write(text, file=sys.stderr, nolock=True)
+            else:
+                sys.stderr.write("\n" + text + "\n")
+            sys.stderr.flush()
+        finally:
+            for part in reversed(taken):
+                part.release()
+    except Exception:  # noqa: BLE001
+        pass
+
+
 class Interrupted(KeyboardInterrupt):
     """An interrupt (Ctrl-C, SIGTERM) whose line, how to continue, was said already (`sigterm_interrupts`)."""
 
@@ -636,16 +660,34 @@ def sigterm_interrupts(line, when_cluster_gone=None):
         return
 
     said = threading.Lock()  # taken by whoever says the line: once
+    said_text = [""]
     inside = [True]  # the block's body runs: a SIGTERM interrupts it (not the block's own way out)
+    _SIGNALLED.clear()  # (this block's: a process may run several, one after the other)
+    _OWN_SHUTDOWN.clear()
+    from tqdm import tqdm
 
-    def say() -> None:
-        if said.acquire(blocking=False):
-            try:
-                text = line()
-            except Exception as e:  # noqa: BLE001 - the interrupt is said all the same
-                text = f"python -m learner.main: interrupted ({type(e).__name__} finding where to continue)"
-            tqdm.write(text, file=sys.stderr)  # (below a progress bar on the terminal, not at its end)
-            sys.stderr.flush()
+    tqdm.get_lock()  # (made here, in the main thread: not in the watcher's race with Ray's core)
+
+    def text() -> str:
+        try:
+            return line()
+        except Exception as e:  # noqa: BLE001 - the interrupt is said all the same
+            return f"python -m learner.main: interrupted ({type(e).__name__} finding where to continue)"
+
+    spoken = threading.Event()
+
+    def say() -> bool:
+        """Say the line unless it was (or is being) said: whether this call said it."""
+        if not said.acquire(blocking=False):
+            return False
+        said_text[0] = text()
+        _write_line(said_text[0])
+        spoken.set()
+        return True
+
+    def say_again_if_changed() -> None:  # (on the way out: a checkpoint or the summary written since the signal)
+        if spoken.wait(2.0) and text() != said_text[0]:  # (the watcher may be saying it this moment)
+            _write_line(text())
 
     def terminated(signum, frame):
         _SIGNALLED.set()
@@ -690,8 +732,10 @@ def sigterm_interrupts(line, when_cluster_gone=None):
             if when_cluster_gone is not None:
                 when_cluster_gone()
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
             os._exit(130)
 
     watcher = threading.Thread(target=watch, name="sigterm-watch", daemon=True)
@@ -700,15 +744,22 @@ def sigterm_interrupts(line, when_cluster_gone=None):
         yield
     except BaseException as e:
         inside[0] = False
+        if isinstance(e, GeneratorExit):
+            raise
         if isinstance(e, KeyboardInterrupt):
-            say()
+            if not say():
+                say_again_if_changed()
             raise Interrupted from None
         if not said.acquire(blocking=False):  # a SIGTERM said the line: this error is what it led to (an actor it
-            raise Interrupted from None  # ended too, a replay shard gone), the interrupt
+            if not type(e).__module__.startswith("ray"):  # ended too), the interrupt; one of ours is said too
+                _write_line(f"warning: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}")
+            say_again_if_changed()
+            raise Interrupted from e
         raise  # (and no line after it: the lock is taken)
     else:
         inside[0] = False
         if not said.acquire(blocking=False):  # a SIGTERM as the body ended, said already: as the line said
+            say_again_if_changed()
             raise Interrupted
     finally:  # (a handler installed outside Python reads as None: Ray's, gone with Ray's shutdown)
         inside[0] = False

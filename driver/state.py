@@ -264,7 +264,9 @@ def interrupted_line(out: Path) -> str:
 
 
 def where_to_continue(out: Path) -> str:
-    """What a stopped run leaves: its last checkpoint to continue from, or none."""
+    """What a stopped run leaves: its last checkpoint to continue from, or none (or it had finished)."""
+    if (out / "summary.json").is_file():
+        return f"it had finished: its outputs are in {out}"
     try:
         config = json.loads((out / "config.json").read_text())
     except (OSError, ValueError):

@@ -120,11 +120,14 @@ def test_a_redis_namespace_belongs_to_one_run(tmp_path, redis_url, capsys):
 
 @pytest.fixture
 def signalled(monkeypatch):
-    """A SIGTERM of this test's own: the process's record that one arrived is the test's (`local_cluster_gone`
-    waits after one)."""
+    """A SIGTERM of this test's own: a handler that ignores it stands outside the block (were the block's not
+    installed, the default would end pytest itself), and the process's record that one arrived is the test's."""
     import driver.runtime
 
     monkeypatch.setattr(driver.runtime, "_SIGNALLED", threading.Event())
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    yield
+    signal.signal(signal.SIGTERM, previous)
 
 
 def _said(err: str) -> list[str]:
@@ -132,10 +135,21 @@ def _said(err: str) -> list[str]:
     return [line.split("\r")[-1] for line in err.split("\n") if line.split("\r")[-1].strip()]
 
 
+def _sigterm_while_blocked(seconds: float = 2.0) -> None:
+    """A SIGTERM to this process 0.2 s on, while the main thread blocks it for `seconds`: the kernel gives it to
+    another thread (the watcher's), and the KeyboardInterrupt waits for the main thread's next bytecode."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        time.sleep(seconds)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def test_a_sigterm_says_how_to_continue_as_it_arrives_and_once(capfd, signalled):
     """The line is said as the SIGTERM arrives, while the main thread cannot run Python (as inside a Ray call
-    whose cluster is gone, or before Ray's core ends the process itself), on a line of its own below a live
-    progress bar, and not again as the interrupt leaves."""
+    whose cluster is gone, or before Ray's core ends the process itself), on a line of its own (a live
+    progress bar drawn again after it), and not again as the interrupt leaves."""
     from tqdm import tqdm
 
     said = []
@@ -148,36 +162,56 @@ def test_a_sigterm_says_how_to_continue_as_it_arrives_and_once(capfd, signalled)
     with pytest.raises(Interrupted):
         with sigterm_interrupts(line), tqdm(total=10, file=sys.stderr) as bar:
             bar.update(3)
-            # the main thread blocks SIGTERM: the kernel gives it to another thread (the watcher's), and the
-            # KeyboardInterrupt waits for the main thread's next bytecode, 2 s on
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-            try:
-                threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
-                time.sleep(2.0)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            _sigterm_while_blocked()
     raised = time.monotonic()
     lines = _said(capfd.readouterr().err)
-    assert lines.count("the line") == 1 and len(said) == 1, lines
+    assert lines.count("the line") == 1, lines
     assert said[0] - start < 1.5 and raised - start >= 2.0, (said, start, raised)
 
 
 def test_an_error_a_sigterm_led_to_is_the_interrupt(capfd, signalled):
-    """What the SIGTERM brought about (an actor it ended too) leaves as the interrupt, after its one line; an
-    error with no signal leaves as itself, with no line."""
-    with pytest.raises(Interrupted):
-        with sigterm_interrupts(lambda: "the line"):
-            try:
-                os.kill(os.getpid(), signal.SIGTERM)
-                time.sleep(2.0)
-            except KeyboardInterrupt:
-                time.sleep(0.5)  # (the watcher has said it)
-                raise RuntimeError("an actor the signal ended") from None
-    assert _said(capfd.readouterr().err) == ["the line"]
+    """What the SIGTERM brought about (an actor it ended too) leaves as the interrupt after its line; an error
+    of ours is said too, in a line of its own; an error with no signal leaves as itself, with no line."""
+    spoken = threading.Event()
+
+    def line():
+        spoken.set()
+        return "the line"
+
+    for error, said in ((type("RayActorError", (RuntimeError,), {"__module__": "ray.exceptions"}), ["the line"]),
+                        (OSError, ["the line", "warning: OSError: what it led to"])):
+        spoken.clear()
+        with pytest.raises(Interrupted):
+            with sigterm_interrupts(line):
+                try:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(30)
+                except KeyboardInterrupt:
+                    assert spoken.wait(30)  # (the watcher said it)
+                    raise error("what it led to") from None
+        assert _said(capfd.readouterr().err) == said
     with pytest.raises(RuntimeError):
-        with sigterm_interrupts(lambda: "the line"):
+        with sigterm_interrupts(line):
             raise RuntimeError("no signal")
     assert _said(capfd.readouterr().err) == []
+
+
+def test_a_line_out_of_date_on_the_way_out_is_said_again(capfd, signalled):
+    """The line is what stood when the signal arrived; what was written since (a checkpoint the run was finishing)
+    is said as the interrupt leaves. A line that cannot be worked out is still an interrupt's line."""
+    state = {"where": "no checkpoint yet"}
+    with pytest.raises(Interrupted):
+        with sigterm_interrupts(lambda: state["where"]):
+            try:
+                _sigterm_while_blocked(1.0)
+            finally:
+                state["where"] = "from its last checkpoint"
+    assert _said(capfd.readouterr().err) == ["no checkpoint yet", "from its last checkpoint"]
+    with pytest.raises(Interrupted):
+        with sigterm_interrupts(lambda: 1 / 0):
+            raise KeyboardInterrupt
+    assert _said(capfd.readouterr().err) == [
+        "python -m learner.main: interrupted (ZeroDivisionError finding where to continue)"]
 
 
 def test_a_ctrl_c_says_how_to_continue_once_as_it_leaves(capfd):
