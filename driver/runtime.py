@@ -686,8 +686,10 @@ def sigterm_interrupts(line, when_cluster_gone=None):
         return True
 
     def say_again_if_changed() -> None:  # (on the way out: a checkpoint or the summary written since the signal)
-        if spoken.wait(2.0) and text() != said_text[0]:  # (the watcher may be saying it this moment)
-            _write_line(text())
+        if spoken.wait(2.0):  # (the watcher may be saying it this moment)
+            now = text()
+            if now != said_text[0]:
+                _write_line(now)
 
     def terminated(signum, frame):
         _SIGNALLED.set()

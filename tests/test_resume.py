@@ -342,3 +342,13 @@ def test_a_killed_drivers_ray_processes_end_within_seconds(tmp_path):
     proc.kill()
     proc.communicate(timeout=60)
     assert _left(ray_processes, 8) == []
+
+
+def test_where_to_continue_says_a_finished_run_finished(tmp_path):
+    """A run whose summary is written (a signal in its last seconds) has nothing to continue, checkpoint or not."""
+    from driver.state import where_to_continue
+
+    (tmp_path / "checkpoint.pt").write_bytes(b"")
+    assert where_to_continue(tmp_path).startswith("continue with --resume")
+    (tmp_path / "summary.json").write_text("{}")
+    assert where_to_continue(tmp_path) == f"it had finished: its outputs are in {tmp_path}"
