@@ -144,8 +144,7 @@ class Run:
     # ---- the loop ----
     def run(self) -> dict:
         # `kill`, `timeout`, a scheduler: as Ctrl-C (KeyboardInterrupt); not in a grid's Ray task (Ray's process)
-        owned = getattr(self.backend, "owned", True)
-        with sigterm_interrupts(lambda: interrupted_line(self.out)) if owned else contextlib.nullcontext():
+        with sigterm_interrupts(lambda: interrupted_line(self.out)) if self.backend.owned else contextlib.nullcontext():
             return self._run()
 
     def _run(self) -> dict:

@@ -53,6 +53,7 @@ class Backend(Protocol):
     """Where the run's parts live and how the loop talks to them: the same calls in one process or on Ray."""
 
     concurrent: bool  # parts run at the same time (Ray); False: a call runs to its end when made (serial)
+    owned: bool  # the run owns its process: it takes SIGTERM as Ctrl-C (not in a grid's Ray task)
 
     def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False, ported: bool = False) -> Any:
         """Build a part (an instance of `cls`) and return its handle (`ported`: other parts reach it through
@@ -98,6 +99,12 @@ class SerialBackend:
     """Everything in one process, in a fixed order: deterministic for a given seed."""
 
     concurrent = False
+
+    def __init__(self):
+        # a process of its own (the CLI's) takes SIGTERM as Ctrl-C (`Run.run`); a Ray worker running a grid's
+        # task, or a process that started Ray for something else, keeps its own signal handling
+        ray = sys.modules.get("ray")
+        self.owned = not (ray is not None and ray.is_initialized())
 
     def make(self, cls, *args, cpus: float = 0.0, restartable: bool = False, ported: bool = False):
         return cls(*args)

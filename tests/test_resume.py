@@ -222,6 +222,37 @@ def test_a_ctrl_c_says_how_to_continue_once_as_it_leaves(capfd):
     assert _said(capfd.readouterr().err) == ["the line"]
 
 
+def test_a_serial_run_in_a_grids_ray_task_leaves_the_workers_sigterm_to_ray(ray_cluster, tmp_path):
+    """A grid runs a serial run inside a Ray task, in the main thread of Ray's worker: the run leaves that process's
+    SIGTERM to Ray (which ends its worker with it) instead of taking it as an interrupt of its own, whose line would
+    tell the user to resume a run the grid resumes. A serial run in a process of its own takes it (the test above)."""
+
+    @ray_cluster.remote
+    def run_and_look(out: str) -> list[bool]:
+        from configuration.flags import Config
+        from driver.outputs import RunLogger
+
+        before, same = signal.getsignal(signal.SIGTERM), []
+        log_eval = RunLogger.log_eval
+
+        def look(self, result):
+            same.append(threading.current_thread() is threading.main_thread()
+                        and signal.getsignal(signal.SIGTERM) is before)
+            log_eval(self, result)
+
+        RunLogger.log_eval = look
+        try:
+            from driver.run import train
+
+            train(*resolve(Config(env="CliffWalk", runtime="serial", actors=1, total_steps=2_000, eval_every=1_000,
+                                  eval_episodes=2, learning_starts=500, wandb="disabled", progress=False, out=out)))
+        finally:
+            RunLogger.log_eval = log_eval
+        return same
+
+    assert ray_cluster.get(run_and_look.remote(str(tmp_path / "run"))) == [True, True]
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_a_run_in_one_line_that_says_where_to_continue(tmp_path, sig):
     """Ctrl-C or `kill` (to the process or its group): the run ends within seconds, status 130, one line naming
