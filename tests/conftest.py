@@ -19,6 +19,14 @@ def ray_cluster():
     ray.shutdown()
 
 
+@pytest.fixture(autouse=True)
+def ray_tests_are_integration_tests(request):
+    """A test on the session's Ray cluster is marked `integration`, so that `-m "not integration"` (the unit and
+    learning tiers) starts no cluster. (Tests that start one of their own, in a subprocess, are marked by hand.)"""
+    if "ray_cluster" in request.fixturenames and not request.node.get_closest_marker("integration"):
+        pytest.fail(f"{request.node.nodeid} uses the ray_cluster fixture: mark it @pytest.mark.integration")
+
+
 class ClusterStarted(Exception):
     """Raised where a run or a grid would start (or join) its Ray cluster, in `two_cpu_machine`."""
 

@@ -274,6 +274,7 @@ def test_redis_local_replay_works_across_two_nodes(tmp_path):
         assert run["replay_inserted"] == 3000
 
 
+@pytest.mark.integration
 def test_a_grid_on_the_cluster_it_started_keeps_its_redis_servers_on_loopback(tmp_path):
     """A grid without --address starts a cluster of this machine alone: its runs' redis-local servers listen on
     127.0.0.1 (no network address), although each run joins that cluster from a Ray task."""
@@ -332,6 +333,7 @@ def test_a_grid_out_that_cannot_be_a_directory_is_one_line_before_anything_start
     assert "is not a directory" in proc.stderr and (tmp_path / "f").read_text() == "mine\n"
 
 
+@pytest.mark.integration
 def test_a_grid_file_that_cannot_be_written_is_one_line(ray_cluster, tmp_path, monkeypatch, capsys):
     """A full disk as grid.json is written: one line naming it, status 1, no grid.json or temp file left."""
     import errno

@@ -26,8 +26,9 @@ def run(args, env=None, timeout=300):
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("runtime,replay", [("serial", "memory"), ("serial", "redis-local"), ("ray", "memory"),
-                                            ("ray", "redis-local")])
+@pytest.mark.parametrize("runtime,replay", [("serial", "memory"), ("serial", "redis-local"),
+                                            *(pytest.param("ray", replay, marks=pytest.mark.integration)
+                                              for replay in ("memory", "redis-local"))])
 def test_a_method_of_the_test_tree_runs_end_to_end_with_its_own_extra(tmp_path, runtime, replay):
     out = tmp_path / "run"
     done = run([*SHORT, "--toy-period", "3", "--runtime", runtime, "--replay", replay, "--out", str(out)],
