@@ -684,7 +684,7 @@ def test_a_report_is_not_written_at_or_above_its_runs(tmp_path, capsys):
 
 
 def test_the_bandit_returns_studys_rule_as_preregistered():
-    """results/bandit-returns/verdict.py's rule, as PLAN.md fixes it; on today's records it lists what is missing."""
+    """results/bandit-returns/verdict.py's rule, as PLAN.md fixes it, and the records it reads."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("verdict", ROOT / "results" / "bandit-returns" / "verdict.py")
