@@ -19,12 +19,15 @@ def ray_cluster():
     ray.shutdown()
 
 
-@pytest.fixture(autouse=True)
-def ray_tests_are_integration_tests(request):
+def pytest_collection_modifyitems(config, items):
     """A test on the session's Ray cluster is marked `integration`, so that `-m "not integration"` (the unit and
-    learning tiers) starts no cluster. (Tests that start one of their own, in a subprocess, are marked by hand.)"""
-    if "ray_cluster" in request.fixturenames and not request.node.get_closest_marker("integration"):
-        pytest.fail(f"{request.node.nodeid} uses the ray_cluster fixture: mark it @pytest.mark.integration")
+    learning tiers) starts no cluster: checked as the suite is collected, before any test runs. (Tests that start
+    a cluster of their own, in a subprocess, are marked by hand.)"""
+    unmarked = [item.nodeid for item in items
+                if "ray_cluster" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("integration")]
+    if unmarked:
+        raise pytest.UsageError(f"tests on the ray_cluster fixture must be marked @pytest.mark.integration: "
+                                f"{', '.join(unmarked)}")
 
 
 class ClusterStarted(Exception):

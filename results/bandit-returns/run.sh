@@ -28,6 +28,17 @@ grid runs/bandit-returns-seaquest --env MinAtar/Seaquest --algo beta_dqn --bandi
   --total-steps 1000000
 grid runs/bandit-returns-minigrid --env DoorKey,Unlock,SimpleCrossing-Hard,LavaCrossing-Easy --algo beta_dqn \
   --bandit-returns minmax,raw --seeds 0-2 --total-steps 500000
+# Seeds 3 and 4 of both readings in all 9 environments: the rule asked for them on seeds 0-2 (2026-11-29,
+# verdict-seeds-0-2.md). Added to this script after the study's commit; they run from the same clone at 6ec5992
+# with this script's flags, one grid per environment (PLAN.md's deviations of 2026-11-28 and -29)
+for task in DoorKey Unlock SimpleCrossing-Hard LavaCrossing-Easy; do
+  grid "runs/bandit-returns-$(echo "$task" | tr 'A-Z' 'a-z')-s3-4" --env "$task" --algo beta_dqn \
+    --bandit-returns minmax,raw --seeds 3-4 --total-steps 500000
+done
+for game in Asterix Breakout Freeway Seaquest SpaceInvaders; do
+  grid "runs/bandit-returns-$(echo "$game" | tr 'A-Z' 'a-z')-s3-4" --env "MinAtar/$game" --algo beta_dqn \
+    --bandit-returns minmax,raw --seeds 3-4 --total-steps 1000000
+done
 # Table 1 on one commit (not part of the decision): MiniGrid's DQN runs
 grid runs/table1-minigrid-dqn --env DoorKey,Unlock,SimpleCrossing-Easy,SimpleCrossing-Hard,LavaCrossing-Easy,LavaCrossing-Hard \
   --algo dqn --seeds 0-2 --total-steps 500000
