@@ -225,7 +225,7 @@ def test_a_ctrl_c_says_how_to_continue_once_as_it_leaves(capfd):
 def test_a_serial_run_in_a_grids_ray_task_leaves_the_workers_sigterm_to_ray(ray_cluster, tmp_path):
     """A grid runs a serial run inside a Ray task, in the main thread of Ray's worker: the run leaves that process's
     SIGTERM to Ray (which ends its worker with it) instead of taking it as an interrupt of its own, whose line would
-    tell the user to resume a run the grid resumes. A serial run in a process of its own takes it (the test above)."""
+    tell the user to resume a run the grid resumes. A serial run in a process of its own takes it (the test below)."""
 
     @ray_cluster.remote
     def run_and_look(out: str) -> list[bool]:
