@@ -31,6 +31,10 @@ grid runs/bandit-returns-minigrid --env DoorKey,Unlock,SimpleCrossing-Hard,LavaC
 # Seeds 3 and 4 of both readings in all 9 environments: the rule asked for them on seeds 0-2 (2026-11-29,
 # verdict-seeds-0-2.md). Added to this script after the study's commit; they run from the same clone at 6ec5992
 # with this script's flags, one grid per environment (PLAN.md's deviations of 2026-11-28 and -29)
+# After DoorKey's, the machine was replaced again (2026-11-29: Unlock's grid lost mid-run, nothing recorded from it),
+# and the runs not yet recorded went on as one grid per run, with the same flags, e.g.
+#   grid runs/br-unlock-raw-s3 --env Unlock --algo beta_dqn --bandit-returns raw --seeds 3 --total-steps 500000
+# (each record's report.md names the grid it came from)
 for task in DoorKey Unlock SimpleCrossing-Hard LavaCrossing-Easy; do
   grid "runs/bandit-returns-$(echo "$task" | tr 'A-Z' 'a-z')-s3-4" --env "$task" --algo beta_dqn \
     --bandit-returns minmax,raw --seeds 3-4 --total-steps 500000
