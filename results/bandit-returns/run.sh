@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The bandit-returns study's grids (PLAN.md), one after the other, then Table 1's MiniGrid DQN runs at the same
 # commit. Run it from a clean clone at the study's commit, in its virtual environment:
-#   bash results/bandit-returns/run.sh            # starts, or continues, whatever is not done
+#   bash results/bandit-returns/run.sh            # starts, or continues, every grid not finished under runs/
+# It looks at runs/ on this machine, not at the records under results/: on a machine that has lost runs/, start only
+# the runs not yet recorded, as single-run grids with these flags (PLAN.md's deviations; each record's report.md
+# names the grid it came from).
 # A grid that already has its directory is continued with --resume (only its unfinished runs run); a finished
 # grid's resume runs nothing. Ctrl-C (or SIGTERM) stops the grid in hand; run the script again to continue.
 set -euo pipefail
@@ -30,18 +33,23 @@ grid runs/bandit-returns-minigrid --env DoorKey,Unlock,SimpleCrossing-Hard,LavaC
   --bandit-returns minmax,raw --seeds 0-2 --total-steps 500000
 # Seeds 3 and 4 of both readings in all 9 environments: the rule asked for them on seeds 0-2 (2026-11-29,
 # verdict-seeds-0-2.md). Added to this script after the study's commit; they run from the same clone at 6ec5992
-# with this script's flags, one grid per environment (PLAN.md's deviations of 2026-11-28 and -29)
-# After DoorKey's, the machine was replaced again (2026-11-29: Unlock's grid lost mid-run, nothing recorded from it),
-# and the runs not yet recorded went on as one grid per run, with the same flags, e.g.
-#   grid runs/br-unlock-raw-s3 --env Unlock --algo beta_dqn --bandit-returns raw --seeds 3 --total-steps 500000
-# (each record's report.md names the grid it came from)
-for task in DoorKey Unlock SimpleCrossing-Hard LavaCrossing-Easy; do
-  grid "runs/bandit-returns-$(echo "$task" | tr 'A-Z' 'a-z')-s3-4" --env "$task" --algo beta_dqn \
-    --bandit-returns minmax,raw --seeds 3-4 --total-steps 500000
+# with this script's flags. DoorKey's ran as one grid:
+grid runs/bandit-returns-doorkey-s3-4 --env DoorKey --algo beta_dqn --bandit-returns minmax,raw --seeds 3-4 \
+  --total-steps 500000
+# the rest as one grid per run, so that a lost machine costs at most the run in hand (PLAN.md's deviations of
+# 2026-11-29)
+lower() { echo "$1" | tr 'A-Z' 'a-z'; }
+for task in Unlock SimpleCrossing-Hard LavaCrossing-Easy; do
+  for seed in 3 4; do for reading in minmax raw; do
+    grid "runs/br-$(lower "$task")-$reading-s$seed" --env "$task" --algo beta_dqn --bandit-returns "$reading" \
+      --seeds "$seed" --total-steps 500000
+  done; done
 done
 for game in Asterix Breakout Freeway Seaquest SpaceInvaders; do
-  grid "runs/bandit-returns-$(echo "$game" | tr 'A-Z' 'a-z')-s3-4" --env "MinAtar/$game" --algo beta_dqn \
-    --bandit-returns minmax,raw --seeds 3-4 --total-steps 1000000
+  for seed in 3 4; do for reading in minmax raw; do
+    grid "runs/br-$(lower "$game")-$reading-s$seed" --env "MinAtar/$game" --algo beta_dqn \
+      --bandit-returns "$reading" --seeds "$seed" --total-steps 1000000
+  done; done
 done
 # Table 1 on one commit (not part of the decision): MiniGrid's DQN runs
 grid runs/table1-minigrid-dqn --env DoorKey,Unlock,SimpleCrossing-Easy,SimpleCrossing-Hard,LavaCrossing-Easy,LavaCrossing-Hard \
