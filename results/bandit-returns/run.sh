@@ -51,8 +51,8 @@ for game in Asterix Breakout Freeway Seaquest SpaceInvaders; do
       --bandit-returns "$reading" --seeds "$seed" --total-steps 1000000
   done; done
 done
-# Table 1 on one commit (not part of the decision): MiniGrid's DQN runs, one grid per run as above (recorded
-# under results/table1-6ec5992/)
+# Table 1 on one commit (not part of the decision): MiniGrid's DQN runs, one grid per run as above (each
+# recorded under results/table1-6ec5992/ as it lands)
 for task in DoorKey Unlock SimpleCrossing-Easy SimpleCrossing-Hard LavaCrossing-Easy LavaCrossing-Hard; do
   for seed in 0 1 2; do
     grid "runs/t1-dqn-$(lower "$task")-s$seed" --env "$task" --algo dqn --seeds "$seed" --total-steps 500000
