@@ -222,6 +222,37 @@ def test_a_ctrl_c_says_how_to_continue_once_as_it_leaves(capfd):
     assert _said(capfd.readouterr().err) == ["the line"]
 
 
+def test_a_ctrl_c_inside_a_condition_wait_is_still_the_interrupt(capfd):
+    """A Ctrl-C that lands inside CPython's `Condition.wait` (the learner waiting on β's update, a Future) between
+    the lock's release and the `try` that takes it back leaves the `with` as "RuntimeError: cannot release
+    un-acquired lock", the interrupt its context (a stop's CI saw it: status 1, a traceback). It is the
+    interrupt: the line once, `Interrupted`, no traceback."""
+    cond = threading.Condition()
+    release = cond._release_save
+
+    def release_then_interrupt():  # (the signal arrives right after the release, as it did)
+        state = release()
+        raise KeyboardInterrupt
+        return state
+
+    cond._release_save = release_then_interrupt
+    with pytest.raises(RuntimeError, match="un-acquired lock"):  # (what CPython does, without the block)
+        with cond:
+            cond.wait(1)
+    with pytest.raises(Interrupted):
+        with sigterm_interrupts(lambda: "the line"):
+            with cond:
+                cond.wait(1)
+    assert _said(capfd.readouterr().err) == ["the line"]
+    with pytest.raises(RuntimeError):  # (an error with no interrupt behind it stays itself)
+        with sigterm_interrupts(lambda: "the line"):
+            try:
+                raise ValueError("not an interrupt")
+            except ValueError:
+                raise RuntimeError("cannot release un-acquired lock") from None
+    assert _said(capfd.readouterr().err) == []
+
+
 def test_a_serial_run_in_a_grids_ray_task_leaves_the_workers_sigterm_to_ray(ray_cluster, tmp_path):
     """A grid runs a serial run inside a Ray task, in the main thread of Ray's worker: the run leaves that process's
     SIGTERM to Ray (which ends its worker with it) instead of taking it as an interrupt of its own, whose line would
