@@ -648,7 +648,7 @@ class Interrupted(KeyboardInterrupt):
     """An interrupt (Ctrl-C, SIGTERM) whose line, how to continue, was said already (`sigterm_interrupts`)."""
 
 
-def _an_interrupt(e: BaseException) -> bool:
+def an_interrupt(e: BaseException) -> bool:
     """A KeyboardInterrupt, or an error raised while one was being handled. The interrupt is raised wherever the
     main thread is when the signal arrives; inside CPython's `threading.Condition.wait` (under `Future.result`, as
     the learner waits for β's update, and `Event.wait`) it can land after the lock is released and before the
@@ -671,7 +671,7 @@ def sigterm_interrupts(line, when_cluster_gone=None):
     SIGINT, so Ctrl-C's signal never reaches it. Installed after Ray's start, whose own handler aborts.
 
     `line()` is what an interrupt says on stderr (how to continue), once: as a SIGTERM arrives, or as a Ctrl-C
-    leaves the block (or an error the interrupt raised where it landed: `_an_interrupt`); the interrupt then
+    leaves the block (or an error the interrupt raised where it landed: `an_interrupt`); the interrupt then
     leaves as `Interrupted`. A SIGTERM sent to the process group reaches
     Ray's processes at the same moment (Ray blocks only SIGINT in them): the main thread may then be inside a Ray
     call that waits a minute for a GCS that is gone before Python can raise anything, and Ray's own core may end
@@ -772,7 +772,7 @@ def sigterm_interrupts(line, when_cluster_gone=None):
         inside[0] = False
         if isinstance(e, GeneratorExit):
             raise
-        if _an_interrupt(e):
+        if an_interrupt(e):
             if not say():
                 say_again_if_changed()
             raise Interrupted from None
