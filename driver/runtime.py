@@ -650,11 +650,12 @@ class Interrupted(KeyboardInterrupt):
 
 def an_interrupt(e: BaseException) -> bool:
     """A KeyboardInterrupt, or an error raised while one was being handled. The interrupt is raised wherever the
-    main thread is when the signal arrives; inside CPython's `threading.Condition.wait` (under `Future.result`, as
-    the learner waits for β's update, and `Event.wait`) it can land after the lock is released and before the
-    `try` that takes it back, and the `with` around the wait then raises "RuntimeError: cannot release
-    un-acquired lock" with the interrupt as its context: that is still the interrupt. (The chain as a traceback
-    shows it: an error raised `from` something else is not the interrupt's.)"""
+    main thread is when the signal arrives; inside CPython's `threading.Condition.wait` (under `queue.Queue.get`,
+    `Event.wait`, `Future.result`) it can land after the lock is released and before the `try` that takes it
+    back, and the `with` around the wait then raises "RuntimeError: cannot release un-acquired lock" with the
+    interrupt as its context: that is still the interrupt. So is an error raised in a `finally` or an `except`
+    on the interrupt's way out (said beside it: `_say_beside`). The chain is read as a traceback shows it: an
+    error raised `from` something else is not the interrupt's."""
     seen: set[int] = set()
     while e is not None and id(e) not in seen:
         if isinstance(e, KeyboardInterrupt):
@@ -662,6 +663,19 @@ def an_interrupt(e: BaseException) -> bool:
         seen.add(id(e))
         e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
     return False
+
+
+_LOCK_RACE = ("cannot release un-acquired lock", "release unlocked lock")  # CPython's, in an_interrupt's race
+
+
+def _say_beside(e: BaseException) -> None:
+    """An error an interrupt led to, in a `warning:` line of its own: one of this program's may be a bug of its
+    own, so it is not hidden. Not the interrupt itself, an error of Ray's (what the signal ended too), nor
+    CPython's lock race (`an_interrupt`)."""
+    if isinstance(e, KeyboardInterrupt) or type(e).__module__.startswith("ray") or (
+            isinstance(e, RuntimeError) and str(e) in _LOCK_RACE):
+        return
+    _write_line(f"warning: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}")
 
 
 @contextlib.contextmanager
@@ -772,13 +786,14 @@ def sigterm_interrupts(line, when_cluster_gone=None):
         inside[0] = False
         if isinstance(e, GeneratorExit):
             raise
-        if an_interrupt(e):
-            if not say():
+        if an_interrupt(e):  # (an error raised on the interrupt's way out, e.g. as a run closed: said after it)
+            first = say()
+            _say_beside(e)
+            if not first:
                 say_again_if_changed()
             raise Interrupted from None
         if not said.acquire(blocking=False):  # a SIGTERM said the line: this error is what it led to (an actor it
-            if not type(e).__module__.startswith("ray"):  # ended too), the interrupt; one of ours is said too
-                _write_line(f"warning: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}")
+            _say_beside(e)  # ended too), the interrupt
             say_again_if_changed()
             raise Interrupted from e
         raise  # (and no line after it: the lock is taken)

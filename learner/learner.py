@@ -12,8 +12,9 @@ one seed as its run sees it, composed of two parts chosen once when it is made:
 from __future__ import annotations
 
 import copy
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,6 +31,7 @@ from replay_service.schema import Schema
 _TORCH_TYPES = {int: torch.int64, float: torch.float32, bool: torch.bool}  # an extra's batch tensor by kind
 
 GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
+CLOSE_WAIT_S = 5.0  # how long a closing learner waits for β's thread to end its step in hand
 
 Tensors = dict[str, torch.Tensor]
 
@@ -159,39 +161,62 @@ class GradientStep:
 class OverlappedStep:
     """β-DQN's gradient step with β on its own thread (on a CPU): β(·|s′) is handed to Q's target as soon as
     β's forward pass has it, then β's backward and step run beside Q's (torch releases the GIL inside its
-    kernels; the math is the one-thread step's)."""
+    kernels; the math is the one-thread step's).
+
+    The two threads speak through `queue.SimpleQueue`s (C, no Python-level lock): the main thread's waits are
+    where a Ctrl-C lands, and inside `Future.result` (a `threading.Condition`) an interrupt that lands between
+    two of its bytecodes leaves its lock held, so β's thread blocks forever handing its result over and the
+    run's close waits on it, or leaves the lock released twice (a RuntimeError in place of the interrupt)."""
 
     def __init__(self, algo, nets, frozen, optimizers: dict, settings: LearnerSettings):
         self.algo, self.nets, self.frozen, self.settings = algo, nets, frozen, settings
         self.beta_optimizer = optimizers["beta"]
         self.value_optimizers = [opt for name, opt in optimizers.items() if name != "beta"]
-        self.thread = ThreadPoolExecutor(1, thread_name_prefix="beta")
+        self.todo: queue.SimpleQueue = queue.SimpleQueue()  # (step number, batch); None: end
+        self.done: queue.SimpleQueue = queue.SimpleQueue()  # (step number, β(·|s′), then the metrics | an error)
+        self.steps = 0
+        self.thread = threading.Thread(target=self._beta_steps, name="beta", daemon=True)
+        self.thread.start()
+
+    def _beta_steps(self) -> None:
+        while (job := self.todo.get()) is not None:
+            n, batch = job
+            try:
+                loss_beta, probs_next, metrics = self.algo.behaviour_part(
+                    self.nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
+                self.done.put((n, probs_next))
+                step(loss_beta, [self.beta_optimizer])
+                self.done.put((n, metrics))
+            except BaseException as e:  # noqa: BLE001 - raised in the main thread, which waits for it
+                self.done.put((n, e))
+
+    def _next(self, n: int):
+        """The β thread's next word on step n (a step the main thread left by an error may have left words)."""
+        while True:
+            got, value = self.done.get()
+            if got != n:
+                continue
+            if isinstance(value, BaseException):
+                raise value
+            return value
 
     def __call__(self, batch: Tensors) -> Tensors:
-        algo, beta_next = self.algo, Future()
-
-        def beta_step() -> dict:
-            try:
-                loss_beta, probs_next, metrics = algo.behaviour_part(
-                    self.nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
-            except BaseException as e:
-                beta_next.set_exception(e)
-                raise
-            beta_next.set_result(probs_next)
-            step(loss_beta, [self.beta_optimizer])
-            return metrics
-
-        job = self.thread.submit(beta_step)
+        algo = self.algo
+        self.steps += 1
+        n = self.steps
+        self.todo.put((n, batch))
         q_sa, q_next_target = algo.value_forward(self.nets, self.frozen, batch)
-        loss_q, metrics = algo.value_loss(q_sa, q_next_target, beta_next.result(), batch, self.settings.gamma,
+        loss_q, metrics = algo.value_loss(q_sa, q_next_target, self._next(n), batch, self.settings.gamma,
                                           self.settings.method, self.nets, self.frozen)
         step(loss_q, self.value_optimizers)
-        metrics.update(job.result())  # β is stepped before anything reads its parameters again
+        metrics.update(self._next(n))  # β is stepped before anything reads its parameters again
         metrics["loss"] = loss_q.detach() + metrics["loss_beta"]
         return metrics
 
     def close(self) -> None:
-        self.thread.shutdown()
+        """β's thread ends after the step in hand (if any); not waited for past CLOSE_WAIT_S (a daemon)."""
+        self.todo.put(None)
+        self.thread.join(timeout=CLOSE_WAIT_S)
 
 
 class Eager:

@@ -82,3 +82,81 @@ def test_cuda_graph_update_equals_the_eager_update(algo):
     # RND's and LESSON's running statistics are updated inside the graph as they are eagerly
     for (bn, a), (_, b) in zip(learners[0].frozen.named_buffers(), learners[1].frozen.named_buffers(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-8, msg=bn)
+
+
+def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged():
+    """Ctrl-C lands wherever the thread is, between any two lines of Python, often while it waits for β's thread.
+    Interrupted at each line (and each call and return) of the update's own code and of the waiting it does (the
+    standard library's threading, queue and concurrent.futures), one update per point: each leaves as
+    KeyboardInterrupt, never an error of its own, the next update never hangs, and the learner closes at once.
+    (On `concurrent.futures`, an interrupt as `Future.result`'s `with` had taken the Future's lock left it held:
+    β's thread hung handing its result over and every later update with it; one inside `Condition.wait` after
+    its lock's release made a RuntimeError of the interrupt, which a stop's CI saw.)"""
+    import concurrent.futures._base
+    import queue
+    import sys
+    import threading
+    import time
+
+    import learner.learner as module
+
+    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    learner = solo(cfg, spec)
+    step = learner.path.step
+    assert type(step) is OverlappedStep
+    algo = step.algo
+
+    class SlowBeta:  # β's forward pass outlasts Q's, so that the update always waits for it
+        def __getattr__(self, name):
+            return getattr(algo, name)
+
+        def behaviour_part(self, *args):
+            time.sleep(0.005)
+            return algo.behaviour_part(*args)
+
+    step.algo = SlowBeta()
+    batch = next(batches(learner, 1))
+    watched = {module.__file__, threading.__file__, queue.__file__, concurrent.futures._base.__file__}
+    seen = {"point": None, "interrupted": 0, "errors": [], "finished": False}
+
+    def update_interrupted_at(k: int) -> bool:
+        """One update, a KeyboardInterrupt raised at its k-th traced event: whether it was."""
+        events = [0]
+
+        def local(frame, event, arg):
+            events[0] += 1
+            if events[0] == k:
+                seen["point"] = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, event)
+                raise KeyboardInterrupt  # (a trace function's error propagates there, and ends the tracing)
+            return local
+
+        sys.settrace(lambda frame, event, arg: local(frame, event, arg) if frame.f_code.co_filename in watched
+                     else None)
+        try:
+            learner.update(batch)
+            return False
+        except KeyboardInterrupt:
+            torch.set_grad_enabled(True)  # (one inside torch's `no_grad()` leaves it off; a run ends anyway)
+            return True
+        except Exception as e:  # noqa: BLE001 - what the interrupt must never become
+            seen["errors"].append((seen["point"], repr(e)[:200]))
+            return True
+        finally:
+            sys.settrace(None)
+
+    def sweep():
+        k = 1
+        while update_interrupted_at(k):
+            seen["interrupted"] += 1
+            k += 1
+        seen["finished"] = True
+
+    thread = threading.Thread(target=sweep, daemon=True)  # (a hang ends the test, not the suite)
+    thread.start()
+    thread.join(timeout=60)
+    assert seen["finished"], f"an update hung after an interrupt at {seen['point']}"
+    assert not seen["errors"], seen["errors"][:3]
+    assert seen["interrupted"] > 20, seen  # (the update's own lines and its waits were all reached)
+    start = time.monotonic()
+    learner.close()
+    assert not step.thread.is_alive() and time.monotonic() - start < 2.0

@@ -226,7 +226,8 @@ def test_a_ctrl_c_inside_a_condition_wait_is_still_the_interrupt(capfd):
     """A Ctrl-C that lands inside CPython's `Condition.wait` (the learner waiting on β's update, a Future) between
     the lock's release and the `try` that takes it back leaves the `with` as "RuntimeError: cannot release
     un-acquired lock", the interrupt its context (a stop's CI saw it: status 1, a traceback). It is the
-    interrupt: the line once, `Interrupted`, no traceback."""
+    interrupt: the line once, `Interrupted`, no traceback. Another error raised on the interrupt's way out (as
+    the run closes) is the interrupt too, and said in a warning line after it."""
     cond = threading.Condition()
     release = cond._release_save
 
@@ -244,6 +245,13 @@ def test_a_ctrl_c_inside_a_condition_wait_is_still_the_interrupt(capfd):
             with cond:
                 cond.wait(1)
     assert _said(capfd.readouterr().err) == ["the line"]
+    with pytest.raises(Interrupted):  # an error of ours on the interrupt's way out: the interrupt, not hidden
+        with sigterm_interrupts(lambda: "the line"):
+            try:
+                raise KeyboardInterrupt
+            finally:
+                raise OSError("the disk is full")
+    assert _said(capfd.readouterr().err) == ["the line", "warning: OSError: the disk is full"]
     with pytest.raises(RuntimeError):  # (an error with no interrupt behind it stays itself)
         with sigterm_interrupts(lambda: "the line"):
             try:
