@@ -162,8 +162,10 @@ class Run:
                 raise
             raise error from None
         finally:
-            self.learner.close()
-            self._shutdown()
+            try:
+                self.learner.close()
+            finally:  # (a second Ctrl-C as the learner closes still shuts the run's parts down)
+                self._shutdown()
 
     def open(self) -> None:
         """The run's logs (continued on a resume); a run that cannot open them shuts its parts down."""

@@ -648,30 +648,30 @@ class Interrupted(KeyboardInterrupt):
     """An interrupt (Ctrl-C, SIGTERM) whose line, how to continue, was said already (`sigterm_interrupts`)."""
 
 
-def an_interrupt(e: BaseException) -> bool:
-    """A KeyboardInterrupt, or an error raised while one was being handled. The interrupt is raised wherever the
-    main thread is when the signal arrives; inside CPython's `threading.Condition.wait` (under `queue.Queue.get`,
-    `Event.wait`, `Future.result`) it can land after the lock is released and before the `try` that takes it
-    back, and the `with` around the wait then raises "RuntimeError: cannot release un-acquired lock" with the
-    interrupt as its context: that is still the interrupt. So is an error raised in a `finally` or an `except`
-    on the interrupt's way out (said beside it: `_say_beside`). The chain is read as a traceback shows it: an
-    error raised `from` something else is not the interrupt's."""
+def interrupt_behind(e: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt that `e` is, or that was being handled as `e` was raised (else None). The interrupt
+    is raised wherever the main thread is when the signal arrives; inside CPython's `threading.Condition.wait`
+    (under `queue.Queue.get`, `Event.wait`, `Future.result`) it can land after the lock is released and before
+    the `try` that takes it back, and the `with` around the wait then raises "RuntimeError: cannot release
+    un-acquired lock" with the interrupt as its context: that is still the interrupt. So is an error raised in
+    a `finally` or an `except` on the interrupt's way out (said beside it: `say_beside`). The chain is read as a
+    traceback shows it: an error raised `from` something else is not the interrupt's."""
     seen: set[int] = set()
     while e is not None and id(e) not in seen:
         if isinstance(e, KeyboardInterrupt):
-            return True
+            return e
         seen.add(id(e))
         e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
-    return False
+    return None
 
 
-_LOCK_RACE = ("cannot release un-acquired lock", "release unlocked lock")  # CPython's, in an_interrupt's race
+_LOCK_RACE = ("cannot release un-acquired lock", "release unlocked lock")  # CPython's (interrupt_behind)
 
 
-def _say_beside(e: BaseException) -> None:
-    """An error an interrupt led to, in a `warning:` line of its own: one of this program's may be a bug of its
-    own, so it is not hidden. Not the interrupt itself, an error of Ray's (what the signal ended too), nor
-    CPython's lock race (`an_interrupt`)."""
+def say_beside(e: BaseException) -> None:
+    """An error an interrupt led to, in a `warning:` line of its own (after the interrupt's): it may be a bug of
+    its own, so it is not hidden. Not the interrupt itself, an error of Ray's (what the signal ended too), nor
+    CPython's lock race (`interrupt_behind`)."""
     if isinstance(e, KeyboardInterrupt) or type(e).__module__.startswith("ray") or (
             isinstance(e, RuntimeError) and str(e) in _LOCK_RACE):
         return
@@ -685,7 +685,7 @@ def sigterm_interrupts(line, when_cluster_gone=None):
     SIGINT, so Ctrl-C's signal never reaches it. Installed after Ray's start, whose own handler aborts.
 
     `line()` is what an interrupt says on stderr (how to continue), once: as a SIGTERM arrives, or as a Ctrl-C
-    leaves the block (or an error the interrupt raised where it landed: `an_interrupt`); the interrupt then
+    leaves the block (or an error the interrupt raised where it landed: `interrupt_behind`); the interrupt then
     leaves as `Interrupted`. A SIGTERM sent to the process group reaches
     Ray's processes at the same moment (Ray blocks only SIGINT in them): the main thread may then be inside a Ray
     call that waits a minute for a GCS that is gone before Python can raise anything, and Ray's own core may end
@@ -786,14 +786,14 @@ def sigterm_interrupts(line, when_cluster_gone=None):
         inside[0] = False
         if isinstance(e, GeneratorExit):
             raise
-        if an_interrupt(e):  # (an error raised on the interrupt's way out, e.g. as a run closed: said after it)
+        if interrupt_behind(e):  # (or an error on the interrupt's way out, e.g. as a run closed: said after it)
             first = say()
-            _say_beside(e)
+            say_beside(e)
             if not first:
                 say_again_if_changed()
             raise Interrupted from None
         if not said.acquire(blocking=False):  # a SIGTERM said the line: this error is what it led to (an actor it
-            _say_beside(e)  # ended too), the interrupt
+            say_beside(e)  # ended too), the interrupt
             say_again_if_changed()
             raise Interrupted from e
         raise  # (and no line after it: the lock is taken)

@@ -47,7 +47,7 @@ from configuration.flags import (
     run_name,
 )
 from driver.outputs import RUN_FILES, NonFiniteLoss, write_whole
-from driver.runtime import RayBackend, an_interrupt, cluster_to_start, sigterm_interrupts
+from driver.runtime import RayBackend, cluster_to_start, interrupt_behind, sigterm_interrupts
 from replay_service.local_redis import RedisSetupError, parse_urls, with_password
 from replay_service.redis_shard import ReplayDamaged
 from reporting.results import column_label, metric
@@ -317,7 +317,7 @@ class Grid:
                     self._land(future)
                 self._update_bar(bar)
         except BaseException as stop:
-            if not an_interrupt(stop):  # (or an error the interrupt raised where it landed)
+            if not interrupt_behind(stop):  # (or an error the interrupt raised where it landed)
                 raise
             gone = backend.cluster_gone()  # a signal to the process group ended Ray's processes too: ask nothing
             for future, (names, pg) in self.inflight.items():

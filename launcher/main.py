@@ -17,7 +17,7 @@ from configuration.cli import PROG, build_parser, is_grid, parse_config
 from configuration.errors import user_error
 from configuration.flags import ConfigError, OutputError, resolve
 from driver.outputs import NonFiniteLoss, describe_run
-from driver.runtime import Interrupted, an_interrupt, local_cluster_gone
+from driver.runtime import Interrupted, interrupt_behind, local_cluster_gone, say_beside
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
 from replay_service.redis_shard import ReplayUnavailable
@@ -154,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     except RedisSetupError as e:  # e.g. a redis-local server that did not start
         return user_error(PROG, f"--replay: {e}")
     except Exception as e:
-        if an_interrupt(e):  # (an error the interrupt raised where it landed, outside the run's own handling)
-            print("python -m learner.main: interrupted before the run started", file=sys.stderr)
+        interrupt = interrupt_behind(e)  # an error the interrupt raised where it landed, or on its way out,
+        if interrupt is not None:  # outside the run's own handling (which says its line: Interrupted)
+            if not isinstance(interrupt, Interrupted):
+                print("python -m learner.main: interrupted before the run started", file=sys.stderr)
+            say_beside(e)
+            _exit_if_cluster_gone(130)
             return 130
         if type(e).__name__ in ("ActorDiedError", "RayActorError"):  # restarted MAX_RESTARTS times already
             print(f"python -m learner.main: an actor process kept dying; the run stopped "

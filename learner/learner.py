@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -165,35 +166,31 @@ class OverlappedStep:
 
     The two threads speak through `queue.SimpleQueue`s (C, no Python-level lock): the main thread's waits are
     where a Ctrl-C lands, and inside `Future.result` (a `threading.Condition`) an interrupt that lands between
-    two of its bytecodes leaves its lock held, so β's thread blocks forever handing its result over and the
-    run's close waits on it, or leaves the lock released twice (a RuntimeError in place of the interrupt)."""
+    two of its bytecodes can leave its lock held, so that β's thread blocks forever handing its result over and
+    the run's close waits on it, or can make a RuntimeError of the interrupt."""
 
     def __init__(self, algo, nets, frozen, optimizers: dict, settings: LearnerSettings):
         self.algo, self.nets, self.frozen, self.settings = algo, nets, frozen, settings
         self.beta_optimizer = optimizers["beta"]
         self.value_optimizers = [opt for name, opt in optimizers.items() if name != "beta"]
-        self.todo: queue.SimpleQueue = queue.SimpleQueue()  # (step number, batch); None: end
+        self.todo: queue.SimpleQueue = queue.SimpleQueue()  # (step number, what β's step needs); None: end
         self.done: queue.SimpleQueue = queue.SimpleQueue()  # (step number, β(·|s′), then the metrics | an error)
         self.steps = 0
-        self.thread = threading.Thread(target=self._beta_steps, name="beta", daemon=True)
+        # the thread holds the queues only (each job brings the rest): a learner never closed is still collected,
+        # and its thread ended with it
+        self.thread = threading.Thread(target=_beta_steps, args=(self.todo, self.done), name="beta", daemon=True)
         self.thread.start()
-
-    def _beta_steps(self) -> None:
-        while (job := self.todo.get()) is not None:
-            n, batch = job
-            try:
-                loss_beta, probs_next, metrics = self.algo.behaviour_part(
-                    self.nets["beta"], batch["obs"], batch["next_obs"], batch["action"])
-                self.done.put((n, probs_next))
-                step(loss_beta, [self.beta_optimizer])
-                self.done.put((n, metrics))
-            except BaseException as e:  # noqa: BLE001 - raised in the main thread, which waits for it
-                self.done.put((n, e))
+        self._end = weakref.finalize(self, self.todo.put, None)
 
     def _next(self, n: int):
-        """The β thread's next word on step n (a step the main thread left by an error may have left words)."""
+        """β's thread's next word on step n (a step the main thread left by an error may have left words)."""
         while True:
-            got, value = self.done.get()
+            try:
+                got, value = self.done.get(timeout=1.0)
+            except queue.Empty:
+                if not self.thread.is_alive():
+                    raise RuntimeError("β's update thread has ended") from None
+                continue
             if got != n:
                 continue
             if isinstance(value, BaseException):
@@ -201,10 +198,12 @@ class OverlappedStep:
             return value
 
     def __call__(self, batch: Tensors) -> Tensors:
+        if not self._end.alive:
+            raise RuntimeError("the learner is closed")
         algo = self.algo
         self.steps += 1
         n = self.steps
-        self.todo.put((n, batch))
+        self.todo.put((n, algo.behaviour_part, self.nets["beta"], self.beta_optimizer, batch))
         q_sa, q_next_target = algo.value_forward(self.nets, self.frozen, batch)
         loss_q, metrics = algo.value_loss(q_sa, q_next_target, self._next(n), batch, self.settings.gamma,
                                           self.settings.method, self.nets, self.frozen)
@@ -215,8 +214,21 @@ class OverlappedStep:
 
     def close(self) -> None:
         """β's thread ends after the step in hand (if any); not waited for past CLOSE_WAIT_S (a daemon)."""
-        self.todo.put(None)
+        self._end()
         self.thread.join(timeout=CLOSE_WAIT_S)
+
+
+def _beta_steps(todo: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
+    """β's thread: each job's forward pass (β(·|s′) handed over at once), then its backward and step."""
+    while (job := todo.get()) is not None:
+        n, behaviour_part, beta, optimizer, batch = job
+        try:
+            loss_beta, probs_next, metrics = behaviour_part(beta, batch["obs"], batch["next_obs"], batch["action"])
+            done.put((n, probs_next))
+            step(loss_beta, [optimizer])
+            done.put((n, metrics))
+        except BaseException as e:  # noqa: BLE001 - raised in the main thread, which waits for it
+            done.put((n, e))
 
 
 class Eager:

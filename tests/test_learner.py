@@ -160,3 +160,29 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged():
     start = time.monotonic()
     learner.close()
     assert not step.thread.is_alive() and time.monotonic() - start < 2.0
+
+
+def test_the_beta_thread_ends_with_its_learner_closed_or_not():
+    """β's thread ends as its learner closes, and with a learner never closed (a run that failed as it started)
+    once nothing holds it: the thread holds no network; an update after the close is an error, not a hang."""
+    import gc
+    import time
+    import weakref
+
+    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    learner = solo(cfg, spec)
+    batch = next(batches(learner, 1))
+    learner.update(batch)
+    thread, nets = learner.path.step.thread, weakref.ref(learner.nets["beta"])
+    del learner
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and nets() is None
+    learner = solo(cfg, spec)
+    learner.update(batch)
+    learner.close()
+    assert not learner.path.step.thread.is_alive()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="closed"):
+        learner.update(batch)
+    assert time.monotonic() - start < 1.0

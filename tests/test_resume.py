@@ -422,3 +422,21 @@ def test_where_to_continue_says_a_finished_run_finished(tmp_path):
     assert where_to_continue(tmp_path).startswith("continue with --resume")
     (tmp_path / "summary.json").write_text("{}")
     assert where_to_continue(tmp_path) == f"it had finished: its outputs are in {tmp_path}"
+
+
+def test_an_interrupt_before_the_run_says_so_and_an_error_on_its_way_out_beside_it(monkeypatch, capfd):
+    """A Ctrl-C before the run's own handling starts (as the configuration is read) ends the command with status
+    130 and one line; an error raised on its way out (a `finally` that fails) is the interrupt too, and said in
+    a warning line after it, not hidden and not a traceback."""
+    import launcher.main as cli
+
+    def interrupted(argv):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise OSError("No space left on device")
+
+    monkeypatch.setattr(cli, "parse_config", interrupted)
+    assert cli.main(["--env", "CliffWalk"]) == 130
+    assert _said(capfd.readouterr().err) == ["python -m learner.main: interrupted before the run started",
+                                            "warning: OSError: No space left on device"]
