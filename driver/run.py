@@ -68,6 +68,7 @@ class Run:
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.replay = self.directory = self.written = None
         own_redis = False  # the redis-local servers' files are this run's to remove if it cannot start
+        made = None  # the learner, when this run made it (a run that cannot start closes it: β's thread ends)
         try:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
             own_redis = resume is None and cfg.replay == "redis-local" and not (self.out / "redis").exists()
@@ -77,7 +78,7 @@ class Run:
             self.written.add("ray_warnings.log", *(["redis/"] if own_redis else []))
             torch.set_num_threads(cfg.learner_threads)
             if learner is None:
-                learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
+                learner = made = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
             self.learner = learner
             self.replay = make_replay(cfg, spec, self.backend, self.out, resume)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
@@ -89,7 +90,11 @@ class Run:
         except BaseException:
             if self.written is not None:
                 self.written.discard()
-            self._shutdown(leftovers=[self.out / "redis"] if own_redis else [], started=False)
+            try:
+                if made is not None:
+                    made.close()
+            finally:
+                self._shutdown(leftovers=[self.out / "redis"] if own_redis else [], started=False)
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -162,10 +167,15 @@ class Run:
                 raise
             raise error from None
         finally:
-            try:
-                self.learner.close()
-            finally:  # (a second Ctrl-C as the learner closes still shuts the run's parts down)
-                self._shutdown()
+            self._close()
+
+    def _close(self) -> None:
+        """The learner closed (β's thread ended), then the run's parts shut down, even if the first is
+        interrupted (a second Ctrl-C)."""
+        try:
+            self.learner.close()
+        finally:
+            self._shutdown()
 
     def open(self) -> None:
         """The run's logs (continued on a resume); a run that cannot open them shuts its parts down."""
@@ -177,7 +187,7 @@ class Run:
             self.written.add(*self.logger.created())
             self.logger.advance(st.env_steps)
         except BaseException:
-            self._shutdown()
+            self._close()
             raise
         self.t0 = self.last_log = time.perf_counter()
 

@@ -656,13 +656,16 @@ def interrupt_behind(e: BaseException) -> KeyboardInterrupt | None:
     un-acquired lock" with the interrupt as its context: that is still the interrupt. So is an error raised in
     a `finally` or an `except` on the interrupt's way out (said beside it: `say_beside`). The chain is read as a
     traceback shows it: an error raised `from` something else is not the interrupt's."""
+    return next((x for x in error_chain(e) if isinstance(x, KeyboardInterrupt)), None)
+
+
+def error_chain(e: BaseException | None):
+    """`e`, then what it was raised from or while handling, as a traceback shows them (`from None` ends it)."""
     seen: set[int] = set()
     while e is not None and id(e) not in seen:
-        if isinstance(e, KeyboardInterrupt):
-            return e
+        yield e
         seen.add(id(e))
         e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
-    return None
 
 
 _LOCK_RACE = ("cannot release un-acquired lock", "release unlocked lock")  # CPython's (interrupt_behind)
@@ -786,7 +789,7 @@ def sigterm_interrupts(line, when_cluster_gone=None):
         inside[0] = False
         if isinstance(e, GeneratorExit):
             raise
-        if interrupt_behind(e):  # (or an error on the interrupt's way out, e.g. as a run closed: said after it)
+        if interrupt_behind(e) is not None:  # (or an error on the interrupt's way out, as a run closed: said after)
             first = say()
             say_beside(e)
             if not first:

@@ -317,7 +317,7 @@ class Grid:
                     self._land(future)
                 self._update_bar(bar)
         except BaseException as stop:
-            if not interrupt_behind(stop):  # (or an error the interrupt raised where it landed)
+            if interrupt_behind(stop) is None:  # (or an error the interrupt raised where it landed)
                 raise
             gone = backend.cluster_gone()  # a signal to the process group ended Ray's processes too: ask nothing
             for future, (names, pg) in self.inflight.items():

@@ -17,7 +17,7 @@ from configuration.cli import PROG, build_parser, is_grid, parse_config
 from configuration.errors import user_error
 from configuration.flags import ConfigError, OutputError, resolve
 from driver.outputs import NonFiniteLoss, describe_run
-from driver.runtime import Interrupted, interrupt_behind, local_cluster_gone, say_beside
+from driver.runtime import Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
 from replay_service.redis_shard import ReplayUnavailable
@@ -154,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     except RedisSetupError as e:  # e.g. a redis-local server that did not start
         return user_error(PROG, f"--replay: {e}")
     except Exception as e:
-        interrupt = interrupt_behind(e)  # an error the interrupt raised where it landed, or on its way out,
-        if interrupt is not None:  # outside the run's own handling (which says its line: Interrupted)
-            if not isinstance(interrupt, Interrupted):
+        if interrupt_behind(e) is not None:  # an error the interrupt raised where it landed, or on its way out,
+            # outside the run's own handling (whose line, if it was said, an Interrupted stands for)
+            if not any(isinstance(x, Interrupted) for x in error_chain(e)):
                 print("python -m learner.main: interrupted before the run started", file=sys.stderr)
             say_beside(e)
             _exit_if_cluster_gone(130)

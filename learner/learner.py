@@ -176,8 +176,8 @@ class OverlappedStep:
         self.todo: queue.SimpleQueue = queue.SimpleQueue()  # (step number, what β's step needs); None: end
         self.done: queue.SimpleQueue = queue.SimpleQueue()  # (step number, β(·|s′), then the metrics | an error)
         self.steps = 0
-        # the thread holds the queues only (each job brings the rest): a learner never closed is still collected,
-        # and its thread ended with it
+        # the thread holds the queues, and nothing between jobs (each brings β, its optimizer and the batch): a
+        # learner never closed is still collected, and its thread ended with it
         self.thread = threading.Thread(target=_beta_steps, args=(self.todo, self.done), name="beta", daemon=True)
         self.thread.start()
         self._end = weakref.finalize(self, self.todo.put, None)
@@ -194,7 +194,10 @@ class OverlappedStep:
             if got != n:
                 continue
             if isinstance(value, BaseException):
-                raise value
+                try:
+                    raise value
+                finally:  # (the error's traceback holds this frame: no cycle through it back to the error)
+                    value = None
             return value
 
     def __call__(self, batch: Tensors) -> Tensors:
@@ -229,6 +232,7 @@ def _beta_steps(todo: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
             done.put((n, metrics))
         except BaseException as e:  # noqa: BLE001 - raised in the main thread, which waits for it
             done.put((n, e))
+        job = behaviour_part = beta = optimizer = batch = loss_beta = probs_next = metrics = None  # (held no longer)
 
 
 class Eager:

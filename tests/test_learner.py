@@ -186,3 +186,45 @@ def test_the_beta_thread_ends_with_its_learner_closed_or_not():
     with pytest.raises(RuntimeError, match="closed"):
         learner.update(batch)
     assert time.monotonic() - start < 1.0
+
+
+def test_an_error_in_betas_step_is_the_updates_and_a_beta_thread_gone_is_not_waited_on():
+    """An error in β's forward pass or step leaves the update as that error, and the next update goes on as
+    usual; a β thread that ended (it never should before its close) is an error within a second or so, not a
+    wait forever."""
+    import threading
+    import time
+
+    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    learner = solo(cfg, spec)
+    step, batch = learner.path.step, next(batches(learner, 1))
+    algo = step.algo
+
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(algo, name)
+
+        def behaviour_part(self, *args):
+            raise ValueError("β's forward pass failed")
+
+    step.algo = Failing()
+    with pytest.raises(ValueError, match="β's forward pass failed"):
+        learner.update(batch)
+    step.algo = algo
+    assert float(learner.update(batch)["loss"]) > 0
+    step.todo.put(None)  # (β's thread ends as on a close, the learner not told)
+    step.thread.join(timeout=10)
+    raised = []
+
+    def update():
+        try:
+            learner.update(batch)
+        except RuntimeError as e:
+            raised.append(str(e))
+
+    waiter = threading.Thread(target=update, daemon=True)  # (a wait forever ends the test, not the suite)
+    start = time.monotonic()
+    waiter.start()
+    waiter.join(timeout=10)
+    assert raised == ["β's update thread has ended"] and time.monotonic() - start < 5.0
+    learner.close()

@@ -2,6 +2,7 @@
 for, its evaluations have no gap and no duplicate, the bandit's window is the saved one — for the memory
 and the Redis replay."""
 
+import contextlib
 import csv
 import os
 import signal
@@ -440,3 +441,25 @@ def test_an_interrupt_before_the_run_says_so_and_an_error_on_its_way_out_beside_
     assert cli.main(["--env", "CliffWalk"]) == 130
     assert _said(capfd.readouterr().err) == ["python -m learner.main: interrupted before the run started",
                                             "warning: OSError: No space left on device"]
+
+
+def test_a_runs_interrupt_said_already_is_not_said_again_when_an_error_follows_it(monkeypatch, capfd, tmp_path):
+    """The run said where to continue (its interrupt leaves as Interrupted); an error after it, on the command's
+    way out, is said in a warning line, with no second interrupt line that would say the run never started."""
+    import driver.run
+    import launcher.main as cli
+
+    def interrupted(cfg, spec, resume):
+        raise Interrupted
+
+    @contextlib.contextmanager
+    def failing_on_exit(path):
+        try:
+            yield
+        finally:
+            raise OSError("stdout is gone")
+
+    monkeypatch.setattr(driver.run, "train", interrupted)
+    monkeypatch.setattr(cli, "_quiet_stdout", failing_on_exit)
+    assert cli.main(["--env", "CliffWalk", "--out", str(tmp_path / "run")]) == 130
+    assert _said(capfd.readouterr().err) == ["warning: OSError: stdout is gone"]
