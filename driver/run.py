@@ -78,7 +78,7 @@ class Run:
             self.written.add("ray_warnings.log", *(["redis/"] if own_redis else []))
             torch.set_num_threads(cfg.learner_threads)
             if learner is None:
-                learner = made = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
+                made = learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
             self.learner = learner
             self.replay = make_replay(cfg, spec, self.backend, self.out, resume)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
@@ -88,12 +88,12 @@ class Run:
             write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
             self.written.add("config.json")
         except BaseException:
-            if self.written is not None:
-                self.written.discard()
             try:
+                if self.written is not None:
+                    self.written.discard()
                 if made is not None:
                     made.close()
-            finally:
+            finally:  # (even if the first are interrupted: a second Ctrl-C)
                 self._shutdown(leftovers=[self.out / "redis"] if own_redis else [], started=False)
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
@@ -178,7 +178,8 @@ class Run:
             self._shutdown()
 
     def open(self) -> None:
-        """The run's logs (continued on a resume); a run that cannot open them shuts its parts down."""
+        """The run's logs (continued on a resume); a run that cannot open them closes its learner and shuts its
+        parts down."""
         st = self.state
         try:
             self.logger = RunLogger(self.cfg, self.out, self.cfg.total_steps, None if self.resumed is None else {

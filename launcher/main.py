@@ -100,12 +100,18 @@ def _grid(argv: list[str] | None) -> int | None:
         with _quiet_stdout(grid.dir / "ray_warnings.log"):
             summary = grid.run()
     except KeyboardInterrupt as e:
-        if not isinstance(e, Interrupted):  # (else said already)
+        if not _said(e):
             print(grid_interrupted_line(grid.dir), file=sys.stderr)
         _exit_if_cluster_gone(130)
         return 130
     print(json.dumps(summary, indent=2) if grid.args["json"] else describe_grid(summary, grid.dir))
     return 0 if summary["failed"] == 0 else 1
+
+
+def _said(e: BaseException) -> bool:
+    """Whether the interrupt's line was said already: an Interrupted stands for it, in `e` or behind it (a
+    second Ctrl-C on the way out)."""
+    return any(isinstance(x, Interrupted) for x in error_chain(e))
 
 
 def _exit_if_cluster_gone(status: int) -> None:
@@ -142,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             with _quiet_stdout(Path(cfg.out) / "ray_warnings.log"):
                 summary = train(cfg, spec, resume)
         except KeyboardInterrupt as e:
-            if not isinstance(e, Interrupted):  # (else said already)
+            if not _said(e):
                 print(interrupted_line(Path(cfg.out)), file=sys.stderr)
             _exit_if_cluster_gone(130)
             return 130
@@ -156,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         if interrupt_behind(e) is not None:  # an error the interrupt raised where it landed, or on its way out,
             # outside the run's own handling (whose line, if it was said, an Interrupted stands for)
-            if not any(isinstance(x, Interrupted) for x in error_chain(e)):
+            if not _said(e):
                 print("python -m learner.main: interrupted before the run started", file=sys.stderr)
             say_beside(e)
             _exit_if_cluster_gone(130)

@@ -228,3 +228,72 @@ def test_an_error_in_betas_step_is_the_updates_and_a_beta_thread_gone_is_not_wai
     waiter.join(timeout=10)
     assert raised == ["β's update thread has ended"] and time.monotonic() - start < 5.0
     learner.close()
+
+
+def test_an_error_from_betas_thread_is_freed_as_soon_as_it_is_dropped():
+    """β's thread keeps nothing of a job once it is done, and the error it hands over makes no reference cycle
+    through the learner's frames: dropped, it is freed at once (no wait for the garbage collector)."""
+    import gc
+    import time
+    import weakref
+
+    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    learner = solo(cfg, spec)
+    step, batch = learner.path.step, next(batches(learner, 1))
+    algo, made = step.algo, []
+
+    class Boom(ValueError):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(weakref.ref(self))
+
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(algo, name)
+
+        def behaviour_part(self, *args):
+            raise Boom("β failed")
+
+    step.algo = Failing()
+    gc.collect()
+    gc.disable()
+    try:
+        try:
+            learner.update(batch)
+        except Boom:
+            pass
+        time.sleep(0.2)  # (β's thread past its job)
+        freed = made[0]() is None
+    finally:
+        gc.enable()
+        step.algo = algo
+        learner.close()
+    assert freed
+
+
+@pytest.mark.parametrize("where", ["start", "logs"])
+def test_a_run_that_cannot_start_or_open_its_logs_ends_betas_thread(where, tmp_path, monkeypatch):
+    """A run that fails as it starts (its replay cannot be made) or as it opens its logs closes the learner it
+    made: β's thread ends then, not whenever the learner is collected."""
+    import driver.run
+    from driver.run import Run
+
+    made, solo_of = [], Learner.solo.__func__
+
+    def recording(cls, *args, **kw):
+        made.append(solo_of(cls, *args, **kw))
+        return made[-1]
+
+    def failing(*args, **kw):
+        raise OSError(f"cannot {where}")
+
+    monkeypatch.setattr(Learner, "solo", classmethod(recording))
+    monkeypatch.setattr(driver.run, "make_replay" if where == "start" else "RunLogger", failing)
+    cfg, spec = resolve(Config(runtime="serial", actors=1, envs_per_actor=2, total_steps=3000, learning_starts=500,
+                               env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled", progress=False,
+                               out=str(tmp_path / "run")))
+    with pytest.raises(OSError, match=f"cannot {where}"):
+        Run(cfg, spec).run()
+    assert len(made) == 1
+    made[0].path.step.thread.join(timeout=10)
+    assert not made[0].path.step.thread.is_alive()

@@ -445,7 +445,8 @@ def test_an_interrupt_before_the_run_says_so_and_an_error_on_its_way_out_beside_
 
 def test_a_runs_interrupt_said_already_is_not_said_again_when_an_error_follows_it(monkeypatch, capfd, tmp_path):
     """The run said where to continue (its interrupt leaves as Interrupted); an error after it, on the command's
-    way out, is said in a warning line, with no second interrupt line that would say the run never started."""
+    way out (behind a second Ctrl-C), is said in a warning line, with no second interrupt line that would say
+    the run never started."""
     import driver.run
     import launcher.main as cli
 
@@ -453,11 +454,14 @@ def test_a_runs_interrupt_said_already_is_not_said_again_when_an_error_follows_i
         raise Interrupted
 
     @contextlib.contextmanager
-    def failing_on_exit(path):
+    def failing_on_exit(path):  # (a second Ctrl-C on the way out, then an error while it is handled)
         try:
             yield
         finally:
-            raise OSError("stdout is gone")
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                raise OSError("stdout is gone")  # noqa: B904 - the chain as it would be
 
     monkeypatch.setattr(driver.run, "train", interrupted)
     monkeypatch.setattr(cli, "_quiet_stdout", failing_on_exit)
