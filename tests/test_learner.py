@@ -21,6 +21,12 @@ def packed(cfgs, spec, device=None, **kw) -> PackedLearner:
     return PackedLearner([settings(LearnerSettings, c) for c in cfgs], spec, device, **kw)
 
 
+def with_behaviour_part(algo, behaviour_part):
+    """The method `algo` with its β forward pass (`behaviour_part`) replaced."""
+    return type("WithBehaviourPart", (), {"__getattr__": lambda self, name: getattr(algo, name),
+                                          "behaviour_part": staticmethod(behaviour_part)})()
+
+
 def batches(learner, n, seed=0):
     rng = np.random.default_rng(seed)
     shape = learner.spec.obs_shape
@@ -106,15 +112,11 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged():
     assert type(step) is OverlappedStep
     algo = step.algo
 
-    class SlowBeta:  # β's forward pass outlasts Q's, so that the update always waits for it
-        def __getattr__(self, name):
-            return getattr(algo, name)
+    def slow(*args):  # β's forward pass outlasts Q's, so that the update always waits for it
+        time.sleep(0.005)
+        return algo.behaviour_part(*args)
 
-        def behaviour_part(self, *args):
-            time.sleep(0.005)
-            return algo.behaviour_part(*args)
-
-    step.algo = SlowBeta()
+    step.algo = with_behaviour_part(algo, slow)
     batch = next(batches(learner, 1))
     watched = {module.__file__, threading.__file__, queue.__file__, concurrent.futures._base.__file__}
     seen = {"point": None, "interrupted": 0, "errors": [], "finished": False}
@@ -200,14 +202,10 @@ def test_an_error_in_betas_step_is_the_updates_and_a_beta_thread_gone_is_not_wai
     step, batch = learner.path.step, next(batches(learner, 1))
     algo = step.algo
 
-    class Failing:
-        def __getattr__(self, name):
-            return getattr(algo, name)
+    def failing(*args):
+        raise ValueError("β's forward pass failed")
 
-        def behaviour_part(self, *args):
-            raise ValueError("β's forward pass failed")
-
-    step.algo = Failing()
+    step.algo = with_behaviour_part(algo, failing)
     with pytest.raises(ValueError, match="β's forward pass failed"):
         learner.update(batch)
     step.algo = algo
@@ -247,14 +245,10 @@ def test_an_error_from_betas_thread_is_freed_as_soon_as_it_is_dropped():
             super().__init__(*args)
             made.append(weakref.ref(self))
 
-    class Failing:
-        def __getattr__(self, name):
-            return getattr(algo, name)
+    def failing(*args):
+        raise Boom("β failed")
 
-        def behaviour_part(self, *args):
-            raise Boom("β failed")
-
-    step.algo = Failing()
+    step.algo = with_behaviour_part(algo, failing)
     gc.collect()
     gc.disable()
     try:
