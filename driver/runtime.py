@@ -689,9 +689,9 @@ def sigterm_interrupts(line, when_cluster_gone=None):
 
     `line()` is what an interrupt says on stderr (how to continue), once: as a SIGTERM arrives, or as a Ctrl-C
     leaves the block (or an error the interrupt raised where it landed: `interrupt_behind`); the interrupt then
-    leaves as `Interrupted`. A SIGTERM sent to the process group reaches
-    Ray's processes at the same moment (Ray blocks only SIGINT in them): the main thread may then be inside a Ray
-    call that waits a minute for a GCS that is gone before Python can raise anything, and Ray's own core may end
+    leaves as `Interrupted`. A SIGTERM sent to the process group reaches Ray's processes at the same moment (Ray
+    blocks only SIGINT in them): the main thread may then be inside a Ray call that waits a minute for a GCS
+    that is gone before Python can raise anything, and Ray's own core may end
     this process first (status 1) when its raylet ends at once. So a watcher thread hears every signal as it
     arrives (`signal.set_wakeup_fd`) and says the line then; if the local cluster's GCS or raylet ends while the
     block lasts (within `CLUSTER_DRAIN_S`: a raylet with workers to stop takes about 10 s), it calls
