@@ -26,6 +26,7 @@ it departs from. Runs are compared only when their configurations agree in every
 method, the grid's axes (and the flags --column-by names) and bookkeeping such as directories and addresses
 (`configuration.flags`'s field roles; a field a method does not read is not compared with that method's runs);
 otherwise it stops with one line naming the field and two runs that differ.
+`--seeds 0-2` keeps the runs of those seeds only (Table 1's three from records that also hold seeds 3-4).
 Beside the report, `study.json` lists every run with the command line that computes it again.
 
 A RUNS_DIR may also be a report's directory (runs.csv and study.json, no run under it: a committed
@@ -46,7 +47,7 @@ import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
-from configuration.flags import command_line, flag, run_command
+from configuration.flags import ConfigError, command_line, flag, parse_seeds, run_command
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import RECORDS, check_copies_dir, has_directory, is_recorded, load_all, write_copies
 from reporting.results import (
@@ -60,6 +61,7 @@ from reporting.results import (
     column_fields,
     column_label,
     columns_of,
+    copies_once,
     final_score,
     first_solved,
     group_labels,
@@ -318,11 +320,16 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
 
 
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
-                 reps: int | None = None) -> Path:
+                 reps: int | None = None, seeds: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
     root's `report/`); `column_flags` (`--column-by`'s text) names flags whose values split the columns as a
-    grid's axes do; `reps`: the bootstrap's resamples (default `reporting.stats.REPS`)."""
+    grid's axes do; `reps`: the bootstrap's resamples (default `reporting.stats.REPS`); `seeds` (`--seeds`'
+    text, e.g. 0-2): only the runs of those seeds."""
     fields = column_fields(column_flags)
+    try:
+        kept = set(parse_seeds(seeds)) if seeds else None
+    except ConfigError as e:
+        raise ReportError(str(e)) from None
     given = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(root) for root in roots]
     roots = [root for k, root in enumerate(given) if root.resolve() not in {r.resolve() for r in given[:k]}]
     if out is None and len(roots) > 1:
@@ -336,7 +343,14 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     if not runs:
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}, "
                           "and no report's record (runs.csv and study.json)")
+    found = len(runs)
+    if kept is not None:
+        runs = [r for r in runs if int(r.config["seed"]) in kept]
+        if not runs:
+            raise ReportError(f"--seeds {seeds}: none of the {found} finished runs under "
+                              f"{' and '.join(map(str, roots))} has one of those seeds")
     column_by(runs, fields)
+    runs, copies = copies_once(runs)
     check_comparable(runs)
     asked = out is not None
     out = out or roots[0] / "report"
@@ -353,14 +367,18 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     header, rows, numbers = table(runs, reps)
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
+    left = ([f"{found - len(runs) - copies} of other seeds left out"] if len(runs) + copies < found else []) + \
+        ([f"{copies} copies of a run in two of the sources counted once"] if copies else []) + \
+        ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])
     lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
     again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
              + (f" --out {shlex.quote(str(out))}" if asked else "")
-             + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else ""))
+             + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else "")
+             + (f" --seeds {shlex.quote(seeds)}" if kept is not None else ""))
     lines += ["```bash", *described["commands"], again, "```", ""]  # the grids' commands, then this report's
     lines += [
-        f"{len(runs)} finished runs" + (f" ({len(unfinished)} unfinished or damaged left out)" if unfinished
-                                        else "") + ". "
+        f"{len(runs)} finished runs" + (f" of seeds {seeds}" if kept is not None else "")
+        + (f" ({'; '.join(left)})" if left else "") + ". "
         "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
         f"{' and '.join(SUCCESS_DOMAINS)}, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
@@ -450,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="flags (e.g. bandit-returns) whose values split the columns as a grid's axes do: "
                              "runs of separate grids that differ in them, side by side (runs.csv's and "
                              "study.json's variant then name them too)")
+    parser.add_argument("--seeds", default="", metavar="SEEDS",
+                        help="only the runs of these seeds (as learner.main's --seeds: 0-2, 0,3,7 or 0-2,5), e.g. "
+                             "Table 1's seeds 0-2 from records that also hold seeds 3-4")
     parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help=f"bootstrap resamples of every interval (default {REPS}; rliable's stratified bootstrap)")
     args = parser.parse_args(argv)
@@ -460,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
             return user_error(parser.prog, f"{name!r} is not a directory")
     try:
         path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
-                            args.column_by, args.reps)
+                            args.column_by, args.reps, args.seeds)
     except ReportError as e:
         return user_error(parser.prog, str(e))
     print(path)

@@ -243,6 +243,29 @@ def check_comparable(runs: list[RunData]) -> None:
                 compare(a, b, _axes(a.variant) & _axes(b.variant))
 
 
+def copies_once(runs: list[RunData]) -> tuple[list[RunData], int]:
+    """(the runs with each copy of a run left out, how many were): a run that two of a report's sources both
+    hold (a probe's record repeats the runs of the grid it departs from; a run's directory beside a record of
+    it) counts once. A copy is the same environment, column and seed, the same configuration, and the same
+    wall clock to the last digit, speed, commit and final score; two runs that differ in any of these both stay
+    (and `check_comparable` refuses them)."""
+    def same(a: RunData, b: RunData) -> bool:
+        fields = (set(a.config) | set(b.config)) - BOOKKEEPING
+        return a.summary.get("wall_seconds") is not None and final_score(a) == final_score(b) and \
+            all(a.summary.get(k) == b.summary.get(k) for k in ("wall_seconds", "env_steps_per_s", "commit")) and \
+            all(config_value(a, k) == config_value(b, k) for k in fields if _reads(a.algo, k))
+
+    kept: list[RunData] = []
+    first: dict[tuple, RunData] = {}
+    for run in runs:
+        key = (run.env, run.column, run.config.get("seed"))
+        if key in first and same(first[key], run):
+            continue
+        first.setdefault(key, run)
+        kept.append(run)
+    return kept, len(runs) - len(kept)
+
+
 def final_score(run: RunData) -> float:
     value = run.summary["final_eval"].get(metric(run.env))
     if value is None:

@@ -172,6 +172,7 @@ MESSAGES = [
     ("reporting/report.py", "no run (a directory with config.json) under"),
     ("reporting/report.py", "no finished run (a directory with summary.json) under"),
     ("reporting/report.py", "give at least 100 resamples"),
+    ("reporting/report.py", "has one of those seeds"),
     ("reporting/results.py", "only the seed, the algorithm and a grid's axes"),
     ("reporting/results.py", "report each run once"),
     ("reporting/results.py", "is not a flag that can split columns"),

@@ -729,3 +729,63 @@ def test_a_report_never_writes_its_copies_over_runs(tmp_path):
     with pytest.raises(ReportError, match=r"runs is a link or not a directory"):
         write_report(tmp_path / "other", tmp_path / "linked")
     assert not any((tmp_path / "elsewhere").iterdir())
+
+
+def test_seeds_keeps_the_runs_of_those_seeds_only(tmp_path):
+    """Table 1's seeds 0-2 from runs that also hold seed 3: the other seeds' runs are out of every table, of
+    runs.csv and of study.json, the report says how many it left out, and its command says --seeds."""
+    for seed, (dqn, beta) in enumerate(((4.0, 8.0), (6.0, 10.0), (5.0, 9.0), (100.0, 100.0))):
+        make_run(tmp_path / "runs", "MinAtar/Breakout", "dqn", seed, dqn, 2000.0)
+        make_run(tmp_path / "runs", "MinAtar/Breakout", "beta_dqn", seed, beta, 1000.0)
+    out = tmp_path / "r"
+    report = write_report([tmp_path / "runs"], out, seeds="0-2").read_text()
+    assert "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] (n=3) | 9.00 [8.00, 10.00] (n=3) |" in report
+    assert "6 finished runs of seeds 0-2 (2 of other seeds left out). " in report
+    assert f"python -m learner.report {tmp_path / 'runs'} --out {out} --seeds 0-2\n" in report
+    with open(out / "runs.csv") as f:
+        assert sorted(int(r["seed"]) for r in csv.DictReader(f)) == [0, 0, 1, 1, 2, 2]
+    assert sorted(r["seed"] for r in json.loads((out / "study.json").read_text())["runs"]) == [0, 0, 1, 1, 2, 2]
+    # every seed kept: the same tables as no --seeds, and no "left out"
+    whole = write_report([tmp_path / "runs"], tmp_path / "all").read_text()
+    again = write_report([tmp_path / "runs"], tmp_path / "all2", seeds="0-3").read_text()
+    assert "of other seeds left out" not in again and "8 finished runs of seeds 0-3. " in again
+    assert again.split("finished runs", 1)[1].split(". ", 1)[1] == whole.split("finished runs", 1)[1].split(". ", 1)[1]
+    with pytest.raises(ReportError, match=f"^--seeds 7-9: none of the 8 finished runs under {tmp_path / 'runs'} "
+                                          "has one of those seeds$"):
+        write_report([tmp_path / "runs"], tmp_path / "r3", seeds="7-9")
+    assert not (tmp_path / "r3").exists()
+    proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path / "runs"), "--seeds", "2-0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr == ("python -m learner.report: error: --seeds: '2-0'; expected seeds "
+                                                    "like 0-9, 0,3,7 or 0-2,5 (non-negative)\n")
+    assert not (tmp_path / "runs" / "report").exists()
+
+
+def test_a_run_two_records_both_hold_counts_once_and_a_rerun_does_not(tmp_path):
+    """A probe's record repeats the runs of the grid it departs from: given both records, each such run counts
+    once (the same wall clock to the last digit, speed, commit, score and configuration); a run that differs
+    from its namesake in any of these is another run, refused as before."""
+    def timed(run: Path, wall: float) -> None:
+        summary = json.loads((run / "summary.json").read_text())
+        (run / "summary.json").write_text(json.dumps({**summary, "wall_seconds": wall, "commit": "abc123"}))
+
+    for seed, (minmax, raw) in enumerate(((2.0, 6.0), (4.0, 8.0))):
+        timed(make_run(tmp_path / "grid", "MinAtar/Asterix", "beta_dqn", seed, minmax, 500.0), 1384.767432944005 + seed)
+        timed(make_run(tmp_path / "grid", "MinAtar/Asterix", "dqn", seed, 3.0, 1000.0), 470.98448437000025 + seed)
+        timed(make_run(tmp_path / "probe", "MinAtar/Asterix", "beta_dqn", seed, raw, 500.0, bandit_returns="raw"),
+              972.0304990410004 + seed)
+    grid = write_report([tmp_path / "grid"], tmp_path / "results" / "grid").parent
+    probe = write_report([tmp_path / "grid", tmp_path / "probe"], tmp_path / "results" / "probe",
+                         column_flags="bandit-returns").parent  # its record repeats the grid's four runs
+    both = write_report([tmp_path / "grid", tmp_path / "probe"], tmp_path / "r0", column_flags="bandit-returns")
+    report = write_report([grid, probe], tmp_path / "r", column_flags="bandit-returns").read_text()
+    assert "6 finished runs (4 copies of a run in two of the sources counted once). " in report
+    assert _table(report) == _table(both.read_text())
+    assert (tmp_path / "r" / "runs.csv").read_text() == (tmp_path / "r0" / "runs.csv").read_text()
+    # a run's directory beside its record: once as well
+    assert "6 finished runs (4 copies" in write_report([grid, tmp_path / "grid", tmp_path / "probe"], tmp_path / "r1",
+                                                      column_flags="bandit-returns").read_text()
+    # the probe's record has another wall clock for one DQN run (in its copy of the run): two runs, refused
+    _edit(next((probe / "runs").glob("*_dqn_s1")) / "summary.json", "471.98448437000025", "471.9844843700003")
+    with pytest.raises(ReportError, match="DQN seed 1 appears twice .*grid/runs/.*_dqn_s1, .*probe/runs/.*_dqn_s1"):
+        write_report([grid, probe], tmp_path / "r2", column_flags="bandit-returns")
