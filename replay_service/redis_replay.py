@@ -63,7 +63,12 @@ class RedisReplay(ShardIndex):
                                   cfg.seed * 1000 + i, timeout=cfg.replay_timeout) for i, url in enumerate(urls)]
         self.ports = self.shards  # every actor holds a copy of its shard (each copy opens its own connection)
         super().__init__(len(self.shards), cfg.replay_capacity, cfg.batch_size, cfg.seed)
-        self.queue: queue.Queue = queue.Queue(maxsize=PREFETCH_BATCHES)
+        # batches ready, and a credit per batch the prefetch thread may add: C queues, which a Ctrl-C landing in the
+        # learner's wait cannot leave locked (a `queue.Queue`'s lock it could: the thread's next put then hung)
+        self.ready: queue.SimpleQueue = queue.SimpleQueue()
+        self.credits: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(PREFETCH_BATCHES):
+            self.credits.put(None)
         self.thread: threading.Thread | None = None
         self.stopping = threading.Event()
         self.error: BaseException | None = None
@@ -130,13 +135,12 @@ class RedisReplay(ShardIndex):
         def loop():
             try:
                 while not self.stopping.is_set():
-                    batch = self.sample()
-                    while not self.stopping.is_set():
-                        try:
-                            self.queue.put(batch, timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
+                    try:
+                        self.credits.get(timeout=0.1)
+                    except queue.Empty:
+                        if self.ready.qsize():  # the learner has batches: wait for it to take one
+                            continue  # (none, and no credit: one was lost to an interrupt; make one up)
+                    self.ready.put(self.sample())
             except BaseException as e:  # handed to the learner at its next batch
                 self.error = e
 
@@ -150,7 +154,9 @@ class RedisReplay(ShardIndex):
             self.start_prefetch()
         while True:
             try:
-                return self.queue.get(timeout=0.1)
+                batch = self.ready.get(timeout=0.1)
+                self.credits.put(None)
+                return batch
             except queue.Empty:
                 if self.error is not None:
                     raise self.error from None

@@ -231,3 +231,85 @@ def test_a_local_server_listens_only_where_it_is_told(tmp_path):
             redis.Redis(host="127.0.0.1", port=server.port, password=server.password).ping()
     finally:
         server.stop()
+
+
+def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_running(redis_url, tmp_path):
+    """Ctrl-C lands wherever the learner's thread is, often in its wait for a prefetched batch. Interrupted at
+    each line (and each call and return) of `next_batch` and of the waiting it does (threading, queue), one
+    batch per point, once the prefetch thread runs: each leaves as KeyboardInterrupt, the next batch still
+    comes, and close ends the prefetch thread at once. (On a `queue.Queue`, an interrupt as its `with` had
+    taken the queue's lock left it held: the learner's next batch, and the prefetch thread's next put, waited
+    on it for good.)"""
+    import queue
+    import sys
+    import threading
+    import time
+
+    import replay_service.redis_replay as module
+    from configuration.flags import Config, resolve, settings
+    from replay_service.redis_replay import RedisReplay, RedisSettings
+
+    cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="interrupted", wandb="disabled",
+                               out=str(tmp_path)))
+    replay = RedisReplay(settings(RedisSettings, cfg), spec, tmp_path, concurrent=True)
+    replay.shards[0].client.delete(*replay.shards[0].keys)
+    replay.added(0, replay.shards[0].insert(marked_chunk(0, 100)))
+    watched = {module.__file__, threading.__file__, queue.__file__}
+    seen = {"point": None, "interrupted": 0, "errors": [], "finished": False}
+
+    def batch_interrupted_at(k: int) -> bool:
+        events = [0]
+
+        def local(frame, event, arg):
+            events[0] += 1
+            if events[0] == k:
+                seen["point"] = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, event)
+                raise KeyboardInterrupt
+            return local
+
+        sys.settrace(lambda frame, event, arg: local(frame, event, arg) if frame.f_code.co_filename in watched
+                     else None)
+        try:
+            assert len(replay.next_batch()["reward"]) == cfg.batch_size
+            return False
+        except KeyboardInterrupt:
+            return True
+        except Exception as e:  # noqa: BLE001 - what the interrupt must never become (ends the sweep)
+            seen["errors"].append((seen["point"], repr(e)[:200]))
+            return False
+        finally:
+            sys.settrace(None)
+
+    def sweep():
+        replay.next_batch()  # the prefetch thread started (once per run, as learning starts)
+        k = 1
+        while batch_interrupted_at(k):
+            seen["interrupted"] += 1
+            k += 1
+        for _ in range(3 * module.PREFETCH_BATCHES):  # and batches keep coming after it
+            replay.next_batch()
+        # an interrupt between taking a batch and giving its credit back loses the credit: with every credit lost
+        # and no batch ready, the prefetch thread makes one up
+        for _ in range(2):
+            for q in (replay.credits, replay.ready):
+                while q.qsize():
+                    q.get()
+            time.sleep(0.3)  # (a batch the thread was sampling as they were drained lands, and is drained too)
+        deadline = time.monotonic() + 10
+        while not replay.ready.qsize() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen["made_up"] = replay.ready.qsize()
+        seen["finished"] = True
+
+    thread = threading.Thread(target=sweep, daemon=True)  # (a hang ends the test, not the suite)
+    try:
+        thread.start()
+        thread.join(timeout=60)
+        assert seen["finished"], f"a batch hung after an interrupt at {seen['point']}"
+        assert not seen["errors"], seen["errors"][:3]
+        assert seen["interrupted"] >= 5, seen  # (next_batch's own lines were all reached)
+        assert seen["made_up"] == 1
+    finally:
+        start = time.monotonic()
+        replay.close()
+    assert time.monotonic() - start < 1.0 and not replay.thread.is_alive()
