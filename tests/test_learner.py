@@ -291,3 +291,25 @@ def test_a_run_that_cannot_start_or_open_its_logs_ends_betas_thread(where, tmp_p
     assert len(made) == 1
     made[0].path.step.thread.join(timeout=10)
     assert not made[0].path.step.thread.is_alive()
+
+
+def test_a_second_ctrl_c_while_the_learner_closes_still_shuts_the_runs_parts_down(tmp_path, monkeypatch):
+    """A run ends (here: it finished) and closes its learner; a Ctrl-C landing in that close still leaves the
+    run's parts (actors, replay) shut down, and goes on as the interrupt."""
+    from driver.run import Run
+
+    shut, close = [], Learner.close
+
+    def interrupted(self):
+        close(self)
+        raise KeyboardInterrupt
+
+    shutdown = Run._shutdown
+    monkeypatch.setattr(Learner, "close", interrupted)
+    monkeypatch.setattr(Run, "_shutdown", lambda self: (shut.append(True), shutdown(self)))
+    cfg, spec = resolve(Config(runtime="serial", actors=1, envs_per_actor=2, total_steps=1000, learning_starts=500,
+                               eval_every=1000, eval_episodes=1, env="CliffWalk", algo="beta_dqn", beta_thread=True,
+                               wandb="disabled", progress=False, out=str(tmp_path / "run")))
+    with pytest.raises(KeyboardInterrupt):
+        Run(cfg, spec).run()
+    assert shut == [True]
