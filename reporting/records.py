@@ -29,6 +29,7 @@ from reporting.results import (
     _finite,
     _load_run,
     config_value,
+    has_directory,
     load_runs,
     metric,
     train_window,
@@ -241,11 +242,6 @@ def _read_copy(copy: Path, recorded: RunData, fail) -> RunData:
                        f"{config_value(recorded, key)!r}")
     return RunData(recorded.name, run.config, run.summary, run.evals, run.metrics, str(copy),
                    recorded={**recorded.recorded, "copy": str(copy)})
-
-
-def has_directory(run: RunData) -> bool:
-    """A run read from a directory (its own, or a record's copy of it): one whose curves can be drawn."""
-    return run.recorded is None or "copy" in run.recorded
 
 
 def thin_metrics(rows: list[dict], cut: float, limit: int = METRICS_LINES) -> list[dict]:

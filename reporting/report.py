@@ -26,7 +26,8 @@ it departs from. Runs are compared only when their configurations agree in every
 method, the grid's axes (and the flags --column-by names) and bookkeeping such as directories and addresses
 (`configuration.flags`'s field roles; a field a method does not read is not compared with that method's runs);
 otherwise it stops with one line naming the field and two runs that differ.
-`--seeds 0-2` keeps the runs of those seeds only (Table 1's three from records that also hold seeds 3-4).
+`--seeds 0-2` keeps the runs of those seeds only (Table 1's three from records that also hold seeds 3-4). A
+run that two RUNS_DIRs both hold (a probe's record repeats the runs of its grid) counts once.
 Beside the report, `study.json` lists every run with the command line that computes it again.
 
 A RUNS_DIR may also be a report's directory (runs.csv and study.json, no run under it: a committed
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import shlex
 import sys
 from collections import defaultdict
@@ -49,7 +51,7 @@ from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
 from configuration.flags import ConfigError, command_line, flag, parse_seeds, run_command
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
-from reporting.records import RECORDS, check_copies_dir, has_directory, is_recorded, load_all, write_copies
+from reporting.records import RECORDS, check_copies_dir, is_recorded, load_all, write_copies
 from reporting.results import (
     ALGO_LABELS,
     SOLVED,
@@ -65,6 +67,7 @@ from reporting.results import (
     final_score,
     first_solved,
     group_labels,
+    has_directory,
     metric,
     steps_text,
     train_score,
@@ -319,6 +322,13 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
     return {"commands": commands, "runs": rows}
 
 
+def _seed_of(directory: str) -> int | None:
+    """A run directory's seed, from its name (`configuration.flags.run_name`'s `_s<seed>`); None where the name
+    does not say."""
+    match = re.search(r"_s(\d+)$", Path(directory).name)
+    return int(match.group(1)) if match else None
+
+
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
                  reps: int | None = None, seeds: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
@@ -343,14 +353,15 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     if not runs:
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}, "
                           "and no report's record (runs.csv and study.json)")
+    column_by(runs, fields)
+    runs, copies = copies_once(runs)
     found = len(runs)
     if kept is not None:
         runs = [r for r in runs if int(r.config["seed"]) in kept]
+        unfinished = [u for u in unfinished if _seed_of(u) in kept | {None}]
         if not runs:
             raise ReportError(f"--seeds {seeds}: none of the {found} finished runs under "
                               f"{' and '.join(map(str, roots))} has one of those seeds")
-    column_by(runs, fields)
-    runs, copies = copies_once(runs)
     check_comparable(runs)
     asked = out is not None
     out = out or roots[0] / "report"
@@ -367,9 +378,9 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     header, rows, numbers = table(runs, reps)
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
-    left = ([f"{found - len(runs) - copies} of other seeds left out"] if len(runs) + copies < found else []) + \
-        ([f"{copies} copies of a run in two of the sources counted once"] if copies else []) + \
-        ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])
+    left = ([f"{found - len(runs)} of other seeds left out"] if len(runs) < found else []) + \
+        ([f"{copies} duplicate{'' if copies == 1 else 's'} left out: a run that two sources hold counts once"]
+         if copies else []) + ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])
     lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
     again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
              + (f" --out {shlex.quote(str(out))}" if asked else "")

@@ -243,27 +243,36 @@ def check_comparable(runs: list[RunData]) -> None:
                 compare(a, b, _axes(a.variant) & _axes(b.variant))
 
 
+def has_directory(run: RunData) -> bool:
+    """A run read from a directory (its own, or a record's copy of it): one whose curves can be drawn."""
+    return run.recorded is None or "copy" in run.recorded
+
+
 def copies_once(runs: list[RunData]) -> tuple[list[RunData], int]:
     """(the runs with each copy of a run left out, how many were): a run that two of a report's sources both
     hold (a probe's record repeats the runs of the grid it departs from; a run's directory beside a record of
-    it) counts once. A copy is the same environment, column and seed, the same configuration, and the same
-    wall clock to the last digit, speed, commit and final score; two runs that differ in any of these both stay
-    (and `check_comparable` refuses them)."""
+    it) counts once, as the copy with the run's directory where one has it (its curves). A copy is the same
+    environment, column and seed, the same configuration, and the same wall clock to the last digit, speed,
+    commit and final score; two runs that differ in any of these both stay (and `check_comparable` refuses
+    them), as do runs that recorded no wall clock."""
     def same(a: RunData, b: RunData) -> bool:
         fields = (set(a.config) | set(b.config)) - BOOKKEEPING
         return a.summary.get("wall_seconds") is not None and final_score(a) == final_score(b) and \
-            all(a.summary.get(k) == b.summary.get(k) for k in ("wall_seconds", "env_steps_per_s", "commit")) and \
+            all(a.summary.get(k) == b.summary.get(k) for k in ("wall_seconds", "env_steps_per_s")) and \
+            (a.summary.get("commit") or "") == (b.summary.get("commit") or "") and \
             all(config_value(a, k) == config_value(b, k) for k in fields if _reads(a.algo, k))
 
-    kept: list[RunData] = []
-    first: dict[tuple, RunData] = {}
-    for run in runs:
+    kept: dict[int, RunData] = {}  # by position of the first of its copies
+    first: dict[tuple, int] = {}
+    for i, run in enumerate(runs):
         key = (run.env, run.column, run.config.get("seed"))
-        if key in first and same(first[key], run):
+        if key in first and same(kept[first[key]], run):
+            if has_directory(run) and not has_directory(kept[first[key]]):
+                kept[first[key]] = run
             continue
-        first.setdefault(key, run)
-        kept.append(run)
-    return kept, len(runs) - len(kept)
+        first.setdefault(key, i)
+        kept[i] = run
+    return list(kept.values()), len(runs) - len(kept)
 
 
 def final_score(run: RunData) -> float:

@@ -737,6 +737,7 @@ def test_seeds_keeps_the_runs_of_those_seeds_only(tmp_path):
     for seed, (dqn, beta) in enumerate(((4.0, 8.0), (6.0, 10.0), (5.0, 9.0), (100.0, 100.0))):
         make_run(tmp_path / "runs", "MinAtar/Breakout", "dqn", seed, dqn, 2000.0)
         make_run(tmp_path / "runs", "MinAtar/Breakout", "beta_dqn", seed, beta, 1000.0)
+    (make_run(tmp_path / "runs", "MinAtar/Breakout", "dqn", 4, 1.0, 2000.0) / "summary.json").unlink()  # unfinished
     out = tmp_path / "r"
     report = write_report([tmp_path / "runs"], out, seeds="0-2").read_text()
     assert "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] (n=3) | 9.00 [8.00, 10.00] (n=3) |" in report
@@ -748,7 +749,9 @@ def test_seeds_keeps_the_runs_of_those_seeds_only(tmp_path):
     # every seed kept: the same tables as no --seeds, and no "left out"
     whole = write_report([tmp_path / "runs"], tmp_path / "all").read_text()
     again = write_report([tmp_path / "runs"], tmp_path / "all2", seeds="0-3").read_text()
-    assert "of other seeds left out" not in again and "8 finished runs of seeds 0-3. " in again
+    assert "8 finished runs of seeds 0-3. " in again  # (seed 4's unfinished run is not of them either)
+    assert "8 finished runs of seeds 0-4 (1 unfinished or damaged left out). " in \
+        write_report([tmp_path / "runs"], tmp_path / "all3", seeds="0-4").read_text()
     assert again.split("finished runs", 1)[1].split(". ", 1)[1] == whole.split("finished runs", 1)[1].split(". ", 1)[1]
     with pytest.raises(ReportError, match=f"^--seeds 7-9: none of the 8 finished runs under {tmp_path / 'runs'} "
                                           "has one of those seeds$"):
@@ -779,12 +782,22 @@ def test_a_run_two_records_both_hold_counts_once_and_a_rerun_does_not(tmp_path):
                          column_flags="bandit-returns").parent  # its record repeats the grid's four runs
     both = write_report([tmp_path / "grid", tmp_path / "probe"], tmp_path / "r0", column_flags="bandit-returns")
     report = write_report([grid, probe], tmp_path / "r", column_flags="bandit-returns").read_text()
-    assert "6 finished runs (4 copies of a run in two of the sources counted once). " in report
+    assert "6 finished runs (4 duplicates left out: a run that two sources hold counts once). " in report
     assert _table(report) == _table(both.read_text())
     assert (tmp_path / "r" / "runs.csv").read_text() == (tmp_path / "r0" / "runs.csv").read_text()
-    # a run's directory beside its record: once as well
-    assert "6 finished runs (4 copies" in write_report([grid, tmp_path / "grid", tmp_path / "probe"], tmp_path / "r1",
-                                                      column_flags="bandit-returns").read_text()
+    # a run's directory beside a record of it that keeps no copy of the run (and, like a run made outside a git
+    # checkout, no commit: null in summary.json, empty in runs.csv): once as well, as the directory (its curves)
+    for run in (tmp_path / "grid").glob("*_s*"):
+        summary = json.loads((run / "summary.json").read_text())
+        (run / "summary.json").write_text(json.dumps({**summary, "commit": None}))
+    bare = write_report([tmp_path / "grid"], tmp_path / "results" / "bare").parent
+    shutil.rmtree(bare / "runs")
+    for order in ([bare, tmp_path / "grid"], [tmp_path / "grid", bare]):
+        shutil.rmtree(tmp_path / "r1", ignore_errors=True)
+        text = write_report(order, tmp_path / "r1").read_text()
+        assert "4 finished runs (4 duplicates left out: a run that two sources hold counts once). " in text
+        assert "are a report's record" not in text and (tmp_path / "r1" / "curves_MinAtar-Asterix.png").is_file()
+        assert len(list((tmp_path / "r1" / "runs").iterdir())) == 4  # the report's copies of the runs
     # the probe's record has another wall clock for one DQN run (in its copy of the run): two runs, refused
     _edit(next((probe / "runs").glob("*_dqn_s1")) / "summary.json", "471.98448437000025", "471.9844843700003")
     with pytest.raises(ReportError, match="DQN seed 1 appears twice .*grid/runs/.*_dqn_s1, .*probe/runs/.*_dqn_s1"):
