@@ -7,6 +7,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,13 +64,13 @@ class RedisReplay(ShardIndex):
                                   cfg.seed * 1000 + i, timeout=cfg.replay_timeout) for i, url in enumerate(urls)]
         self.ports = self.shards  # every actor holds a copy of its shard (each copy opens its own connection)
         super().__init__(len(self.shards), cfg.replay_capacity, cfg.batch_size, cfg.seed)
-        # batches ready, and a credit per batch the prefetch thread may add: C queues, which a Ctrl-C landing in the
-        # learner's wait cannot leave locked (a `queue.Queue`'s lock it could: the thread's next put then hung)
+        # batches ready: a C queue, which a Ctrl-C landing in the learner's wait cannot leave locked (a `queue.Queue`'s
+        # lock it could: the learner's next batch and the thread's next put then waited for good)
         self.ready: queue.SimpleQueue = queue.SimpleQueue()
-        self.credits: queue.SimpleQueue = queue.SimpleQueue()
-        for _ in range(PREFETCH_BATCHES):
-            self.credits.put(None)
         self.thread: threading.Thread | None = None
+        # set by the thread as it ends: `Thread.is_alive()` is not asked from the learner's thread, where an
+        # interrupt landing inside it (CPython 3.11's bpo-45274 handling) marks a running thread stopped
+        self.ended = False
         self.stopping = threading.Event()
         self.error: BaseException | None = None
         self.owner: str | None = None  # this run's claim on its namespaces (`claim`)
@@ -130,19 +131,20 @@ class RedisReplay(ShardIndex):
         return concat([self.shards[s].sample(int(n)) for s, n in enumerate(counts) if n > 0])
 
     def start_prefetch(self) -> None:
-        """Keep up to PREFETCH_BATCHES batches ready."""
+        """Keep up to PREFETCH_BATCHES batches ready: only this thread adds them, so the bound holds; while it is
+        reached, a look every 2 ms (16 batches are many updates' worth), which shares no lock with the learner."""
 
         def loop():
             try:
                 while not self.stopping.is_set():
-                    try:
-                        self.credits.get(timeout=0.1)
-                    except queue.Empty:
-                        if self.ready.qsize():  # the learner has batches: wait for it to take one
-                            continue  # (none, and no credit: one was lost to an interrupt; make one up)
+                    if self.ready.qsize() >= PREFETCH_BATCHES:
+                        time.sleep(0.002)
+                        continue
                     self.ready.put(self.sample())
             except BaseException as e:  # handed to the learner at its next batch
                 self.error = e
+            finally:
+                self.ended = True
 
         self.thread = threading.Thread(target=loop, name="replay-prefetch", daemon=True)
         self.thread.start()
@@ -154,13 +156,11 @@ class RedisReplay(ShardIndex):
             self.start_prefetch()
         while True:
             try:
-                batch = self.ready.get(timeout=0.1)
-                self.credits.put(None)
-                return batch
+                return self.ready.get(timeout=0.1)
             except queue.Empty:
                 if self.error is not None:
                     raise self.error from None
-                if self.thread is None or not self.thread.is_alive():
+                if self.ended:
                     raise RuntimeError("the replay prefetch thread is not running") from None
 
     def stats(self) -> list[dict]:

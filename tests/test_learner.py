@@ -293,9 +293,10 @@ def test_a_run_that_cannot_start_or_open_its_logs_ends_betas_thread(where, tmp_p
     assert not made[0].path.step.thread.is_alive()
 
 
-def test_a_second_ctrl_c_while_the_learner_closes_still_shuts_the_runs_parts_down(tmp_path, monkeypatch):
-    """A run ends (here: it finished) and closes its learner; a Ctrl-C landing in that close still leaves the
-    run's parts (actors, replay) shut down, and goes on as the interrupt."""
+def test_a_ctrl_c_while_the_learner_closes_still_shuts_the_runs_parts_down(tmp_path, monkeypatch):
+    """A run ends (here: it finished; after a first Ctrl-C, the same close) and closes its learner; a Ctrl-C
+    landing in that close still leaves the run's parts (actors, replay) shut down, and goes on as the
+    interrupt."""
     from driver.run import Run
 
     shut, close = [], Learner.close

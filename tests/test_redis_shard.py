@@ -236,10 +236,10 @@ def test_a_local_server_listens_only_where_it_is_told(tmp_path):
 def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_running(redis_url, tmp_path):
     """Ctrl-C lands wherever the learner's thread is, often in its wait for a prefetched batch. Interrupted at
     each line (and each call and return) of `next_batch` and of the waiting it does (threading, queue), one
-    batch per point, once the prefetch thread runs: each leaves as KeyboardInterrupt, the next batch still
-    comes, and close ends the prefetch thread at once. (On a `queue.Queue`, an interrupt as its `with` had
-    taken the queue's lock left it held: the learner's next batch, and the prefetch thread's next put, waited
-    on it for good.)"""
+    batch per point, once the prefetch thread runs, with batches ready and then with none (the thread's sampling
+    held back): each leaves as KeyboardInterrupt, the next batch still comes, the thread keeps its bound, and
+    close ends it at once. (On a `queue.Queue`, an interrupt as its `with` had taken the queue's lock left it
+    held: the learner's next batch, and the prefetch thread's next put, waited on it for good.)"""
     import queue
     import sys
     import threading
@@ -255,7 +255,7 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
     replay.shards[0].client.delete(*replay.shards[0].keys)
     replay.added(0, replay.shards[0].insert(marked_chunk(0, 100)))
     watched = {module.__file__, threading.__file__, queue.__file__}
-    seen = {"point": None, "interrupted": 0, "errors": [], "finished": False}
+    seen = {"point": None, "interrupted": 0, "waiting": 0, "errors": [], "finished": False}
 
     def batch_interrupted_at(k: int) -> bool:
         events = [0]
@@ -280,6 +280,12 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
         finally:
             sys.settrace(None)
 
+    def ready(n: int) -> bool:  # n batches ready within 10 s
+        deadline = time.monotonic() + 10
+        while replay.ready.qsize() != n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return replay.ready.qsize() == n
+
     def sweep():
         replay.next_batch()  # the prefetch thread started (once per run, as learning starts)
         k = 1
@@ -288,17 +294,19 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
             k += 1
         for _ in range(3 * module.PREFETCH_BATCHES):  # and batches keep coming after it
             replay.next_batch()
-        # an interrupt between taking a batch and giving its credit back loses the credit: with every credit lost
-        # and no batch ready, the prefetch thread makes one up
-        for _ in range(2):
-            for q in (replay.credits, replay.ready):
-                while q.qsize():
-                    q.get()
-            time.sleep(0.3)  # (a batch the thread was sampling as they were drained lands, and is drained too)
-        deadline = time.monotonic() + 10
-        while not replay.ready.qsize() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        seen["made_up"] = replay.ready.qsize()
+        seen["bound"] = ready(module.PREFETCH_BATCHES)
+        time.sleep(0.1)  # (and no more)
+        seen["bound"] &= replay.ready.qsize() == module.PREFETCH_BATCHES
+        gate, sample = threading.Semaphore(0), replay.sample
+        replay.sample = lambda: (gate.acquire(), sample())[1]  # no batch until the gate opens
+        while replay.ready.qsize():
+            replay.next_batch()
+        for k in range(1, 21):  # the first 20 points of a wait for a batch that is not there (rounds of it)
+            seen["waiting"] += batch_interrupted_at(k)
+        for _ in range(2 * module.PREFETCH_BATCHES):
+            gate.release()
+        for _ in range(module.PREFETCH_BATCHES):
+            replay.next_batch()
         seen["finished"] = True
 
     thread = threading.Thread(target=sweep, daemon=True)  # (a hang ends the test, not the suite)
@@ -307,8 +315,8 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
         thread.join(timeout=60)
         assert seen["finished"], f"a batch hung after an interrupt at {seen['point']}"
         assert not seen["errors"], seen["errors"][:3]
-        assert seen["interrupted"] >= 5, seen  # (next_batch's own lines were all reached)
-        assert seen["made_up"] == 1
+        assert seen["interrupted"] >= 5 and seen["waiting"] == 20, seen
+        assert seen["bound"], seen
     finally:
         start = time.monotonic()
         replay.close()
