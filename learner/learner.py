@@ -33,6 +33,7 @@ _TORCH_TYPES = {int: torch.int64, float: torch.float32, bool: torch.bool}  # an 
 
 GRAPH_WARMUP = 3  # eager updates before the CUDA graph is captured
 CLOSE_WAIT_S = 5.0  # how long a closing learner waits for β's thread to end its step in hand
+WAIT_ROUND_S = 1.0  # how often an update waiting on β's thread looks whether that thread has ended
 
 Tensors = dict[str, torch.Tensor]
 
@@ -176,9 +177,13 @@ class OverlappedStep:
         self.todo: queue.SimpleQueue = queue.SimpleQueue()  # (step number, what β's step needs); None: end
         self.done: queue.SimpleQueue = queue.SimpleQueue()  # (step number, β(·|s′), then the metrics | an error)
         self.steps = 0
+        # set by β's thread as it ends: asked instead of `Thread.is_alive()`, which an interrupt landing inside it
+        # can make say "stopped" of a running thread (CPython 3.11's bpo-45274 handling)
+        self.ended = [False]
         # the thread holds the queues, and nothing between jobs (each brings β, its optimizer and the batch): a
         # learner never closed is still collected, and its thread ended with it
-        self.thread = threading.Thread(target=_beta_steps, args=(self.todo, self.done), name="beta", daemon=True)
+        self.thread = threading.Thread(target=_beta_steps, args=(self.todo, self.done, self.ended), name="beta",
+                                       daemon=True)
         self.thread.start()
         self._end = weakref.finalize(self, self.todo.put, None)
 
@@ -186,9 +191,9 @@ class OverlappedStep:
         """β's thread's next word on step n (a step the main thread left by an error may have left words)."""
         while True:
             try:
-                got, value = self.done.get(timeout=1.0)
+                got, value = self.done.get(timeout=WAIT_ROUND_S)
             except queue.Empty:
-                if not self.thread.is_alive():
+                if self.ended[0]:
                     raise RuntimeError("β's update thread has ended") from None
                 continue
             if got != n:
@@ -221,18 +226,22 @@ class OverlappedStep:
         self.thread.join(timeout=CLOSE_WAIT_S)
 
 
-def _beta_steps(todo: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
+def _beta_steps(todo: queue.SimpleQueue, done: queue.SimpleQueue, ended: list[bool]) -> None:
     """β's thread: each job's forward pass (β(·|s′) handed over at once), then its backward and step."""
-    while (job := todo.get()) is not None:
-        n, behaviour_part, beta, optimizer, batch = job
-        try:
-            loss_beta, probs_next, metrics = behaviour_part(beta, batch["obs"], batch["next_obs"], batch["action"])
-            done.put((n, probs_next))
-            step(loss_beta, [optimizer])
-            done.put((n, metrics))
-        except BaseException as e:  # noqa: BLE001 - raised in the main thread, which waits for it
-            done.put((n, e))
-        job = behaviour_part = beta = optimizer = batch = loss_beta = probs_next = metrics = None  # (held no longer)
+    try:
+        while (job := todo.get()) is not None:
+            n, behaviour_part, beta, optimizer, batch = job
+            try:
+                loss_beta, probs_next, metrics = behaviour_part(beta, batch["obs"], batch["next_obs"], batch["action"])
+                done.put((n, probs_next))
+                step(loss_beta, [optimizer])
+                done.put((n, metrics))
+            except BaseException as e:  # noqa: BLE001 - raised in the main thread, which waits for it
+                done.put((n, e))
+            # (held no longer)
+            job = behaviour_part = beta = optimizer = batch = loss_beta = probs_next = metrics = None
+    finally:
+        ended[0] = True
 
 
 class Eager:

@@ -90,10 +90,11 @@ def test_cuda_graph_update_equals_the_eager_update(algo):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-8, msg=bn)
 
 
-def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged():
+def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch):
     """Ctrl-C lands wherever the thread is, between any two lines of Python, often while it waits for β's thread.
     Interrupted at each line (and each call and return) of the update's own code and of the waiting it does (the
-    standard library's threading, queue and concurrent.futures), one update per point: each leaves as
+    standard library's threading, queue and concurrent.futures), one update per point, and at each of the first
+    points of a long wait for β (rounds of it, each asking whether β's thread has ended): each leaves as
     KeyboardInterrupt, never an error of its own, the next update never hangs, and the learner closes at once.
     (On `concurrent.futures`, an interrupt as `Future.result`'s `with` had taken the Future's lock left it held:
     β's thread hung handing its result over and every later update with it; one inside `Condition.wait` after
@@ -151,6 +152,14 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged():
         while update_interrupted_at(k):
             seen["interrupted"] += 1
             k += 1
+        gate = threading.Semaphore(0)
+        step.algo = with_behaviour_part(algo, lambda *args: (gate.acquire(), algo.behaviour_part(*args))[1])
+        monkeypatch.setattr(module, "WAIT_ROUND_S", 0.01)
+        seen["waiting"] = sum(update_interrupted_at(k) for k in range(1, 61))  # β held back: every one waits
+        step.algo = algo
+        for _ in range(60):
+            gate.release()  # (the held-back jobs end; their words are left behind by step number)
+        learner.update(batch)
         seen["finished"] = True
 
     thread = threading.Thread(target=sweep, daemon=True)  # (a hang ends the test, not the suite)
@@ -158,7 +167,7 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged():
     thread.join(timeout=60)
     assert seen["finished"], f"an update hung after an interrupt at {seen['point']}"
     assert not seen["errors"], seen["errors"][:3]
-    assert seen["interrupted"] > 20, seen  # (the update's own lines and its waits were all reached)
+    assert seen["interrupted"] > 20 and seen["waiting"] == 60, seen  # (its own lines and its waits were reached)
     start = time.monotonic()
     learner.close()
     assert not step.thread.is_alive() and time.monotonic() - start < 2.0
