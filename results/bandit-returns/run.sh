@@ -58,3 +58,11 @@ for task in DoorKey Unlock SimpleCrossing-Easy SimpleCrossing-Hard LavaCrossing-
     grid "runs/t1-dqn-$(lower "$task")-s$seed" --env "$task" --algo dqn --seeds "$seed" --total-steps 500000
   done
 done
+# and β-DQN on the two MiniGrid tasks outside the study, both readings of the bandit's returns (added
+# 2026-11-29 before the verdict on seeds 0-4, so that Table 1 has the reading it picks and the other beside it)
+for task in SimpleCrossing-Easy LavaCrossing-Hard; do
+  for seed in 0 1 2; do for reading in raw minmax; do
+    grid "runs/t1-beta-$(lower "$task")-$reading-s$seed" --env "$task" --algo beta_dqn --bandit-returns "$reading" \
+      --seeds "$seed" --total-steps 500000
+  done; done
+done
