@@ -354,14 +354,14 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}, "
                           "and no report's record (runs.csv and study.json)")
     column_by(runs, fields)
-    runs, copies = copies_once(runs)
-    found = len(runs)
+    found = len(copies_once(runs)[0])  # finished runs, each once
     if kept is not None:
         runs = [r for r in runs if int(r.config["seed"]) in kept]
         unfinished = [u for u in unfinished if _seed_of(u) in kept | {None}]
         if not runs:
             raise ReportError(f"--seeds {seeds}: none of the {found} finished runs under "
                               f"{' and '.join(map(str, roots))} has one of those seeds")
+    runs, copies = copies_once(runs)
     check_comparable(runs)
     asked = out is not None
     out = out or roots[0] / "report"

@@ -251,10 +251,10 @@ def has_directory(run: RunData) -> bool:
 def copies_once(runs: list[RunData]) -> tuple[list[RunData], int]:
     """(the runs with each copy of a run left out, how many were): a run that two of a report's sources both
     hold (a probe's record repeats the runs of the grid it departs from; a run's directory beside a record of
-    it) counts once, as the copy with the run's directory where one has it (its curves). A copy is the same
-    environment, column and seed, the same configuration, and the same wall clock to the last digit, speed,
-    commit and final score; two runs that differ in any of these both stay (and `check_comparable` refuses
-    them), as do runs that recorded no wall clock."""
+    it) counts once, as its own directory where one is given, else a record's copy of it (its curves). A copy
+    is the same environment, column and seed, the same configuration, and the same wall clock to the last
+    digit, speed, commit and final score; two runs that differ in any of these both stay (and
+    `check_comparable` refuses them), as do runs that recorded no wall clock."""
     def same(a: RunData, b: RunData) -> bool:
         fields = (set(a.config) | set(b.config)) - BOOKKEEPING
         return a.summary.get("wall_seconds") is not None and final_score(a) == final_score(b) and \
@@ -262,12 +262,15 @@ def copies_once(runs: list[RunData]) -> tuple[list[RunData], int]:
             (a.summary.get("commit") or "") == (b.summary.get("commit") or "") and \
             all(config_value(a, k) == config_value(b, k) for k in fields if _reads(a.algo, k))
 
+    def rank(run: RunData) -> int:  # its own directory, a record's copy of it (metrics thinned), a record's row
+        return 2 if run.recorded is None else int(has_directory(run))
+
     kept: dict[int, RunData] = {}  # by position of the first of its copies
     first: dict[tuple, int] = {}
     for i, run in enumerate(runs):
         key = (run.env, run.column, run.config.get("seed"))
         if key in first and same(kept[first[key]], run):
-            if has_directory(run) and not has_directory(kept[first[key]]):
+            if rank(run) > rank(kept[first[key]]):
                 kept[first[key]] = run
             continue
         first.setdefault(key, i)

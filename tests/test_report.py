@@ -14,9 +14,10 @@ import pytest
 
 from configuration.flags import Config, resolve
 from reporting import stats
+from reporting.records import load_all
 from reporting.report import ReportError, write_report
 from reporting.report import main as report_main
-from reporting.results import load_runs, train_window
+from reporting.results import copies_once, load_runs, train_window
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -798,6 +799,15 @@ def test_a_run_two_records_both_hold_counts_once_and_a_rerun_does_not(tmp_path):
         assert "4 finished runs (4 duplicates left out: a run that two sources hold counts once). " in text
         assert "are a report's record" not in text and (tmp_path / "r1" / "curves_MinAtar-Asterix.png").is_file()
         assert len(list((tmp_path / "r1" / "runs").iterdir())) == 4  # the report's copies of the runs
+    # beside a record that keeps copies of the runs (their metrics thinned), the runs' own directories count
+    full = write_report([tmp_path / "grid"], tmp_path / "results" / "full").parent
+    for order in ([full, tmp_path / "grid"], [tmp_path / "grid", full], [bare, full], [full, bare]):
+        kept, copies = copies_once(load_all(*order)[0])
+        mine = tmp_path / "grid" in order
+        assert copies == 4 and [r.recorded is None if mine else "copy" in r.recorded for r in kept] == [True] * 4
+    # with --seeds, the counts are of the seeds kept: 2 runs of seed 0 (each held twice), 2 of seed 1 left out
+    assert "2 finished runs of seeds 0 (2 of other seeds left out; 2 duplicates left out: a run that two " \
+        "sources hold counts once). " in write_report([bare, tmp_path / "grid"], tmp_path / "r5", seeds="0").read_text()
     # the probe's record has another wall clock for one DQN run (in its copy of the run): two runs, refused
     _edit(next((probe / "runs").glob("*_dqn_s1")) / "summary.json", "471.98448437000025", "471.9844843700003")
     with pytest.raises(ReportError, match="DQN seed 1 appears twice .*grid/runs/.*_dqn_s1, .*probe/runs/.*_dqn_s1"):
