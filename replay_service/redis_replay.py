@@ -22,6 +22,7 @@ from replay_service.local_redis import parse_urls, redact, start_local, with_pas
 from replay_service.redis_shard import RedisShard
 
 PREFETCH_BATCHES = 16
+WAIT_ROUND_S = 0.1  # how often the learner, waiting for a batch, looks whether the prefetch thread has ended
 
 
 @dataclass(frozen=True)
@@ -132,13 +133,13 @@ class RedisReplay(ShardIndex):
 
     def start_prefetch(self) -> None:
         """Keep up to PREFETCH_BATCHES batches ready: only this thread adds them, so the bound holds; while it is
-        reached, a look every 2 ms (16 batches are many updates' worth), which shares no lock with the learner."""
+        reached, a look every 5 ms (16 batches are many updates' worth), which shares no lock with the learner."""
 
         def loop():
             try:
                 while not self.stopping.is_set():
                     if self.ready.qsize() >= PREFETCH_BATCHES:
-                        time.sleep(0.002)
+                        time.sleep(0.005)
                         continue
                     self.ready.put(self.sample())
             except BaseException as e:  # handed to the learner at its next batch
@@ -147,7 +148,11 @@ class RedisReplay(ShardIndex):
                 self.ended = True
 
         self.thread = threading.Thread(target=loop, name="replay-prefetch", daemon=True)
-        self.thread.start()
+        try:
+            self.thread.start()
+        except BaseException:  # it could not start, or an interrupt landed in start(): no batch to wait for
+            self.ended = True
+            raise
 
     def next_batch(self) -> dict[str, np.ndarray]:
         if not self.concurrent:
@@ -156,12 +161,10 @@ class RedisReplay(ShardIndex):
             self.start_prefetch()
         while True:
             try:
-                return self.ready.get(timeout=0.1)
+                return self.ready.get(timeout=WAIT_ROUND_S)
             except queue.Empty:
-                if self.error is not None:
-                    raise self.error from None
-                if self.ended:
-                    raise RuntimeError("the replay prefetch thread is not running") from None
+                if self.ended:  # (its error, set before it ended, or none)
+                    raise (self.error or RuntimeError("the replay prefetch thread is not running")) from None
 
     def stats(self) -> list[dict]:
         return [s.stats() for s in self.shards]
@@ -196,7 +199,7 @@ class RedisReplay(ShardIndex):
         if not started and self.owner is not None:
             self.release(self.owner)
         self.stopping.set()
-        if self.thread is not None:
+        if self.thread is not None and self.thread.is_alive():  # (one that never started cannot be joined)
             self.thread.join(timeout=5)
         for server in self.servers:
             server.stop()

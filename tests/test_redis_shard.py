@@ -233,13 +233,14 @@ def test_a_local_server_listens_only_where_it_is_told(tmp_path):
         server.stop()
 
 
-def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_running(redis_url, tmp_path):
+def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_running(redis_url, tmp_path, monkeypatch):
     """Ctrl-C lands wherever the learner's thread is, often in its wait for a prefetched batch. Interrupted at
     each line (and each call and return) of `next_batch` and of the waiting it does (threading, queue), one
     batch per point, once the prefetch thread runs, with batches ready and then with none (the thread's sampling
     held back): each leaves as KeyboardInterrupt, the next batch still comes, the thread keeps its bound, and
     close ends it at once. (On a `queue.Queue`, an interrupt as its `with` had taken the queue's lock left it
     held: the learner's next batch, and the prefetch thread's next put, waited on it for good.)"""
+    import inspect
     import queue
     import sys
     import threading
@@ -255,7 +256,7 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
     replay.shards[0].client.delete(*replay.shards[0].keys)
     replay.added(0, replay.shards[0].insert(marked_chunk(0, 100)))
     watched = {module.__file__, threading.__file__, queue.__file__}
-    seen = {"point": None, "interrupted": 0, "waiting": 0, "errors": [], "finished": False}
+    seen = {"point": None, "interrupted": 0, "waiting": 0, "points": set(), "errors": [], "finished": False}
 
     def batch_interrupted_at(k: int) -> bool:
         events = [0]
@@ -264,6 +265,7 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
             events[0] += 1
             if events[0] == k:
                 seen["point"] = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, event)
+                seen["points"].add(seen["point"])
                 raise KeyboardInterrupt
             return local
 
@@ -301,7 +303,9 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
         replay.sample = lambda: (gate.acquire(), sample())[1]  # no batch until the gate opens
         while replay.ready.qsize():
             replay.next_batch()
-        for k in range(1, 21):  # the first 20 points of a wait for a batch that is not there (rounds of it)
+        monkeypatch.setattr(module, "WAIT_ROUND_S", 0.01)
+        seen["points"].clear()
+        for k in range(1, 61):  # the first 60 points of a wait for a batch that is not there (rounds of it)
             seen["waiting"] += batch_interrupted_at(k)
         for _ in range(2 * module.PREFETCH_BATCHES):
             gate.release()
@@ -315,9 +319,51 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
         thread.join(timeout=60)
         assert seen["finished"], f"a batch hung after an interrupt at {seen['point']}"
         assert not seen["errors"], seen["errors"][:3]
-        assert seen["interrupted"] >= 5 and seen["waiting"] == 20, seen
+        assert seen["interrupted"] >= 5 and seen["waiting"] == 60, seen
+        ended = inspect.getsourcelines(RedisReplay.next_batch)  # (the look at whether the thread has ended)
+        line = ended[1] + next(i for i, text in enumerate(ended[0]) if "if self.ended" in text)
+        assert ("redis_replay.py", line, "line") in seen["points"], sorted(seen["points"])
         assert seen["bound"], seen
     finally:
         start = time.monotonic()
         replay.close()
     assert time.monotonic() - start < 1.0 and not replay.thread.is_alive()
+
+
+def test_a_prefetch_thread_that_cannot_start_is_not_waited_for(redis_url, tmp_path, monkeypatch):
+    """The learner's first batch starts the prefetch thread: one that cannot start (or an interrupt inside its
+    start) is that batch's error, and the next batch says so at once instead of waiting for good; close still
+    works."""
+    import threading
+
+    from configuration.flags import Config, resolve, settings
+    from replay_service.redis_replay import RedisReplay, RedisSettings
+
+    cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="unstarted", wandb="disabled",
+                               out=str(tmp_path)))
+    replay = RedisReplay(settings(RedisSettings, cfg), spec, tmp_path, concurrent=True)
+    replay.shards[0].client.delete(*replay.shards[0].keys)
+    replay.added(0, replay.shards[0].insert(marked_chunk(0, 100)))
+    start = threading.Thread.start
+
+    def refused(thread):
+        if thread.name == "replay-prefetch":
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        replay.next_batch()
+    said = []
+
+    def again():
+        try:
+            replay.next_batch()
+        except RuntimeError as e:
+            said.append(str(e))
+
+    waiter = threading.Thread(target=again, daemon=True)  # (a wait for good ends the test, not the suite)
+    waiter.start()
+    waiter.join(timeout=10)
+    assert said == ["the replay prefetch thread is not running"]
+    replay.close()
