@@ -100,6 +100,7 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
     β's thread hung handing its result over and every later update with it; one inside `Condition.wait` after
     its lock's release made a RuntimeError of the interrupt, which a stop's CI saw.)"""
     import concurrent.futures._base
+    import inspect
     import queue
     import sys
     import threading
@@ -120,7 +121,7 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
     step.algo = with_behaviour_part(algo, slow)
     batch = next(batches(learner, 1))
     watched = {module.__file__, threading.__file__, queue.__file__, concurrent.futures._base.__file__}
-    seen = {"point": None, "interrupted": 0, "errors": [], "finished": False}
+    seen = {"point": None, "interrupted": 0, "points": set(), "errors": [], "finished": False}
 
     def update_interrupted_at(k: int) -> bool:
         """One update, a KeyboardInterrupt raised at its k-th traced event: whether it was."""
@@ -130,6 +131,7 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
             events[0] += 1
             if events[0] == k:
                 seen["point"] = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, event)
+                seen["points"].add(seen["point"])
                 raise KeyboardInterrupt  # (a trace function's error propagates there, and ends the tracing)
             return local
 
@@ -155,7 +157,8 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
         gate = threading.Semaphore(0)
         step.algo = with_behaviour_part(algo, lambda *args: (gate.acquire(), algo.behaviour_part(*args))[1])
         monkeypatch.setattr(module, "WAIT_ROUND_S", 0.01)
-        seen["waiting"] = sum(update_interrupted_at(k) for k in range(1, 61))  # β held back: every one waits
+        seen["points"].clear()
+        seen["waiting"] = sum(update_interrupted_at(k) for k in range(1, 81))  # β held back: none can finish
         step.algo = algo
         for _ in range(60):
             gate.release()  # (the held-back jobs end; their words are left behind by step number)
@@ -167,7 +170,10 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
     thread.join(timeout=60)
     assert seen["finished"], f"an update hung after an interrupt at {seen['point']}"
     assert not seen["errors"], seen["errors"][:3]
-    assert seen["interrupted"] > 20 and seen["waiting"] == 60, seen  # (its own lines and its waits were reached)
+    assert seen["interrupted"] > 20 and seen["waiting"] == 80, seen  # (its own lines and its waits were reached)
+    source, first = inspect.getsourcelines(OverlappedStep._next)  # the look at whether β's thread has ended
+    line = first + next(i for i, text in enumerate(source) if "if self.ended[0]" in text)
+    assert ("learner.py", line, "line") in seen["points"], sorted(seen["points"])
     start = time.monotonic()
     learner.close()
     assert not step.thread.is_alive() and time.monotonic() - start < 2.0
