@@ -58,8 +58,9 @@ for task in DoorKey Unlock SimpleCrossing-Easy SimpleCrossing-Hard LavaCrossing-
     grid "runs/t1-dqn-$(lower "$task")-s$seed" --env "$task" --algo dqn --seeds "$seed" --total-steps 500000
   done
 done
-# and β-DQN on the two MiniGrid tasks outside the study, both readings of the bandit's returns (added
-# 2026-11-29 before the verdict on seeds 0-4, so that Table 1 has the reading it picks and the other beside it)
+# and β-DQN on the two MiniGrid tasks outside the study, both readings of the bandit's returns (added to this
+# script on 2026-11-29, before the verdict on seeds 0-4, so that Table 1 has the reading it picks and the other
+# beside it; they run from the same clone at 6ec5992 with this script's flags)
 for task in SimpleCrossing-Easy LavaCrossing-Hard; do
   for seed in 0 1 2; do for reading in raw minmax; do
     grid "runs/t1-beta-$(lower "$task")-$reading-s$seed" --env "$task" --algo beta_dqn --bandit-returns "$reading" \
