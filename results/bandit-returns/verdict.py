@@ -100,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         return [f"{e} {v} seed {s}" for e in ENVS for v in VARIANTS for s in seeds if (e, v, s) not in runs]
 
     if missing([0, 1, 2]):
-        print(f"{len(missing([0, 1, 2]))} of the study's {len(ENVS) * len(VARIANTS) * 3} runs are not in the records "
-              f"yet: {', '.join(missing([0, 1, 2]))}")
+        left = len(missing([0, 1, 2]))
+        print(f"{left} of the study's {len(ENVS) * len(VARIANTS) * 3} runs {'is' if left == 1 else 'are'} not in the "
+              f"records yet: {', '.join(missing([0, 1, 2]))}")
         return 1
     wrong = [f"{e} {v} seed {s}: {why}" for (e, v, s), run in runs.items() if v in VARIANTS
              for why in [off_plan(run)] if why]
@@ -126,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seeds 0-4, {2 * len(ENVS) * 5} β-DQN runs: P(raw > min-max) = {p:.4f}, 95% interval "
               f"[{low:.4f}, {high:.4f}]")
     elif outcome == "more-seeds":
-        said += f" ({len(missing([3, 4]))} of those runs are not in the records yet)"
+        left = len(missing([3, 4]))
+        said += f" ({left} of those runs {'is' if left == 1 else 'are'} not in the records yet)"
     print(f"verdict: {said}" + ("" if args.reps == REPS else
                                 f" (NOT the verdict: {args.reps:,} resamples, not PLAN.md's {REPS:,})"))
     print()
