@@ -1,6 +1,7 @@
 """The learner's update: β on its own thread is the same computation as the one-thread update."""
 
 import dataclasses
+import sys
 
 import numpy as np
 import pytest
@@ -25,6 +26,35 @@ def with_behaviour_part(algo, behaviour_part):
     """The method `algo` with its β forward pass (`behaviour_part`) replaced."""
     return type("WithBehaviourPart", (), {"__getattr__": lambda self, name: getattr(algo, name),
                                           "behaviour_part": staticmethod(behaviour_part)})()
+
+
+def interrupted_at(call, k: int, watched: set[str], seen: dict) -> str:
+    """`call()` with a KeyboardInterrupt raised at its k-th traced event (a line, call or return of code in the
+    files `watched`, where a Ctrl-C can land): "interrupted", "finished" (it had fewer events), or "error" (what
+    the interrupt must never become: recorded in seen["errors"] with the point); seen["point"] and
+    seen["points"] name where it was raised (file, line, event)."""
+    events = [0]
+
+    def local(frame, event, arg):
+        events[0] += 1
+        if events[0] == k:
+            seen["point"] = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, event)
+            seen["points"].add(seen["point"])
+            raise KeyboardInterrupt  # (a trace function's error propagates there, and ends the tracing)
+        return local
+
+    sys.settrace(lambda frame, event, arg: local(frame, event, arg) if frame.f_code.co_filename in watched
+                 else None)
+    try:
+        call()
+        return "finished"
+    except KeyboardInterrupt:
+        return "interrupted"
+    except Exception as e:  # noqa: BLE001 - what the interrupt must never become
+        seen["errors"].append((seen["point"], repr(e)[:200]))
+        return "error"
+    finally:
+        sys.settrace(None)
 
 
 def batches(learner, n, seed=0):
@@ -102,7 +132,6 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
     import concurrent.futures._base
     import inspect
     import queue
-    import sys
     import threading
     import time
 
@@ -124,30 +153,10 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
     seen = {"point": None, "interrupted": 0, "points": set(), "errors": [], "finished": False}
 
     def update_interrupted_at(k: int) -> bool:
-        """One update, a KeyboardInterrupt raised at its k-th traced event: whether it was."""
-        events = [0]
-
-        def local(frame, event, arg):
-            events[0] += 1
-            if events[0] == k:
-                seen["point"] = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, event)
-                seen["points"].add(seen["point"])
-                raise KeyboardInterrupt  # (a trace function's error propagates there, and ends the tracing)
-            return local
-
-        sys.settrace(lambda frame, event, arg: local(frame, event, arg) if frame.f_code.co_filename in watched
-                     else None)
-        try:
-            learner.update(batch)
-            return False
-        except KeyboardInterrupt:
-            torch.set_grad_enabled(True)  # (one inside torch's `no_grad()` leaves it off; a run ends anyway)
-            return True
-        except Exception as e:  # noqa: BLE001 - what the interrupt must never become
-            seen["errors"].append((seen["point"], repr(e)[:200]))
-            return True
-        finally:
-            sys.settrace(None)
+        """One update, a KeyboardInterrupt raised at its k-th traced event: whether it did not finish."""
+        outcome = interrupted_at(lambda: learner.update(batch), k, watched, seen)
+        torch.set_grad_enabled(True)  # (one inside torch's `no_grad()` leaves it off; a run ends anyway)
+        return outcome != "finished"
 
     def sweep():
         k = 1

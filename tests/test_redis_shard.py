@@ -242,13 +242,13 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
     held: the learner's next batch, and the prefetch thread's next put, waited on it for good.)"""
     import inspect
     import queue
-    import sys
     import threading
     import time
 
     import replay_service.redis_replay as module
     from configuration.flags import Config, resolve, settings
     from replay_service.redis_replay import RedisReplay, RedisSettings
+    from tests.test_learner import interrupted_at
 
     cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="interrupted", wandb="disabled",
                                out=str(tmp_path)))
@@ -258,29 +258,11 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
     watched = {module.__file__, threading.__file__, queue.__file__}
     seen = {"point": None, "interrupted": 0, "waiting": 0, "points": set(), "errors": [], "finished": False}
 
-    def batch_interrupted_at(k: int) -> bool:
-        events = [0]
+    def batch() -> None:
+        assert len(replay.next_batch()["reward"]) == cfg.batch_size
 
-        def local(frame, event, arg):
-            events[0] += 1
-            if events[0] == k:
-                seen["point"] = (frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, event)
-                seen["points"].add(seen["point"])
-                raise KeyboardInterrupt
-            return local
-
-        sys.settrace(lambda frame, event, arg: local(frame, event, arg) if frame.f_code.co_filename in watched
-                     else None)
-        try:
-            assert len(replay.next_batch()["reward"]) == cfg.batch_size
-            return False
-        except KeyboardInterrupt:
-            return True
-        except Exception as e:  # noqa: BLE001 - what the interrupt must never become (ends the sweep)
-            seen["errors"].append((seen["point"], repr(e)[:200]))
-            return False
-        finally:
-            sys.settrace(None)
+    def batch_interrupted_at(k: int) -> bool:  # (an error ends the sweep)
+        return interrupted_at(batch, k, watched, seen) == "interrupted"
 
     def ready(n: int) -> bool:  # n batches ready within 10 s
         deadline = time.monotonic() + 10
