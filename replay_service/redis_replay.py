@@ -150,8 +150,8 @@ class RedisReplay(ShardIndex):
         self.thread = threading.Thread(target=loop, name="replay-prefetch", daemon=True)
         try:
             self.thread.start()
-        except BaseException:  # it could not start, or an interrupt landed in start(): no batch to wait for
-            self.ended = True
+        except BaseException:  # it could not start: no batch to wait for (an interrupt that landed in start(),
+            self.ended = True  # the thread running or not, ends the run anyway)
             raise
 
     def next_batch(self) -> dict[str, np.ndarray]:
@@ -163,8 +163,9 @@ class RedisReplay(ShardIndex):
             try:
                 return self.ready.get(timeout=WAIT_ROUND_S)
             except queue.Empty:
-                if self.ended:  # (its error, set before it ended, or none)
-                    raise (self.error or RuntimeError("the replay prefetch thread is not running")) from None
+                pass
+            if self.ended:  # its error (set before it ended; raised here, its own cause and context kept), or none
+                raise self.error or RuntimeError("the replay prefetch thread is not running")
 
     def stats(self) -> list[dict]:
         return [s.stats() for s in self.shards]

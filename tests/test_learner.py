@@ -29,11 +29,12 @@ def with_behaviour_part(algo, behaviour_part):
 
 
 def interrupted_at(call, k: int, watched: set[str], seen: dict) -> str:
-    """`call()` with a KeyboardInterrupt raised at its k-th traced event (a line, call or return of code in the
-    files `watched`, where a Ctrl-C can land): "interrupted", "finished" (it had fewer events), or "error" (what
-    the interrupt must never become: recorded in seen["errors"] with the point); seen["point"] and
-    seen["points"] name where it was raised (file, line, event)."""
+    """`call()` with a KeyboardInterrupt raised at its k-th traced event (a line, call, return or exception event
+    of code in the files `watched`, where a Ctrl-C can land): "interrupted", "finished" (it had fewer events),
+    or "error" (what the interrupt must never become: recorded in seen["errors"] with the point, None where the
+    error came before it); seen["point"] and seen["points"] name where it was raised (file, line, event)."""
     events = [0]
+    seen["point"] = None
 
     def local(frame, event, arg):
         events[0] += 1
@@ -169,7 +170,7 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
         seen["points"].clear()
         seen["waiting"] = sum(update_interrupted_at(k) for k in range(1, 81))  # β held back: none can finish
         step.algo = algo
-        for _ in range(60):
+        for _ in range(80):
             gate.release()  # (the held-back jobs end; their words are left behind by step number)
         learner.update(batch)
         seen["finished"] = True

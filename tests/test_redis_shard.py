@@ -313,9 +313,8 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
 
 
 def test_a_prefetch_thread_that_cannot_start_is_not_waited_for(redis_url, tmp_path, monkeypatch):
-    """The learner's first batch starts the prefetch thread: one that cannot start (or an interrupt inside its
-    start) is that batch's error, and the next batch says so at once instead of waiting for good; close still
-    works."""
+    """The learner's first batch starts the prefetch thread: one that cannot start is that batch's error, and
+    the next batch says the thread is not running at once instead of waiting for good; close still works."""
     import threading
 
     from configuration.flags import Config, resolve, settings
@@ -348,4 +347,41 @@ def test_a_prefetch_thread_that_cannot_start_is_not_waited_for(redis_url, tmp_pa
     waiter.start()
     waiter.join(timeout=10)
     assert said == ["the replay prefetch thread is not running"]
+    replay.close()
+
+
+def test_the_prefetch_threads_error_is_the_learners_as_it_was(redis_url, tmp_path):
+    """A Ray run's sampler meets a damaged ring on the prefetch thread: the learner's next batch raises that
+    error (its one line is what the run says, with its checkpoint), its cause kept, and so does every batch
+    after it."""
+    import threading
+
+    from configuration.flags import Config, resolve, settings
+    from replay_service.redis_replay import RedisReplay, RedisSettings
+    from replay_service.redis_shard import ReplayDamaged
+
+    cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="thread-error", wandb="disabled",
+                               out=str(tmp_path)))
+    replay = RedisReplay(settings(RedisSettings, cfg), spec, tmp_path, concurrent=True)
+    replay.shards[0].client.delete(*replay.shards[0].keys)
+    replay.added(0, replay.shards[0].insert(marked_chunk(0, 100)))
+    cause = ConnectionError("the ring's script failed")
+
+    def damaged():
+        raise ReplayDamaged("shard 0's ring is damaged") from cause
+
+    replay.sample = damaged
+    said = []
+
+    def batches():
+        for _ in range(2):
+            try:
+                replay.next_batch()
+            except ReplayDamaged as e:
+                said.append((str(e), e.__cause__))
+
+    waiter = threading.Thread(target=batches, daemon=True)  # (a wait for good ends the test, not the suite)
+    waiter.start()
+    waiter.join(timeout=10)
+    assert said == [("shard 0's ring is damaged", cause)] * 2
     replay.close()
