@@ -179,7 +179,7 @@ class OverlappedStep:
         self.steps = 0
         # set by β's thread as it ends: asked instead of `Thread.is_alive()`, which an interrupt landing inside it
         # can make say "stopped" of a running thread (CPython 3.11's bpo-45274 handling)
-        self.ended = [False]
+        self.ended = threading.Event()
         # the thread holds the queues, and nothing between jobs (each brings β, its optimizer and the batch): a
         # learner never closed is still collected, and its thread ended with it
         self.thread = threading.Thread(target=_beta_steps, args=(self.todo, self.done, self.ended), name="beta",
@@ -193,7 +193,7 @@ class OverlappedStep:
             try:
                 got, value = self.done.get(timeout=WAIT_ROUND_S)
             except queue.Empty:
-                if self.ended[0]:
+                if self.ended.is_set():
                     raise RuntimeError("β's update thread has ended") from None
                 continue
             if got != n:
@@ -226,7 +226,7 @@ class OverlappedStep:
         self.thread.join(timeout=CLOSE_WAIT_S)
 
 
-def _beta_steps(todo: queue.SimpleQueue, done: queue.SimpleQueue, ended: list[bool]) -> None:
+def _beta_steps(todo: queue.SimpleQueue, done: queue.SimpleQueue, ended: threading.Event) -> None:
     """β's thread: each job's forward pass (β(·|s′) handed over at once), then its backward and step."""
     try:
         while (job := todo.get()) is not None:
@@ -241,7 +241,7 @@ def _beta_steps(todo: queue.SimpleQueue, done: queue.SimpleQueue, ended: list[bo
             # (held no longer)
             job = behaviour_part = beta = optimizer = batch = loss_beta = probs_next = metrics = None
     finally:
-        ended[0] = True
+        ended.set()  # (only this thread takes the Event's lock; the learner's is_set() takes none)
 
 
 class Eager:

@@ -182,7 +182,7 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
     assert not seen["errors"], seen["errors"][:3]
     assert seen["interrupted"] > 20 and seen["waiting"] == 80, seen  # (its own lines and its waits were reached)
     source, first = inspect.getsourcelines(OverlappedStep._next)  # the look at whether β's thread has ended
-    line = first + next(i for i, text in enumerate(source) if "if self.ended[0]" in text)
+    line = first + next(i for i, text in enumerate(source) if "if self.ended.is_set()" in text)
     assert ("learner.py", line, "line") in seen["points"], sorted(seen["points"])
     start = time.monotonic()
     learner.close()
