@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import re
 import secrets
 import shlex
 import typing
@@ -261,6 +262,12 @@ def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
     # a directory name has 255 bytes at most
     middle = shorten(f"_{variant.replace(',', '_').replace('/', '-')}", 160) if variant else ""
     return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
+
+
+def run_seed(name: str) -> int | None:
+    """The seed `run_name` wrote into a run directory's name; None where the name does not say."""
+    match = re.search(r"_s(\d+)$", name)
+    return int(match.group(1)) if match else None
 
 
 def validate(cfg: Config) -> None:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 import shlex
 import sys
 from collections import defaultdict
@@ -49,7 +48,7 @@ import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
-from configuration.flags import ConfigError, command_line, flag, parse_seeds, run_command
+from configuration.flags import ConfigError, command_line, flag, parse_seeds, run_command, run_seed
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import RECORDS, check_copies_dir, is_recorded, load_all, write_copies
 from reporting.results import (
@@ -322,13 +321,6 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
     return {"commands": commands, "runs": rows}
 
 
-def _seed_of(directory: str) -> int | None:
-    """A run directory's seed, from its name (`configuration.flags.run_name`'s `_s<seed>`); None where the name
-    does not say."""
-    match = re.search(r"_s(\d+)$", Path(directory).name)
-    return int(match.group(1)) if match else None
-
-
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
                  reps: int | None = None, seeds: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
@@ -357,7 +349,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     found = len(copies_once(runs)[0])  # finished runs, each once
     if kept is not None:
         runs = [r for r in runs if int(r.config["seed"]) in kept]
-        unfinished = [u for u in unfinished if _seed_of(u) in kept | {None}]
+        unfinished = [u for u in unfinished if run_seed(Path(u).name) in kept | {None}]
         if not runs:
             raise ReportError(f"--seeds {seeds}: none of the {found} finished runs under "
                               f"{' and '.join(map(str, roots))} has one of those seeds")
