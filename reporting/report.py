@@ -321,6 +321,18 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
     return {"commands": commands, "runs": rows}
 
 
+def listed(names: list[str], sep: str, at_most: int = 4) -> str:
+    """Names joined by `sep`, the first `at_most` of them and a count of the rest where there are more (a Table 1
+    built from dozens of records still has a one-line title; the command above lists them all)."""
+    more = len(names) - at_most
+    return sep.join(names if more <= 1 else [*names[:at_most], f"{more} more"])
+
+
+def holds(root: Path, run: RunData) -> bool:
+    """Whether `run` was read from the record at `root` (a row of its runs.csv, or its copy of the run)."""
+    return run.recorded is not None and Path(run.path).resolve().is_relative_to(root.resolve())
+
+
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
                  reps: int | None = None, seeds: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
@@ -370,10 +382,11 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     header, rows, numbers = table(runs, reps)
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
+    records = [str(r) for r in roots if any(holds(r, run) for run in runs if not has_directory(run))]
     left = ([f"{found - len(runs)} of other seeds left out"] if len(runs) < found else []) + \
         ([f"{copies} duplicate{'' if copies == 1 else 's'} left out: a run that two sources hold counts once"]
          if copies else []) + ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])
-    lines = [f"# Report: {' + '.join(root.name for root in roots)}", ""]
+    lines = [f"# Report: {listed([root.name for root in roots], ' + ')}", ""]
     again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
              + (f" --out {shlex.quote(str(out))}" if asked else "")
              + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else "")
@@ -392,7 +405,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
         "not 0. `study.json` lists every run with the command that computes it again."
         + (f" {len(runs) - len(drawn)} of the runs are a report's record (its runs.csv and study.json: "
-           f"{', '.join(str(r) for r in roots if is_recorded(r))}): they count in the tables, with their training "
+           f"{listed(records, ', ')}): they count in the tables, with their training "
            "score as recorded; the curves, the selection shares and the meta-controller's rows are drawn from the "
            "runs' directories only." if len(drawn) < len(runs) else ""), "",
         "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]

@@ -812,3 +812,24 @@ def test_a_run_two_records_both_hold_counts_once_and_a_rerun_does_not(tmp_path):
     _edit(next((probe / "runs").glob("*_dqn_s1")) / "summary.json", "471.98448437000025", "471.9844843700003")
     with pytest.raises(ReportError, match="DQN seed 1 appears twice .*grid/runs/.*_dqn_s1, .*probe/runs/.*_dqn_s1"):
         write_report([grid, probe], tmp_path / "r2", column_flags="bandit-returns")
+
+
+def test_a_report_of_many_sources_names_a_few_and_lists_the_records_its_runs_come_from(tmp_path):
+    """Table 1 from dozens of records: the title names four sources and counts the rest (the command lists
+    them all); the sentence on records names those whose runs count here, not one whose seeds --seeds left out."""
+    for seed in range(6):
+        make_run(tmp_path / f"g{seed}", "MinAtar/Breakout", "dqn", seed, 4.0 + seed, 2000.0)
+        make_run(tmp_path / f"g{seed}", "MinAtar/Breakout", "beta_dqn", seed, 8.0 + seed, 1000.0)
+    roots = [tmp_path / f"g{seed}" for seed in range(6)]
+    report = write_report(roots, tmp_path / "r").read_text()
+    assert report.startswith("# Report: g0 + g1 + g2 + g3 + 2 more\n")
+    assert f"python -m learner.report {' '.join(map(str, roots))} --out {tmp_path / 'r'}\n" in report
+    assert write_report(roots[:5], tmp_path / "r5").read_text().startswith("# Report: g0 + g1 + g2 + g3 + g4\n")
+    # records of seeds 0-2 and of seed 3, as rows (their copies gone); Table 1 of seeds 0-2 counts the first only
+    write_report(roots[:3], tmp_path / "rec" / "old")
+    write_report(roots[3:4], tmp_path / "rec" / "three")
+    for rec in ("old", "three"):
+        shutil.rmtree(tmp_path / "rec" / rec / "runs")
+    table1 = write_report([tmp_path / "rec" / "old", tmp_path / "rec" / "three"], tmp_path / "t1", seeds="0-2")
+    assert (f"6 of the runs are a report's record (its runs.csv and study.json: {tmp_path / 'rec' / 'old'}): "
+            in table1.read_text())
