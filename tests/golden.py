@@ -13,7 +13,9 @@ and optimizer tensor in the checkpoint, in name order), `<name>/checkpoint.sha25
 final checkpoint but its configuration, which holds the run's directory and a random Redis namespace:
 counters, schedules, the arm source's and the replay's state; not a Redis run's random claim id) and
 `<name>/summary.json` (the summary without its timings, memory and commit). `--compare` says, run by run,
-whether all are identical byte for byte. `--only NAMES` records some of the runs.
+whether all are identical byte for byte. `--only NAMES` records some of the runs. `--flags "..."` adds flags
+to every run it records: where a change moves a default on purpose, the code after it given the old value
+(`--flags "--bandit-returns minmax"`) must match the code before it with none.
 
 Bit-identity holds on one machine: float kernels can differ between CPU kinds (AMD and Intel), so compare
 directories written on the same host, never against outputs recorded elsewhere. It goes through the
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -97,14 +100,14 @@ def checksum(state) -> str:
     return digest.hexdigest()
 
 
-def record(out: Path, repo: Path, only: list[str]) -> None:
+def record(out: Path, repo: Path, only: list[str], flags: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=False)
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv in runs().items():
             if only and name not in only:
                 continue
             run_dir = Path(tmp) / name
-            cmd = [sys.executable, "-m", "learner.main", *SHORT, *argv, "--out", str(run_dir)]
+            cmd = [sys.executable, "-m", "learner.main", *SHORT, *argv, *flags, "--out", str(run_dir)]
             done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"{name} failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
@@ -141,6 +144,8 @@ def main() -> int:
     p.add_argument("--repo", type=Path, default=ROOT, help="the checkout whose code runs (default: this one)")
     p.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     p.add_argument("--only", default="", metavar="NAMES", help="record only these runs (comma-separated names)")
+    p.add_argument("--flags", default="", metavar="FLAGS",
+                   help='flags added to every run recorded, e.g. "--bandit-returns minmax" (a default a change moved)')
     args = p.parse_args()
     if args.compare:
         return compare(*args.compare)
@@ -150,7 +155,7 @@ def main() -> int:
     unknown = sorted(set(only) - set(runs()))
     if unknown:
         p.error(f"--only: no run named {', '.join(unknown)}; known: {', '.join(runs())}")
-    record(args.out, args.repo.resolve(), only)
+    record(args.out, args.repo.resolve(), only, shlex.split(args.flags))
     return 0
 
 
