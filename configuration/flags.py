@@ -500,6 +500,15 @@ def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str
     return " ".join(parts)
 
 
+def grid_command(args: dict) -> str:
+    """The command of a grid (its grid.json's `args`): the flags that are not the default, and a field whose
+    default is under study (LEGACY) whatever its value where a method of the grid reads it, as in run_command."""
+    algos = args["algo"] if isinstance(args["algo"], list) else str(args["algo"]).split(",")
+    named = tuple(k for k in LEGACY if any(reads(algo, k) for algo in algos))
+    return command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")},
+                        always=("env", "algo", *named))
+
+
 def run_command(config: dict, device: str = "cpu") -> str:
     """The command line that computes the run of `config` (config.json) again on `device` (its summary's):
     every field that changes what it computes (and its seed), where it differs from the default (γ and the

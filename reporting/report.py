@@ -48,7 +48,7 @@ import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
-from configuration.flags import ConfigError, command_line, flag, parse_seeds, run_command, run_seed
+from configuration.flags import ConfigError, flag, grid_command, parse_seeds, run_command, run_seed
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import RECORDS, check_copies_dir, is_recorded, load_all, write_copies
 from reporting.results import (
@@ -307,7 +307,7 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
     for root in roots:
         if (root / "grid.json").is_file():
             args = json.loads((root / "grid.json").read_text())["args"]
-            commands.append(command_line({k: v for k, v in args.items() if k not in ("resume", "grid", "variant")}))
+            commands.append(grid_command(args))
     for r in runs:  # a report's record: the commands of the grids its runs came from
         commands += [c for c in (r.recorded or {}).get("commands", []) if c not in commands]
     rows = []

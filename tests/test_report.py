@@ -269,7 +269,8 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
     other = tmp_path / "other"
     make_run(other, "CliffWalk", "beta_dqn", 0, 1.0, 500.0, variant="bandit-returns=raw", bandit_returns="raw",
              count_mode="off")
-    make_run(other, "CliffWalk", "beta_dqn", 0, 1.0, 500.0, variant="count-mode=simple", count_mode="simple")
+    make_run(other, "CliffWalk", "beta_dqn", 0, 1.0, 500.0, variant="count-mode=simple", count_mode="simple",
+             bandit_returns="minmax")
     with pytest.raises(ReportError, match="runs differ in bandit_returns"):
         write_report(other)
 
@@ -290,7 +291,7 @@ def test_column_by_puts_two_grids_that_differ_in_a_flag_side_by_side(tmp_path):
     """A probe with --bandit-returns raw beside the grid it departs from: refused as it is (a difference no
     axis names), two β-DQN columns with --column-by; DQN, which does not read the flag, stays one column."""
     for seed, (minmax, raw) in enumerate(((2.0, 6.0), (4.0, 8.0))):
-        make_run(tmp_path / "grid", "MinAtar/Asterix", "beta_dqn", seed, minmax, 500.0)
+        make_run(tmp_path / "grid", "MinAtar/Asterix", "beta_dqn", seed, minmax, 500.0, bandit_returns="minmax")
         make_run(tmp_path / "grid", "MinAtar/Asterix", "dqn", seed, 3.0, 1000.0)
         make_run(tmp_path / "probe", "MinAtar/Asterix", "beta_dqn", seed, raw, 500.0, bandit_returns="raw")
     roots = [tmp_path / "grid", tmp_path / "probe"]
@@ -708,6 +709,13 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
     config = dict(runs["MinAtar/Asterix", "minmax", 0].config)
     assert "--bandit-returns minmax" in run_command(config) and "--bandit-returns" not in run_command(
         {**config, "algo": "dqn"})
+    # and a grid's command, where one of its methods reads it: a grid on today's default says so too
+    from configuration.flags import grid_command
+
+    args = {"env": "MinAtar/Asterix", "algo": ["beta_dqn", "dqn"], "bandit_returns": "raw", "arm_exchange": "auto"}
+    assert grid_command(args) == ("python -m learner.main --env MinAtar/Asterix --algo beta_dqn,dqn "
+                                  "--arm-exchange auto --bandit-returns raw")
+    assert grid_command({**args, "algo": "dqn"}) == "python -m learner.main --env MinAtar/Asterix --algo dqn"
 
 
 def test_a_report_never_writes_its_copies_over_runs(tmp_path):
@@ -774,7 +782,8 @@ def test_a_run_two_records_both_hold_counts_once_and_a_rerun_does_not(tmp_path):
         (run / "summary.json").write_text(json.dumps({**summary, "wall_seconds": wall, "commit": "abc123"}))
 
     for seed, (minmax, raw) in enumerate(((2.0, 6.0), (4.0, 8.0))):
-        timed(make_run(tmp_path / "grid", "MinAtar/Asterix", "beta_dqn", seed, minmax, 500.0), 1384.767432944005 + seed)
+        timed(make_run(tmp_path / "grid", "MinAtar/Asterix", "beta_dqn", seed, minmax, 500.0, bandit_returns="minmax"),
+              1384.767432944005 + seed)
         timed(make_run(tmp_path / "grid", "MinAtar/Asterix", "dqn", seed, 3.0, 1000.0), 470.98448437000025 + seed)
         timed(make_run(tmp_path / "probe", "MinAtar/Asterix", "beta_dqn", seed, raw, 500.0, bandit_returns="raw"),
               972.0304990410004 + seed)
