@@ -69,9 +69,10 @@ class _Source:
 class SlidingWindowBandit(_Source):
     """Window of the last L finished episodes (all actors together).
 
-    In the window: N(π) plays, μ(π) the mean return — normalised to [0, 1] by the window's min and max
-    (0.5 when they are equal; `returns="minmax"`, the spec's default) or as it came (`returns="raw"`, as the
-    published text reads) — and b(π) the mean exploration bonus. `select` returns an arm with
+    In the window: N(π) plays, μ(π) the mean return — as it came (`returns="raw"`, as the published text
+    reads; the default, as the preregistered study decided) or normalised to [0, 1] by the window's min and
+    max (0.5 when they are equal; `returns="minmax"`, the paper's commented-out note) — and b(π) the mean
+    exploration bonus. `select` returns an arm with
     N(π) = 0 first — arms handed to episodes still running count as played, so concurrent actors
     spread over the unplayed arms — otherwise argmax μ + b with ties broken by the seeded rng.
 
@@ -83,7 +84,7 @@ class SlidingWindowBandit(_Source):
 
     RETURNS = ("minmax", "raw")
 
-    def __init__(self, n_arms: int, window: int = 1000, seed: int = 0, returns: str = "minmax"):
+    def __init__(self, n_arms: int, window: int = 1000, seed: int = 0, returns: str = "raw"):
         if n_arms < 1 or window < 1:
             raise ValueError(f"n_arms={n_arms} and window={window} must be >= 1")
         if returns not in self.RETURNS:

@@ -16,7 +16,7 @@ def test_unplayed_arms_first_in_index_order_counting_pending():
 
 
 def test_argmax_of_normalised_return_plus_bonus():
-    b = SlidingWindowBandit(n_arms=3, window=10, seed=0)
+    b = SlidingWindowBandit(n_arms=3, window=10, seed=0, returns="minmax")
     for arm, ret, bonus in [(0, 0.0, 0.0), (1, 10.0, 0.0), (2, 5.0, 0.3)]:
         b.report(arm, ret, bonus)
     plays, mu, bonus = b.statistics()
@@ -29,7 +29,7 @@ def test_argmax_of_normalised_return_plus_bonus():
 
 
 def test_normalisation_is_one_half_when_all_returns_are_equal():
-    b = SlidingWindowBandit(n_arms=2, window=10, seed=0)
+    b = SlidingWindowBandit(n_arms=2, window=10, seed=0, returns="minmax")
     b.report(0, 3.0, 0.0)
     b.report(1, 3.0, 0.2)
     _, mu, _ = b.statistics()
@@ -38,9 +38,9 @@ def test_normalisation_is_one_half_when_all_returns_are_equal():
 
 
 def test_raw_returns_enter_mu_as_they_came():
-    """`returns="raw"` (the published text): the same window as above, μ = [0, 10, 5], so the bonus barely
-    counts next to a return of 10."""
-    b = SlidingWindowBandit(n_arms=3, window=10, seed=0, returns="raw")
+    """`returns="raw"` (the published text, the default): the same window as above, μ = [0, 10, 5], so the
+    bonus barely counts next to a return of 10."""
+    b = SlidingWindowBandit(n_arms=3, window=10, seed=0)
     for arm, ret, bonus in [(0, 0.0, 0.0), (1, 10.0, 0.0), (2, 5.0, 0.3), (2, 5.0, 0.9)]:
         b.report(arm, ret, bonus)
     _, mu, bonus = b.statistics()

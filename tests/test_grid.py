@@ -72,7 +72,7 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert (beta["bandit_returns"], beta["eps_decay_steps"], beta["variant"], beta["seed"]) == (
         "raw", 1_000_000, "bandit-returns=raw", 1)
     dqn = runs["CliffWalk_dqn_eps-decay-steps=10000_s0"]
-    assert (dqn["bandit_returns"], dqn["eps_decay_steps"]) == ("minmax", 10_000)
+    assert (dqn["bandit_returns"], dqn["eps_decay_steps"]) == ("raw", 10_000)
     assert dqn["variant"] == "eps-decay-steps=10000"
     # a serial run is one process: its placement group is its learner's bundle alone
     from launcher.grid import _actor_bundles

@@ -20,10 +20,11 @@ class Flags:
                                       "taken at this state in the episode; off: the learned β alone)")
     bandit_window: int = flag(1000, "meta-controller window L (episodes; the paper's 1000 for 5M-step runs, "
                                     "and it asks L < K, the episodes of the run)")
-    bandit_returns: str = flag("minmax", "how returns enter the meta-controller's μ: minmax (normalised to "
-                                         "[0, 1] by the window's min and max: the paper's commented-out "
-                                         "implementation note, the spec's default) or raw (as the published "
-                                         "text reads)")
+    bandit_returns: str = flag("raw", "how returns enter the meta-controller's μ: raw (as they came, as the "
+                                      "published text reads; the default since the preregistered study, "
+                                      "results/bandit-returns/) or minmax (normalised to [0, 1] by the "
+                                      "window's min and max: the paper's commented-out implementation note, "
+                                      "the spec's first choice and every run's before the study)")
     two_q: bool = flag(False, "β-DQN ablation: learn a second Q with the unconstrained target for π_cor's "
                               "optimistic term")
     eval_basic: bool = flag(True, "β-DQN: at every evaluation also evaluate the basic policies argmin β and "
