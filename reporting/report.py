@@ -48,7 +48,7 @@ import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
-from configuration.flags import ConfigError, flag, grid_command, parse_seeds, run_command, run_seed
+from configuration.flags import ConfigError, flag, grid_command, parse_seeds, pinned_command, run_command, run_seed
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import RECORDS, check_copies_dir, is_recorded, load_all, write_copies
 from reporting.results import (
@@ -309,12 +309,15 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
             args = json.loads((root / "grid.json").read_text())["args"]
             commands.append(grid_command(args))
     for r in runs:  # a report's record: the commands of the grids its runs came from
-        commands += [c for c in (r.recorded or {}).get("commands", []) if c not in commands]
+        for c in map(pinned_command, (r.recorded or {}).get("commands", [])):
+            if sorted(shlex.split(c)) not in [sorted(shlex.split(k)) for k in commands]:  # (in any flag order)
+                commands.append(c)
     rows = []
     for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):
         success = metric(r.env) == "success_rate"
         rows.append({"env": r.env, "variant": r.variant, "algo": r.algo, "seed": r.config["seed"],
-                     "cmd": r.recorded["cmd"] if r.recorded else run_command(r.config, r.summary.get("device", "cpu")),
+                     "cmd": pinned_command(r.recorded["cmd"]) if r.recorded
+                     else run_command(r.config, r.summary.get("device", "cpu")),
                      "final_score": final_score(r), "train_score": train_score(r),
                      "final_success": final_score(r) if success else None,
                      "first_success_step": first_solved(r) if success else None})
@@ -323,7 +326,7 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
 
 def listed(names: list[str], sep: str, at_most: int = 4) -> str:
     """Names joined by `sep`, the first `at_most` of them and a count of the rest where there are more (a Table 1
-    built from dozens of records still has a one-line title; the command above lists them all)."""
+    built from dozens of records still has a one-line title; the report's command lists them all)."""
     more = len(names) - at_most
     return sep.join(names if more <= 1 else [*names[:at_most], f"{more} more"])
 
@@ -382,7 +385,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     header, rows, numbers = table(runs, reps)
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
-    records = [str(r) for r in roots if any(holds(r, run) for run in runs if not has_directory(run))]
+    records = [str(r) for r in roots if is_recorded(r) and any(holds(r, run) for run in runs if not has_directory(run))]
     left = ([f"{found - len(runs)} of other seeds left out"] if len(runs) < found else []) + \
         ([f"{copies} duplicate{'' if copies == 1 else 's'} left out: a run that two sources hold counts once"]
          if copies else []) + ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])

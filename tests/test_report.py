@@ -842,3 +842,38 @@ def test_a_report_of_many_sources_names_a_few_and_lists_the_records_its_runs_com
     table1 = write_report([tmp_path / "rec" / "old", tmp_path / "rec" / "three"], tmp_path / "t1", seeds="0-2")
     assert (f"6 of the runs are a report's record (its runs.csv and study.json: {tmp_path / 'rec' / 'old'}): "
             in table1.read_text())
+    # a runs directory that holds a record below it is not itself a record
+    shutil.copytree(tmp_path / "rec" / "three", roots[0] / "rec3")
+    inside = write_report([roots[0], roots[0] / "rec3"], tmp_path / "inside").read_text()
+    assert f"2 of the runs are a report's record (its runs.csv and study.json: {roots[0] / 'rec3'}): " in inside
+
+
+def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp_path):
+    """A record written when min-max was the default leaves --bandit-returns (and --arm-exchange) out of its
+    commands: a report built from it gives them at the values they ran with (LEGACY), not today's defaults; a
+    grid beside its own record has its command once, and a grid.json from before the flag existed reads so too."""
+    for seed in (0, 1):
+        make_run(tmp_path / "grid", "MinAtar/Breakout", "beta_dqn", seed, 8.0 + seed, 1000.0, bandit_returns="minmax",
+                 arm_exchange="episode")
+        make_run(tmp_path / "grid", "MinAtar/Breakout", "dqn", seed, 4.0 + seed, 2000.0)
+    for k, summary in enumerate(sorted((tmp_path / "grid").glob("*/summary.json"))):  # a wall clock: a copy is known
+        summary.write_text(json.dumps({**json.loads(summary.read_text()), "wall_seconds": 100.0 + k}))
+    (tmp_path / "grid" / "grid.json").write_text(json.dumps({"args": {  # a grid.json from before the flags
+        "env": "MinAtar/Breakout", "algo": "beta_dqn,dqn", "seeds": "0-1", "total_steps": 2000}}))
+    write_report(tmp_path / "grid", tmp_path / "old")
+    study_file = tmp_path / "old" / "study.json"
+    old = json.loads(study_file.read_text())
+    grid = "python -m learner.main --env MinAtar/Breakout --algo beta_dqn,dqn --total-steps 2000 --seeds 0-1"
+    assert old["commands"] == [grid + " --arm-exchange episode --bandit-returns minmax"]
+    for row in old["runs"]:  # as such a record was written: the flags left out at their default then
+        row["cmd"] = row["cmd"].replace(" --arm-exchange episode", "").replace(" --bandit-returns minmax", "")
+    study_file.write_text(json.dumps({**old, "commands": [grid]}))
+    shutil.rmtree(tmp_path / "old" / "runs")
+    again = json.loads((write_report([tmp_path / "old"], tmp_path / "new").parent / "study.json").read_text())
+    beta = [row["cmd"] for row in again["runs"] if row["algo"] == "beta_dqn"]
+    assert len(beta) == 2 and all(c.endswith(" --arm-exchange episode --bandit-returns minmax") for c in beta)
+    assert all("--bandit-returns" not in row["cmd"] for row in again["runs"] if row["algo"] == "dqn")
+    assert again["commands"] == [grid + " --arm-exchange episode --bandit-returns minmax"]
+    both = json.loads((write_report([tmp_path / "grid", tmp_path / "old"], tmp_path / "both").parent
+                       / "study.json").read_text())
+    assert both["commands"] == again["commands"]  # the grid's own command and its record's: once
