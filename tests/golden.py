@@ -14,8 +14,9 @@ final checkpoint but its configuration, which holds the run's directory and a ra
 counters, schedules, the arm source's and the replay's state; not a Redis run's random claim id) and
 `<name>/summary.json` (the summary without its timings, memory and commit). `--compare` says, run by run,
 whether all are identical byte for byte. `--only NAMES` records some of the runs. `--flags "..."` adds flags
-to every run it records: where a change moves a default on purpose, the code after it given the old value
-(`--flags "--bandit-returns minmax"`) must match the code before it with none.
+to every run it records, after the run's own (so they override them), and writes them to `<out>/FLAGS`;
+`--compare` says where the two sides were given different flags. Where a change moves a default on purpose,
+the code after it given the old value (`--flags="--bandit-returns minmax"`) must match the code before it.
 
 Bit-identity holds on one machine: float kernels can differ between CPU kinds (AMD and Intel), so compare
 directories written on the same host, never against outputs recorded elsewhere. It goes through the
@@ -102,6 +103,7 @@ def checksum(state) -> str:
 
 def record(out: Path, repo: Path, only: list[str], flags: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=False)
+    (out / "FLAGS").write_text(shlex.join(flags) + "\n")
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv in runs().items():
             if only and name not in only:
@@ -126,7 +128,10 @@ def record(out: Path, repo: Path, only: list[str], flags: list[str]) -> None:
 
 
 def compare(a: Path, b: Path) -> int:
-    names = sorted({p.name for p in a.iterdir()} | {p.name for p in b.iterdir()})
+    flags = [(d / "FLAGS").read_text().strip() if (d / "FLAGS").is_file() else "" for d in (a, b)]
+    if flags[0] != flags[1]:
+        print(f"flags added: {flags[0] or '(none)'} in {a}, {flags[1] or '(none)'} in {b}")
+    names = sorted({p.name for p in a.iterdir() if p.is_dir()} | {p.name for p in b.iterdir() if p.is_dir()})
     differ = 0
     for name in names:
         same = all((a / name / f).is_file() and (b / name / f).is_file()
@@ -145,7 +150,8 @@ def main() -> int:
     p.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     p.add_argument("--only", default="", metavar="NAMES", help="record only these runs (comma-separated names)")
     p.add_argument("--flags", default="", metavar="FLAGS",
-                   help='flags added to every run recorded, e.g. "--bandit-returns minmax" (a default a change moved)')
+                   help='flags added to every run recorded, after its own: --flags="--bandit-returns minmax" '
+                        '(with "=", as the value starts with --)')
     args = p.parse_args()
     if args.compare:
         return compare(*args.compare)
