@@ -82,7 +82,7 @@ class SlidingWindowBandit(_Source):
     concurrent episodes and arms chosen ahead (`--arm-exchange chunk`) make it larger.
     """
 
-    RETURNS = ("minmax", "raw")
+    RETURNS = ("raw", "minmax")
 
     def __init__(self, n_arms: int, window: int = 1000, seed: int = 0, returns: str = "raw"):
         if n_arms < 1 or window < 1:

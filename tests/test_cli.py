@@ -58,7 +58,7 @@ CASES = [
     (["--seeds", "5-2"], "--seeds: '5-2'; expected seeds like 0-9, 0,3,7 or 0-2,5"),
     (["--algo", "dqn,ppo"], "--algo: 'ppo' is not one of"),
     (["--env", "CliffWalk,Pong", "--algo", "dqn"], "--env: unknown env 'Pong'"),
-    (["--bandit-returns", "minmax,mean"], "--bandit-returns: 'mean' is not one of: minmax, raw"),
+    (["--bandit-returns", "minmax,mean"], "--bandit-returns: 'mean' is not one of: raw, minmax"),
     (["--arm-exchange", "step"], "--arm-exchange: 'step' is not one of: auto, episode, chunk"),
     (["--bandit-returns", "raw", "--seeds", "0", "--actors", "1,x"], "argument --actors: invalid int value: '1,x'"),
     (["--count-mode", "off,off"], "argument --count-mode: 'off' appears twice in the list 'off,off'"),

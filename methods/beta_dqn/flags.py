@@ -8,7 +8,7 @@ from methods.beta_dqn.policies import POLICY_SETS
 from methods.flags import choice, flag, open_unit, positive
 
 COUNT_MODES = ("augment", "simple", "off")
-BANDIT_RETURNS = ("minmax", "raw")
+BANDIT_RETURNS = ("raw", "minmax")
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Flags:
                                       "published text reads; the default since the preregistered study, "
                                       "results/bandit-returns/) or minmax (normalised to [0, 1] by the "
                                       "window's min and max: the paper's commented-out implementation note, "
-                                      "the spec's first choice and every run's before the study)")
+                                      "the spec's choice and the default until 2026-11-29)")
     two_q: bool = flag(False, "β-DQN ablation: learn a second Q with the unconstrained target for π_cor's "
                               "optimistic term")
     eval_basic: bool = flag(True, "β-DQN: at every evaluation also evaluate the basic policies argmin β and "
