@@ -42,8 +42,9 @@ ARM_EXCHANGES = ("auto", "episode", "chunk")
 # what runs made before a field existed did: read in place of its default where a saved run lacks it
 # (and where a recorded command leaves a flag out: such commands name only the values that were not the default
 # when they were written): one bandit call per episode; β-DQN's μ from min–max normalised returns, the default
-# until 2026-11-29 (raw since). Commands written since name these flags whatever their value
-# (run_command, grid_command), so that a record's command reads as it ran whatever the default becomes
+# until 2026-11-29 (raw since). Commands written since name these flags whatever their value where the run's
+# method reads them (run_command, grid_command), so that a record's command reads as it ran whatever the
+# default becomes (an older record's: reporting.records.pinned_command)
 LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax"}
 DEVICES = ("auto", "cpu", "cuda")
 RUNTIMES = ("ray", "serial")
@@ -501,31 +502,15 @@ def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str
     return " ".join(parts)
 
 
-def _legacy_read_by(algos: list[str]) -> dict:
-    """The LEGACY fields (and their values then) that one of the methods `algos` reads."""
-    return {k: v for k, v in LEGACY.items() if any(reads(algo, k) for algo in algos)}
-
-
 def grid_command(args: dict) -> str:
-    """The command of a grid (its grid.json's `args`): the flags that are not the default, and a field whose
-    default is under study (LEGACY) whatever its value where a method of the grid reads it, as in run_command;
-    a grid.json from before such a field gets LEGACY's value, as its resume does."""
+    """The command of a grid (its grid.json's `args`): the flags that one of its methods reads and that are not
+    the default, and a field whose default is under study (LEGACY) whatever its value where a method of the grid
+    reads it, as in run_command; a grid.json from before such a field gets LEGACY's value, as its resume does."""
     algos = args["algo"] if isinstance(args["algo"], list) else [a.strip() for a in str(args["algo"]).split(",")]
-    legacy = _legacy_read_by(algos)
-    return command_line({**legacy, **{k: v for k, v in args.items() if k not in ("resume", "grid", "variant")}},
-                        always=("env", "algo", *legacy))
-
-
-def pinned_command(command: str) -> str:
-    """A recorded `python -m learner.main` command (a run's or a grid's, from a report's study.json) with each
-    LEGACY flag that its methods read and that it leaves out added at LEGACY's value: such a command was written
-    when that value was the default, so it ran with it (the report reads such records so); given as it stands,
-    it would now run today's default."""
-    words = shlex.split(command)
-    given = {w.split("=", 1)[0] for w in words if w.startswith("--")}
-    algos = words[words.index("--algo") + 1].split(",") if "--algo" in words[:-1] else [FIELDS["algo"].default]
-    return command + "".join(f" {flag(k)} {shlex.quote(flag_text(v))}"
-                             for k, v in _legacy_read_by(algos).items() if flag(k) not in given)
+    legacy = {k: v for k, v in LEGACY.items() if any(reads(algo, k) for algo in algos)}
+    values = {k: v for k, v in {**legacy, **args}.items()
+              if k in FIELDS and k not in ("resume", "variant") and any(reads(algo, k) for algo in algos)}
+    return command_line(values, always=("env", "algo", *legacy))
 
 
 def run_command(config: dict, device: str = "cpu") -> str:
@@ -533,7 +518,8 @@ def run_command(config: dict, device: str = "cpu") -> str:
     every field that changes what it computes (and its seed), where it differs from the default (γ and the
     learning rate: the env's); the device and the learner's threads, which change its floating point."""
     spec = env_spec(config["env"])
-    values = {k: v for k, v in with_legacy(config).items() if k in FIELDS and (k in AXES or k == "seed")}
+    values = {k: v for k, v in with_legacy(config).items()
+              if k in FIELDS and (k in AXES or k == "seed") and reads(config["algo"], k)}
     for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
         if values.get(name) == default:
             del values[name]

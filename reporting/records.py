@@ -18,7 +18,7 @@ from pathlib import Path
 
 from actors.envs import UnknownEnvError, env_spec
 from configuration.cli import build_parser
-from configuration.flags import BOOKKEEPING, FIELDS, flag_text, run_name, settled_arm_exchange
+from configuration.flags import BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, run_name, settled_arm_exchange
 from methods import METHODS
 from replay_service.files import write_atomically
 from reporting.results import (
@@ -111,6 +111,9 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
         raise fail("study.json has no list of runs")
     if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
         raise fail("study.json's commands are not a list of command lines")
+    for c in commands:
+        if command_fields(c) is None:
+            raise fail(f"study.json has a grid command that is not python -m learner.main or does not parse: {c}")
     if not isinstance(unfinished, list) or not all(isinstance(u, str) for u in unfinished):
         raise fail("report.json's unfinished runs are not a list of directories")
     columns = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score", "env_steps_per_s")
@@ -200,6 +203,41 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
                 raise fail(f"variant of {name(key)} says {part}, its command does not: {cmd}")
         runs.append(run)
     return runs, unfinished
+
+
+def command_fields(cmd: str) -> dict | None:
+    """The fields a `python -m learner.main` command line names (a run's or a grid's: a grid's axes as lists),
+    or None where it is not such a command or does not parse."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return None
+    if words[:3] != ["python", "-m", "learner.main"]:
+        return None
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            named = vars(build_parser(defaults=False).parse_args(words[3:]))
+    except SystemExit:
+        return None
+    return {k: v for k, v in named.items() if v is not None}
+
+
+def pinned_command(cmd: str, grid: bool = False) -> str:
+    """A recorded command (a run's `cmd`, or with `grid` a grid's, from a report's study.json) with each LEGACY
+    flag that its methods read and that it leaves out added at LEGACY's value: such a command was written when
+    that value was the default (min-max returns until 2026-11-29; before --arm-exchange existed, a bandit call
+    per episode), so it ran with it, and the report reads such records so; as it stands it would now run
+    today's default. A grid's command gets --bandit-returns only: one written between --arm-exchange's arrival
+    and 2026-11-29 left out `auto`, its default then. A --resume command, or one that does not parse, is left
+    as it is."""
+    named = command_fields(cmd)
+    if named is None or named.get("resume"):
+        return cmd
+    algo = named.get("algo", FIELDS["algo"].default)
+    algos = [a.strip() for a in (algo if isinstance(algo, list) else str(algo).split(","))]
+    pins = {k: v for k, v in LEGACY.items() if not grid or k == "bandit_returns"}
+    return cmd + "".join(f" {flag(k)} {shlex.quote(flag_text(v))}" for k, v in pins.items()
+                         if k not in named and any(algo in METHODS and reads(algo, k) for algo in algos))
 
 
 def _command_config(cmd: str, fail) -> dict:

@@ -48,9 +48,17 @@ import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
-from configuration.flags import ConfigError, flag, grid_command, parse_seeds, pinned_command, run_command, run_seed
+from configuration.flags import LEGACY, ConfigError, flag, grid_command, parse_seeds, run_command, run_seed
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
-from reporting.records import RECORDS, check_copies_dir, is_recorded, load_all, write_copies
+from reporting.records import (
+    RECORDS,
+    check_copies_dir,
+    command_fields,
+    is_recorded,
+    load_all,
+    pinned_command,
+    write_copies,
+)
 from reporting.results import (
     ALGO_LABELS,
     SOLVED,
@@ -300,6 +308,13 @@ def bandit_rows(runs: list[RunData], env: str) -> list[str]:
     return lines
 
 
+def same_grid(a: str, b: str) -> bool:
+    """Whether two grid commands are one grid: the same flags with the same values, in any order, but a LEGACY
+    flag that one of them leaves out (a record's command from before it was named; pinned_command)."""
+    fa, fb = command_fields(a) or {}, command_fields(b) or {}
+    return all(fa.get(k) == fb.get(k) for k in set(fa) | set(fb) if not (k in LEGACY and (k not in fa or k not in fb)))
+
+
 def study(runs: list[RunData], roots: list[Path]) -> dict:
     """Every run with the command line that computes it again, its final score and its first evaluation at
     ≥ 0.9; and the command of each root that is a grid."""
@@ -309,8 +324,8 @@ def study(runs: list[RunData], roots: list[Path]) -> dict:
             args = json.loads((root / "grid.json").read_text())["args"]
             commands.append(grid_command(args))
     for r in runs:  # a report's record: the commands of the grids its runs came from
-        for c in map(pinned_command, (r.recorded or {}).get("commands", [])):
-            if sorted(shlex.split(c)) not in [sorted(shlex.split(k)) for k in commands]:  # (in any flag order)
+        for c in (pinned_command(c, grid=True) for c in (r.recorded or {}).get("commands", [])):
+            if not any(same_grid(c, known) for known in commands):
                 commands.append(c)
     rows = []
     for r in sorted(runs, key=lambda r: (r.env, columns_of(runs).index(r.column), r.config["seed"])):

@@ -503,7 +503,8 @@ def test_a_record_from_before_the_arm_exchange_flag_and_with_the_old_study_forma
     make_run(tmp_path / "new", "CliffWalk", "dqn", 0, 1.0, 1000.0)
     report = write_report([tmp_path / "old", tmp_path / "new"], tmp_path / "t").read_text()
     assert "| CliffWalk | CliffWalk | 1.00 [1.00, 1.00] (n=1) | 0.83 [0.50, 1.00] (n=3) |" in report
-    assert "```bash\npython -m learner.main --env CliffWalk\npython -m learner.report" in report
+    # (its grid command, written when min-max was the default, as it ran: pinned_command)
+    assert "```bash\npython -m learner.main --env CliffWalk --bandit-returns minmax\npython -m learner.report" in report
     # the window's shares: of the one run whose directory is there, and said so
     # (the first evaluation at ≥ 0.9 and the training success of the recorded seeds as their record says)
     assert ("| β-DQN | 0.83 [0.50, 1.00] (n=3) | 2 of 3 | 2k (2k–2k), 2 of 3 seeds | 0.67 [0.40, 0.80] (n=3) | "
@@ -716,6 +717,13 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
     assert grid_command(args) == ("python -m learner.main --env MinAtar/Asterix --algo beta_dqn,dqn "
                                   "--arm-exchange auto --bandit-returns raw")
     assert grid_command({**args, "algo": "dqn"}) == "python -m learner.main --env MinAtar/Asterix --algo dqn"
+    # a DQN run or grid saved before the switch holds bandit_returns "minmax" (not today's default): not named,
+    # as DQN does not read it
+    saved = next((ROOT / "results" / "table1-6ec5992" / "doorkey-dqn-s0" / "runs").glob("*/config.json"))
+    dqn = json.loads(saved.read_text())
+    assert dqn["bandit_returns"] == "minmax" and "--bandit-returns" not in run_command(dqn)
+    assert grid_command({**args, "algo": "dqn", "bandit_returns": "minmax", "arm_exchange": "episode"}) == \
+        "python -m learner.main --env MinAtar/Asterix --algo dqn"
 
 
 def test_a_report_never_writes_its_copies_over_runs(tmp_path):
@@ -873,7 +881,24 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     beta = [row["cmd"] for row in again["runs"] if row["algo"] == "beta_dqn"]
     assert len(beta) == 2 and all(c.endswith(" --arm-exchange episode --bandit-returns minmax") for c in beta)
     assert all("--bandit-returns" not in row["cmd"] for row in again["runs"] if row["algo"] == "dqn")
-    assert again["commands"] == [grid + " --arm-exchange episode --bandit-returns minmax"]
-    both = json.loads((write_report([tmp_path / "grid", tmp_path / "old"], tmp_path / "both").parent
-                       / "study.json").read_text())
-    assert both["commands"] == again["commands"]  # the grid's own command and its record's: once
+    assert again["commands"] == [grid + " --bandit-returns minmax"]  # (of a grid: --bandit-returns only, below)
+    # one grid's command twice, in another order of its flags and once naming --arm-exchange: once; other
+    # values of the same flags are another grid
+    moved = grid.replace(" --total-steps 2000", "") + " --bandit-returns minmax --total-steps 2000"
+    swapped = grid.replace("--seeds 0-1", "--seeds 1-0").replace("--total-steps 2000", "--total-steps 3000")
+    study_file.write_text(json.dumps({**old, "commands": [grid, moved, old["commands"][0], swapped]}))
+    shown = json.loads((write_report([tmp_path / "old"], tmp_path / "both").parent / "study.json").read_text())
+    assert shown["commands"] == [grid + " --bandit-returns minmax", swapped + " --bandit-returns minmax"]
+    # a grid's recorded command gets --bandit-returns only (one written while --arm-exchange's default was auto
+    # left that out); a resume, or a command of DQN alone, is left as it is
+    from reporting.records import pinned_command
+
+    assert pinned_command(grid, grid=True) == grid + " --bandit-returns minmax"
+    assert pinned_command("python -m learner.main --resume runs/g") == "python -m learner.main --resume runs/g"
+    alone = "python -m learner.main --env MinAtar/Breakout --algo=dqn --seed 0"
+    assert pinned_command(alone) == alone
+    # a record whose grid command does not parse is refused in one line
+    study_file.write_text(json.dumps({**old, "commands": ["python -m learner.main --env 'Mi"]}))
+    with pytest.raises(ReportError, match="study.json has a grid command that is not python -m learner.main or "
+                                          "does not parse"):
+        write_report([tmp_path / "old"], tmp_path / "bad")
