@@ -81,7 +81,8 @@ def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)
             cfg, spec = resolve(Config(env=env, algo=algo, envs_per_actor=epa, learning_starts=0, wandb="disabled",
                                        runtime="serial"))
             learner = Learner.solo(settings(LearnerSettings, cfg), spec)
-            arms = SlidingWindowBandit(13, cfg.bandit_window, 0, cfg.bandit_returns) if algo == "beta_dqn" else FixedArm()
+            arms = (SlidingWindowBandit(13, cfg.bandit_window, 0, cfg.bandit_returns) if algo == "beta_dqn"
+                    else FixedArm())
             replay = ReplayBuffer(cfg.replay_capacity, learner.packer.packed_shape, learner.packer.packed_dtype.name)
             actor = Actor(settings(ActorSettings, cfg), spec, 0, arms, replay)
             actor.collect(cfg.chunk_steps, learner.weights(), 0, 0)

@@ -97,7 +97,8 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
 
 
 _DESCRIPTION = ("Train one run of a method on an environment, or a grid of runs; --resume DIR continues one. "
-                "Every default is the specification's. The flags, by group (a method's own say which methods read "
+                "Every default is the specification's but --bandit-returns (raw, as the preregistered study "
+                "in results/bandit-returns/ decided). The flags, by group (a method's own say which methods read "
                 "them); docs/running.md explains each.")
 _EPILOG = ("A grid: any flag that changes what a run computes, given as a comma list, is an axis, and --seeds "
            "lists seeds; every combination runs (e.g. --algo beta_dqn,dqn --bandit-returns minmax,raw --seeds "

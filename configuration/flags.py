@@ -1,6 +1,7 @@
 """One frozen config drives the serial and the Ray runner. Every field is a CLI flag (`--help`).
 
-Defaults are the spec's (METHOD_SPEC.md §1–4); `None` means "the environment's default"
+Defaults are the spec's (METHOD_SPEC.md §1–4) but `bandit_returns` (raw: the preregistered study in
+results/bandit-returns/ decided); `None` means "the environment's default"
 (γ and the learning rate, spec §4), resolved by `resolve`.
 """
 
