@@ -112,8 +112,10 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
         raise fail("study.json's commands are not a list of command lines")
     for c in commands:
-        if command_fields(c) is None:
-            raise fail(f"study.json has a grid command that is not python -m learner.main or does not parse: {c}")
+        try:
+            _parsed(c)
+        except ValueError as e:
+            raise fail(f"study.json has a grid command that {e}: {c}") from None
     if not isinstance(unfinished, list) or not all(isinstance(u, str) for u in unfinished):
         raise fail("report.json's unfinished runs are not a list of directories")
     columns = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score", "env_steps_per_s")
@@ -205,21 +207,31 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     return runs, unfinished
 
 
-def command_fields(cmd: str) -> dict | None:
-    """The fields a `python -m learner.main` command line names (a run's or a grid's: a grid's axes as lists),
-    or None where it is not such a command or does not parse."""
+def _parsed(cmd: str) -> dict:
+    """The fields a `python -m learner.main` command line names (a run's or a grid's: a grid's axes as lists), or
+    ValueError saying what is wrong with it ("does not split into words (...)", ...)."""
     try:
         words = shlex.split(cmd)
-    except ValueError:
-        return None
+    except ValueError as e:
+        raise ValueError(f"does not split into words ({e})") from None
     if words[:3] != ["python", "-m", "learner.main"]:
-        return None
+        raise ValueError("is not python -m learner.main")
+    said = io.StringIO()
     try:
-        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
             named = vars(build_parser(defaults=False).parse_args(words[3:]))
     except SystemExit:
+        reason = said.getvalue().strip().splitlines()[-1:] or ["it asks for the help"]
+        raise ValueError(f"does not parse ({reason[0]})") from None
+    return named  # (only the flags it names: the parser's defaults=False leaves the others out)
+
+
+def command_fields(cmd: str) -> dict | None:
+    """`_parsed`, or None where the command is not one learner.main parses."""
+    try:
+        return _parsed(cmd)
+    except ValueError:
         return None
-    return {k: v for k, v in named.items() if v is not None}
 
 
 def pinned_command(cmd: str, grid: bool = False) -> str:
@@ -243,18 +255,9 @@ def pinned_command(cmd: str, grid: bool = False) -> str:
 def _command_config(cmd: str, fail) -> dict:
     """`python -m learner.main --flag value ...` (a run's command, `run_command`'s) as the fields it names."""
     try:
-        words = shlex.split(cmd)
+        config = _parsed(cmd)
     except ValueError as e:
-        raise fail(f"study.json has a command that does not split into words ({e}): {cmd}") from None
-    if words[:3] != ["python", "-m", "learner.main"]:
-        raise fail(f"study.json has a command that is not python -m learner.main: {cmd}")
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
-            config = vars(build_parser(defaults=False).parse_args(words[3:]))
-    except SystemExit:
-        reason = said.getvalue().strip().splitlines()[-1:] or ["it asks for the help"]
-        raise fail(f"study.json has a command that does not parse ({reason[0]}): {cmd}") from None
+        raise fail(f"study.json has a command that {e}: {cmd}") from None
     if any(isinstance(v, list) for v in config.values()):
         raise fail(f"study.json has a command of a grid, not of one run: {cmd}")
     return config

@@ -899,6 +899,6 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     assert pinned_command(alone) == alone
     # a record whose grid command does not parse is refused in one line
     study_file.write_text(json.dumps({**old, "commands": ["python -m learner.main --env 'Mi"]}))
-    with pytest.raises(ReportError, match="study.json has a grid command that is not python -m learner.main or "
-                                          "does not parse"):
+    with pytest.raises(ReportError, match=r"study.json has a grid command that does not split into words \(No "
+                                          "closing quotation\\): python -m learner.main --env 'Mi$"):
         write_report([tmp_path / "old"], tmp_path / "bad")
