@@ -346,11 +346,6 @@ def listed(names: list[str], sep: str, at_most: int = 4) -> str:
     return sep.join(names if more <= 1 else [*names[:at_most], f"{more} more"])
 
 
-def holds(root: Path, run: RunData) -> bool:
-    """Whether `run` was read from the record at `root` (a row of its runs.csv, or its copy of the run)."""
-    return run.recorded is not None and Path(run.path).resolve().is_relative_to(root.resolve())
-
-
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
                  reps: int | None = None, seeds: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
@@ -400,7 +395,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     header, rows, numbers = table(runs, reps)
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
-    records = [str(r) for r in roots if is_recorded(r) and any(holds(r, run) for run in runs if not has_directory(run))]
+    records = list(dict.fromkeys(str(Path(r.path).parent) for r in runs if not has_directory(r)))  # (runs.csv's)
     left = ([f"{found - len(runs)} of other seeds left out"] if len(runs) < found else []) + \
         ([f"{copies} duplicate{'' if copies == 1 else 's'} left out: a run that two sources hold counts once"]
          if copies else []) + ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])
