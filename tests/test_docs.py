@@ -188,7 +188,7 @@ MESSAGES = [
     ("reporting/records.py", "study.json is missing (it holds each run's command)"),
     ("reporting/records.py", "runs.csv, study.json or report.json cannot be read"),
     ("reporting/records.py", "is not runs.csv's"),
-    ("reporting/records.py", "has a command that is not python -m learner.main"),
+    ("reporting/records.py", "is not python -m learner.main"),  # "has a command that " + _parsed's reason
     ("reporting/records.py", "runs.csv names an environment this code does not know"),
     ("reporting/results.py", "the report leaves this run out"),
     # bench
