@@ -7,8 +7,9 @@ RUNS_DIR/report; with several, `--out` says where), e.g. one Table 1 from one gr
 
 - Table 1's layout: per environment and algorithm the final score — success rate on MiniGrid and
   CliffWalk, return elsewhere — as the mean over seeds with a 95% bootstrap confidence interval and the
-  number of seeds; domain averages; computational cost relative to DQN (seconds per env step, the runs'
-  own) and performance/cost ((score / DQN's score) / cost, spec §8);
+  number of seeds; domain averages; computational cost relative to DQN (seconds per env step: the runs'
+  own, or with `--cost bench/results/cost-2cpu-cpu.json` what `bench/cost.py` measured) and performance/cost
+  ((score / DQN's score) / cost, spec §8);
 - per environment and column: seeds solved, the first evaluation at ≥ 0.9, and what the behaviour did at the
   end (the training episodes of the last evaluation interval, 100k env steps by default: their success rate
   or mean return), which tells a greedy score of 0 that learned nothing from one whose behaviour succeeds;
@@ -85,9 +86,33 @@ from reporting.results import (
 from reporting.stats import REPS, aggregates, improvement, mean_ci, profile
 
 
-def table(runs: list[RunData], reps: int | None = None) -> tuple[list[str], list[list[str]], dict]:
+def measured_cost(path: Path) -> tuple[dict[str, float], str]:
+    """`bench/cost.py`'s measured cost per method from the JSON it wrote (seconds per env step relative to
+    DQN's, as a fraction), and a phrase naming where it was measured; a ReportError for anything else."""
+    try:
+        result = json.loads(path.read_text())
+        percent = result["cost_percent"]
+        cost = {str(algo): float(value) / float(percent["dqn"]) for algo, value in percent.items()}
+        bad = next((algo for algo, value in cost.items() if not 0 < value < float("inf")), None)
+        if bad is not None:
+            raise ValueError(f"{bad}'s cost is {percent[bad]!r}, where a positive number belongs")
+    except FileNotFoundError:
+        raise ReportError(f"--cost {path}: no such file (give the JSON bench/cost.py wrote, e.g. "
+                          "bench/results/cost-2cpu-cpu.json)") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError) as e:
+        raise ReportError(f"--cost {path}: not a bench/cost.py result with DQN's cost in it "
+                          f"({type(e).__name__}: {e})") from None
+    machine = result.get("machine") if isinstance(result.get("machine"), dict) else {}
+    where = ", ".join(str(x) for x in (result.get("env"), result.get("device"), machine.get("cpu"),
+                                       machine.get("commit") and f"commit {machine['commit']}") if x)
+    return cost, f"{path.name}: {where}" if where else path.name
+
+
+def table(runs: list[RunData], reps: int | None = None, measured: dict[str, float] | None = None
+          ) -> tuple[list[str], list[list[str]], dict]:
     """Table 1's rows (domain, environment, one cell per column), domain averages, cost and
-    performance/cost against DQN (its first column when DQN has variants); and the numbers behind them."""
+    performance/cost against DQN (its first column when DQN has variants); and the numbers behind them.
+    The cost is the runs' own seconds per env step, or `measured`'s per method (`measured_cost`) when given."""
     columns = columns_of(runs)
     envs = sorted({r.env for r in runs}, key=lambda e: (domain(e), e))
     cells: dict[tuple[str, tuple], tuple[float, float, float, int]] = {}
@@ -128,16 +153,18 @@ def table(runs: list[RunData], reps: int | None = None) -> tuple[list[str], list
                 cost_row.append("—")
                 perf_row.append("—")
                 continue
-            # seconds per env step relative to DQN's, averaged over the environments both ran
-            cost = float(np.mean([rates[e, dqn] / rates[e, column] for e in shared]))
+            # seconds per env step relative to DQN's: measured, or the runs' own averaged over the environments
+            # both ran
+            cost = measured[column[0]] if measured else float(np.mean([rates[e, dqn] / rates[e, column]
+                                                                        for e in shared]))
             numbers["cost"][column_label(column)] = cost
             cost_row.append(f"{100 * cost:.0f}%")
-            # (score / DQN's score) / cost, over the environments where DQN's score is not 0 (cost over the
-            # same ones)
+            # (score / DQN's score) / cost, over the environments where DQN's score is not 0 (the runs' own
+            # cost over the same ones)
             scored = [e for e in shared if cells[e, dqn][0] != 0]
             if scored:
                 relative = np.mean([cells[e, column][0] / cells[e, dqn][0] for e in scored])
-                cost_scored = np.mean([rates[e, dqn] / rates[e, column] for e in scored])
+                cost_scored = cost if measured else np.mean([rates[e, dqn] / rates[e, column] for e in scored])
                 numbers["performance_per_cost"][column_label(column)] = float(relative / cost_scored)
                 perf_row.append(f"{numbers['performance_per_cost'][column_label(column)]:.2f}")
             else:
@@ -347,12 +374,14 @@ def listed(names: list[str], sep: str, at_most: int = 4) -> str:
 
 
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
-                 reps: int | None = None, seeds: str = "") -> Path:
+                 reps: int | None = None, seeds: str = "", cost: Path | None = None) -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
     root's `report/`); `column_flags` (`--column-by`'s text) names flags whose values split the columns as a
     grid's axes do; `reps`: the bootstrap's resamples (default `reporting.stats.REPS`); `seeds` (`--seeds`'
-    text, e.g. 0-2): only the runs of those seeds."""
+    text, e.g. 0-2): only the runs of those seeds; `cost`: a `bench/cost.py` JSON whose measured cost per
+    method the cost row takes instead of the runs' own speeds."""
     fields = column_fields(column_flags)
+    measured, source = measured_cost(Path(cost)) if cost is not None else (None, "")
     try:
         kept = set(parse_seeds(seeds)) if seeds else None
     except ConfigError as e:
@@ -380,6 +409,13 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                               f"{' and '.join(map(str, roots))} has one of those seeds")
     runs, copies = copies_once(runs)
     check_comparable(runs)
+    if measured is not None:
+        if not any(r.algo == "dqn" for r in runs):
+            raise ReportError(f"--cost {cost}: these runs have no DQN column, which the cost row is relative to")
+        unmeasured = sorted({r.algo for r in runs} - set(measured))
+        if unmeasured:
+            raise ReportError(f"--cost {cost} has no cost for {', '.join(unmeasured)} (it has "
+                              f"{', '.join(sorted(measured))}); measure it with bench/cost.py --algos")
     asked = out is not None
     out = out or roots[0] / "report"
     for root in roots:  # a record is what is left of its runs: never written over
@@ -392,7 +428,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                               f"(default: {root / 'report'})")
     check_copies_dir(out)
     out.mkdir(parents=True, exist_ok=True)
-    header, rows, numbers = table(runs, reps)
+    header, rows, numbers = table(runs, reps, measured)
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
     described = study(runs, roots)
     records = list(dict.fromkeys(str(Path(r.path).parent) for r in runs if not has_directory(r)))  # (runs.csv's)
@@ -403,7 +439,8 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
              + (f" --out {shlex.quote(str(out))}" if asked else "")
              + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else "")
-             + (f" --seeds {shlex.quote(seeds)}" if kept is not None else ""))
+             + (f" --seeds {shlex.quote(seeds)}" if kept is not None else "")
+             + (f" --cost {shlex.quote(str(cost))}" if cost is not None else ""))
     lines += ["```bash", *described["commands"], again, "```", ""]  # the grids' commands, then this report's
     lines += [
         f"{len(runs)} finished runs" + (f" of seeds {seeds}" if kept is not None else "")
@@ -413,9 +450,11 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
         "A column is a method and, in a grid with axes besides --env, --algo and --seeds (or for the flags "
         "--column-by names), its variant. "
-        "Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
-        "wall clock (runs that shared a machine slow each other), averaged over environments. "
-        "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
+        + ("Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
+           "wall clock (runs that shared a machine slow each other), averaged over environments. " if measured is None
+           else "Computational cost: what `bench/cost.py` measured per method, seconds per env step relative to "
+           f"DQN's ({source}), the same for every column of a method. ")
+        + "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
         "not 0. `study.json` lists every run with the command that computes it again."
         + (f" {len(runs) - len(drawn)} of the runs are a report's record (its runs.csv and study.json: "
            f"{listed(records, ', ')}): they count in the tables, with their training "
@@ -502,6 +541,10 @@ def main(argv: list[str] | None = None) -> int:
                              "Table 1's seeds 0-2 from records that also hold seeds 3-4")
     parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help=f"bootstrap resamples of every interval (default {REPS}; rliable's stratified bootstrap)")
+    parser.add_argument("--cost", default="", metavar="JSON",
+                        help="the JSON bench/cost.py wrote (e.g. bench/results/cost-2cpu-cpu.json): the cost row "
+                             "and performance/cost take its measured cost per method instead of the runs' own "
+                             "speeds, which runs sharing a machine distort")
     args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 100:
         return user_error(parser.prog, f"--reps {args.reps}: give at least 100 resamples")
@@ -510,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
             return user_error(parser.prog, f"{name!r} is not a directory")
     try:
         path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
-                            args.column_by, args.reps, args.seeds)
+                            args.column_by, args.reps, args.seeds, Path(args.cost) if args.cost else None)
     except ReportError as e:
         return user_error(parser.prog, str(e))
     print(path)

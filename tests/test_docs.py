@@ -173,6 +173,8 @@ MESSAGES = [
     ("reporting/report.py", "no finished run (a directory with summary.json) under"),
     ("reporting/report.py", "give at least 100 resamples"),
     ("reporting/report.py", "has one of those seeds"),
+    ("reporting/report.py", "measure it with bench/cost.py --algos"),
+    ("reporting/report.py", "not a bench/cost.py result with DQN's cost in it"),
     ("reporting/results.py", "only the seed, the algorithm and a grid's axes"),
     ("reporting/results.py", "report each run once"),
     ("reporting/results.py", "is not a flag that can split columns"),

@@ -781,6 +781,47 @@ def test_seeds_keeps_the_runs_of_those_seeds_only(tmp_path):
     assert not (tmp_path / "runs" / "report").exists()
 
 
+def test_cost_takes_the_measured_cost_per_method_instead_of_the_runs_own_speeds(tmp_path):
+    """--cost FILE (what bench/cost.py wrote): the cost row is its measured cost per method, every column of a
+    method the same, and performance/cost divides by it; the report names the file and its command says --cost;
+    a file that is not such a result, or lacks a method the report has, stops it in one line."""
+    fixture(tmp_path / "runs")  # the runs' own speeds: β-DQN takes twice DQN's seconds per step
+    measured = {"cost_percent": {"dqn": 100.0, "beta_dqn": 150.0, "rnd": 204.4}, "env": "MinAtar/Breakout",
+                "device": "cpu", "machine": {"cpu": "AMD EPYC", "commit": "c300f13"}}
+    (tmp_path / "cost.json").write_text(json.dumps(measured))
+    out = tmp_path / "r"
+    report = write_report([tmp_path / "runs"], out, cost=tmp_path / "cost.json").read_text()
+    assert "| Computational cost |  | 100% | 150% |" in report
+    assert f"| Performance/cost |  | 1.00 | {((1.0 / 0.9 + 9 / 5 + 20 / 10) / 3) / 1.5:.2f} |" in report
+    assert ("Computational cost: what `bench/cost.py` measured per method, seconds per env step relative to DQN's "
+            "(cost.json: MinAtar/Breakout, cpu, AMD EPYC, commit c300f13), the same for every column of a "
+            "method. ") in report
+    assert f" --cost {tmp_path / 'cost.json'}\n```" in report
+    assert json.loads((out / "report.json").read_text())["cost"] == {"DQN": 1.0, "β-DQN": 1.5}
+    # the tables otherwise as without --cost
+    plain = write_report([tmp_path / "runs"], tmp_path / "plain").read_text()
+    assert plain.split("| Computational cost")[0].split("| Domain")[1] == \
+        report.split("| Computational cost")[0].split("| Domain")[1]
+    bad = {"none.json": None, "text.json": "not json",
+           "nodqn.json": json.dumps({"cost_percent": {"beta_dqn": 150.0}}),
+           "zero.json": json.dumps({"cost_percent": {"dqn": 0, "beta_dqn": 150.0}}),
+           "negative.json": json.dumps({"cost_percent": {"dqn": 100, "beta_dqn": -5}}),
+           "nobeta.json": json.dumps({"cost_percent": {"dqn": 100.0, "rnd": 204.4}})}
+    for name, text in bad.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+    for name, message in (("none.json", "no such file"), ("text.json", "not a bench/cost.py result"),
+                          ("nodqn.json", "not a bench/cost.py result"), ("zero.json", "not a bench/cost.py result"),
+                          ("negative.json", "beta_dqn's cost is -5, where a positive number belongs"),
+                          ("nobeta.json", "has no cost for beta_dqn (it has dqn, rnd)")):
+        proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path / "runs"), "--out",
+                               str(tmp_path / name[:-5]), "--cost", str(tmp_path / name)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.startswith(
+            f"python -m learner.report: error: --cost {tmp_path / name}") and message in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 and not (tmp_path / name[:-5]).exists()
+
+
 def test_a_run_two_records_both_hold_counts_once_and_a_rerun_does_not(tmp_path):
     """A probe's record repeats the runs of the grid it departs from: given both records, each such run counts
     once (the same wall clock to the last digit, speed, commit, score and configuration); a run that differs
