@@ -86,26 +86,47 @@ from reporting.results import (
 from reporting.stats import REPS, aggregates, improvement, mean_ci, profile
 
 
-def measured_cost(path: Path) -> tuple[dict[str, float], str]:
+def measured_cost(path: Path) -> tuple[dict[str, float], dict]:
     """`bench/cost.py`'s measured cost per method from the JSON it wrote (seconds per env step relative to
-    DQN's, as a fraction), and a phrase naming where it was measured; a ReportError for anything else."""
+    DQN's, as a fraction), and where it was measured (its environment, device, runtime, actors, CPU, GPU and
+    commit, as far as the file says); a ReportError naming the bad value for anything else."""
+    def refuse(what: str) -> ReportError:
+        return ReportError(f"--cost {path}: {what}; give the JSON bench/cost.py wrote, e.g. "
+                           "bench/results/cost-2cpu-cpu.json")
     try:
         result = json.loads(path.read_text())
-        percent = result["cost_percent"]
-        cost = {str(algo): float(value) / float(percent["dqn"]) for algo, value in percent.items()}
-        bad = next((algo for algo, value in cost.items() if not 0 < value < float("inf")), None)
-        if bad is not None:
-            raise ValueError(f"{bad}'s cost is {percent[bad]!r}, where a positive number belongs")
     except FileNotFoundError:
-        raise ReportError(f"--cost {path}: no such file (give the JSON bench/cost.py wrote, e.g. "
-                          "bench/results/cost-2cpu-cpu.json)") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError) as e:
-        raise ReportError(f"--cost {path}: not a bench/cost.py result with DQN's cost in it "
-                          f"({type(e).__name__}: {e})") from None
+        raise refuse("no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise refuse(f"not JSON ({type(e).__name__})") from None
+    if not isinstance(result, dict) or "bench/cost.py" not in str(result.get("command", "")) or \
+            not isinstance(result.get("cost_percent"), dict):
+        raise refuse("not a bench/cost.py result (its command and cost_percent)")
+    percent = {}
+    for algo, value in result["cost_percent"].items():
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if number is None or not 0 < number < float("inf") or number > 1e300:  # (an int too large for a float)
+            shown = repr(value) if len(repr(value)) <= 24 else repr(value)[:20] + "…"
+            raise refuse(f"cost_percent[{algo!r}] is {shown}, where a positive finite number belongs")
+        percent[algo] = float(number)
+    if "dqn" not in percent:
+        raise refuse("its cost_percent has no dqn, which every cost is relative to")
+    cost = {algo: value / percent["dqn"] for algo, value in percent.items()}
     machine = result.get("machine") if isinstance(result.get("machine"), dict) else {}
-    where = ", ".join(str(x) for x in (result.get("env"), result.get("device"), machine.get("cpu"),
-                                       machine.get("commit") and f"commit {machine['commit']}") if x)
-    return cost, f"{path.name}: {where}" if where else path.name
+    source = {"file": path.name, "env": result.get("env"), "device": result.get("device"),
+              "runtime": result.get("runtime"), "actors": result.get("actors"), "cpu": machine.get("cpu"),
+              "gpu": machine.get("gpu"), "commit": machine.get("commit")}
+    return cost, {k: v for k, v in source.items() if v is not None}
+
+
+def cost_phrase(source: dict) -> str:
+    """Where a measured cost came from, in words: `cost-2cpu-cpu.json: MinAtar/Breakout, cpu, serial runtime,
+    1 actor, AMD EPYC, commit c300f13`."""
+    parts = [source.get("env"), source.get("device"),
+             source.get("runtime") and f"{source['runtime']} runtime",
+             source.get("actors") is not None and f"{source['actors']} actor{'' if source['actors'] == 1 else 's'}",
+             source.get("cpu"), source.get("gpu"), source.get("commit") and f"commit {source['commit']}"]
+    return f"{source['file']}: {', '.join(str(p) for p in parts if p)}"
 
 
 def table(runs: list[RunData], reps: int | None = None, measured: dict[str, float] | None = None
@@ -381,7 +402,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     text, e.g. 0-2): only the runs of those seeds; `cost`: a `bench/cost.py` JSON whose measured cost per
     method the cost row takes instead of the runs' own speeds."""
     fields = column_fields(column_flags)
-    measured, source = measured_cost(Path(cost)) if cost is not None else (None, "")
+    measured, source = measured_cost(Path(cost)) if cost is not None else (None, None)
     try:
         kept = set(parse_seeds(seeds)) if seeds else None
     except ConfigError as e:
@@ -411,7 +432,8 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     check_comparable(runs)
     if measured is not None:
         if not any(r.algo == "dqn" for r in runs):
-            raise ReportError(f"--cost {cost}: these runs have no DQN column, which the cost row is relative to")
+            raise ReportError(f"--cost {cost}: these runs have no DQN column, which the cost row is relative to "
+                              "(leave out --cost)")
         unmeasured = sorted({r.algo for r in runs} - set(measured))
         if unmeasured:
             raise ReportError(f"--cost {cost} has no cost for {', '.join(unmeasured)} (it has "
@@ -453,7 +475,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         + ("Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
            "wall clock (runs that shared a machine slow each other), averaged over environments. " if measured is None
            else "Computational cost: what `bench/cost.py` measured per method, seconds per env step relative to "
-           f"DQN's ({source}), the same for every column of a method. ")
+           f"DQN's ({cost_phrase(source)}), the same for every column of a method. ")
         + "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
         "not 0. `study.json` lists every run with the command that computes it again."
         + (f" {len(runs) - len(drawn)} of the runs are a report's record (its runs.csv and study.json: "
@@ -496,8 +518,8 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         env, name = drawn_visits
         lines += [f"## {env}: state visitation (training)", "", f"![visits]({name})", ""]
     (out / "report.md").write_text("\n".join(lines) + "\n")
-    (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers},
-                                                indent=2) + "\n")
+    (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers,
+                                                 "cost_source": source}, indent=2) + "\n")
     (out / "study.json").write_text(json.dumps(described, indent=2) + "\n")
     write_runs_csv(runs, out / "runs.csv")
     write_copies(runs, out / RECORDS)
@@ -541,19 +563,22 @@ def main(argv: list[str] | None = None) -> int:
                              "Table 1's seeds 0-2 from records that also hold seeds 3-4")
     parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help=f"bootstrap resamples of every interval (default {REPS}; rliable's stratified bootstrap)")
-    parser.add_argument("--cost", default="", metavar="JSON",
+    parser.add_argument("--cost", default=None, metavar="JSON",
                         help="the JSON bench/cost.py wrote (e.g. bench/results/cost-2cpu-cpu.json): the cost row "
                              "and performance/cost take its measured cost per method instead of the runs' own "
                              "speeds, which runs sharing a machine distort")
     args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 100:
         return user_error(parser.prog, f"--reps {args.reps}: give at least 100 resamples")
+    if args.cost is not None and not args.cost.strip():
+        return user_error(parser.prog, "--cost '': give the JSON bench/cost.py wrote, e.g. "
+                                       "bench/results/cost-2cpu-cpu.json (or leave out --cost)")
     for name in args.runs_dir:
         if not Path(name).is_dir():
             return user_error(parser.prog, f"{name!r} is not a directory")
     try:
         path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
-                            args.column_by, args.reps, args.seeds, Path(args.cost) if args.cost else None)
+                            args.column_by, args.reps, args.seeds, None if args.cost is None else Path(args.cost))
     except ReportError as e:
         return user_error(parser.prog, str(e))
     print(path)

@@ -783,43 +783,75 @@ def test_seeds_keeps_the_runs_of_those_seeds_only(tmp_path):
 
 def test_cost_takes_the_measured_cost_per_method_instead_of_the_runs_own_speeds(tmp_path):
     """--cost FILE (what bench/cost.py wrote): the cost row is its measured cost per method, every column of a
-    method the same, and performance/cost divides by it; the report names the file and its command says --cost;
-    a file that is not such a result, or lacks a method the report has, stops it in one line."""
+    method the same, and performance/cost divides by it; the report names the file and where it was measured,
+    report.json says so too, and its command says --cost. Anything but such a result, a method the report has
+    and the file lacks, or no DQN to be relative to, stops it in one line naming the bad value."""
     fixture(tmp_path / "runs")  # the runs' own speeds: β-DQN takes twice DQN's seconds per step
     measured = {"cost_percent": {"dqn": 100.0, "beta_dqn": 150.0, "rnd": 204.4}, "env": "MinAtar/Breakout",
-                "device": "cpu", "machine": {"cpu": "AMD EPYC", "commit": "c300f13"}}
+                "device": "cpu", "runtime": "serial", "actors": 1, "command": "python bench/cost.py ",
+                "machine": {"cpu": "AMD EPYC", "gpu": None, "commit": "c300f13"}}
     (tmp_path / "cost.json").write_text(json.dumps(measured))
     out = tmp_path / "r"
     report = write_report([tmp_path / "runs"], out, cost=tmp_path / "cost.json").read_text()
     assert "| Computational cost |  | 100% | 150% |" in report
-    assert f"| Performance/cost |  | 1.00 | {((1.0 / 0.9 + 9 / 5 + 20 / 10) / 3) / 1.5:.2f} |" in report
+    perf = ((1.0 / 0.9 + 9 / 5 + 20 / 10) / 3) / 1.5
+    assert f"| Performance/cost |  | 1.00 | {perf:.2f} |" in report
     assert ("Computational cost: what `bench/cost.py` measured per method, seconds per env step relative to DQN's "
-            "(cost.json: MinAtar/Breakout, cpu, AMD EPYC, commit c300f13), the same for every column of a "
-            "method. ") in report
+            "(cost.json: MinAtar/Breakout, cpu, serial runtime, 1 actor, AMD EPYC, commit c300f13), the same for "
+            "every column of a method. ") in report
     assert f" --cost {tmp_path / 'cost.json'}\n```" in report
-    assert json.loads((out / "report.json").read_text())["cost"] == {"DQN": 1.0, "β-DQN": 1.5}
-    # the tables otherwise as without --cost
+    numbers = json.loads((out / "report.json").read_text())
+    assert numbers["cost"] == {"DQN": 1.0, "β-DQN": 1.5}
+    assert numbers["performance_per_cost"] == {"DQN": 1.0, "β-DQN": pytest.approx(perf)}
+    assert numbers["cost_source"] == {"file": "cost.json", "env": "MinAtar/Breakout", "device": "cpu",
+                                      "runtime": "serial", "actors": 1, "cpu": "AMD EPYC", "commit": "c300f13"}
+    # the tables otherwise as without --cost, whose report.json says its cost is the runs' own
     plain = write_report([tmp_path / "runs"], tmp_path / "plain").read_text()
     assert plain.split("| Computational cost")[0].split("| Domain")[1] == \
         report.split("| Computational cost")[0].split("| Domain")[1]
-    bad = {"none.json": None, "text.json": "not json",
-           "nodqn.json": json.dumps({"cost_percent": {"beta_dqn": 150.0}}),
-           "zero.json": json.dumps({"cost_percent": {"dqn": 0, "beta_dqn": 150.0}}),
-           "negative.json": json.dumps({"cost_percent": {"dqn": 100, "beta_dqn": -5}}),
-           "nobeta.json": json.dumps({"cost_percent": {"dqn": 100.0, "rnd": 204.4}})}
-    for name, text in bad.items():
+    assert json.loads((tmp_path / "plain" / "report.json").read_text())["cost_source"] is None
+    # a variant's columns share their method's cost
+    for seed in (0, 1):
+        make_run(tmp_path / "grid", "MinAtar/Breakout", "dqn", seed, 5.0, 2000.0)
+        for value, score in (("minmax", 4.0), ("raw", 10.0)):
+            make_run(tmp_path / "grid", "MinAtar/Breakout", "beta_dqn", seed, score, 500.0,
+                     variant=f"bandit-returns={value}", bandit_returns=value)
+    varied = write_report([tmp_path / "grid"], tmp_path / "v", cost=tmp_path / "cost.json").read_text()
+    assert "| Computational cost |  | 100% | 150% | 150% |" in varied
+    assert f"| Performance/cost |  | 1.00 | {0.8 / 1.5:.2f} | {2.0 / 1.5:.2f} |" in varied
+
+    def with_cost(**percent):
+        return json.dumps({**measured, "cost_percent": percent})
+    bad = {"none.json": (None, "no such file"),
+           "text.json": ("not json", "not JSON (JSONDecodeError)"),
+           "list.json": ("[1, 2]", "not a bench/cost.py result (its command and cost_percent)"),
+           "other.json": (json.dumps({"cost_percent": {"dqn": 100}}), "not a bench/cost.py result"),
+           "nodqn.json": (with_cost(beta_dqn=150.0), "its cost_percent has no dqn, which every cost is relative to"),
+           "zero.json": (with_cost(dqn=0, beta_dqn=150.0), "cost_percent['dqn'] is 0, where a positive finite"),
+           "negative.json": (with_cost(dqn=-100, beta_dqn=-215), "cost_percent['dqn'] is -100, where a positive"),
+           "true.json": (with_cost(dqn=100, beta_dqn=True), "cost_percent['beta_dqn'] is True, where a positive"),
+           "string.json": (with_cost(dqn="100", beta_dqn=150), "cost_percent['dqn'] is '100', where a positive"),
+           "huge.json": ('{"command": "bench/cost.py", "cost_percent": {"dqn": 1' + "0" * 400 + "}}",
+                         "cost_percent['dqn'] is 1000"),
+           "inf.json": ('{"command": "bench/cost.py", "cost_percent": {"dqn": Infinity}}',
+                        "cost_percent['dqn'] is inf, where a positive finite number belongs"),
+           "deep.json": ("[" * 100000, "not JSON (RecursionError)"),
+           "nobeta.json": (with_cost(dqn=100.0, rnd=204.4), "has no cost for beta_dqn (it has dqn, rnd)")}
+    for name, (text, _) in bad.items():
         if text is not None:
             (tmp_path / name).write_text(text)
-    for name, message in (("none.json", "no such file"), ("text.json", "not a bench/cost.py result"),
-                          ("nodqn.json", "not a bench/cost.py result"), ("zero.json", "not a bench/cost.py result"),
-                          ("negative.json", "beta_dqn's cost is -5, where a positive number belongs"),
-                          ("nobeta.json", "has no cost for beta_dqn (it has dqn, rnd)")):
+    for name, (_, message) in [*bad.items(), ("", (None, "--cost '': give the JSON bench/cost.py wrote"))]:
         proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path / "runs"), "--out",
-                               str(tmp_path / name[:-5]), "--cost", str(tmp_path / name)],
+                               str(tmp_path / f"out-{name}"), "--cost", str(tmp_path / name) if name else ""],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 2 and proc.stderr.startswith(
-            f"python -m learner.report: error: --cost {tmp_path / name}") and message in proc.stderr, proc.stderr
-        assert proc.stderr.count("\n") == 1 and not (tmp_path / name[:-5]).exists()
+        assert proc.returncode == 2 and proc.stderr.startswith("python -m learner.report: error: --cost ") and \
+            message in proc.stderr, (name, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and not (tmp_path / f"out-{name}").exists()
+    for seed in (0, 1):
+        make_run(tmp_path / "beta", "MinAtar/Breakout", "beta_dqn", seed, 1.0, 500.0)
+    with pytest.raises(ReportError, match=r"these runs have no DQN column, which the cost row is relative to "
+                                          r"\(leave out --cost\)$"):
+        write_report([tmp_path / "beta"], tmp_path / "b", cost=tmp_path / "cost.json")
 
 
 def test_a_run_two_records_both_hold_counts_once_and_a_rerun_does_not(tmp_path):
