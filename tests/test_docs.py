@@ -476,7 +476,7 @@ def test_site_in_a_browser(served_site, tmp_path):
             browser.get(base + path)
             _wait_for_images(browser)
             assert browser.save_screenshot(str(shots / f"{name}.png")), name
-        browser.get(base + "/reproducing/#table-1-at-laptop-scale")  # and a figure of it, in view
+        browser.get(base + "/reproducing/#table-1-at-laptop-scale-on-one-commit")  # and a figure of it, in view
         figure = browser.find_element(By.CSS_SELECTOR, "article img")
         browser.execute_script("arguments[0].scrollIntoView();", figure)
         time.sleep(0.5)  # the header's title changes as the page scrolls: let it settle
