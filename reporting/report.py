@@ -97,7 +97,9 @@ def measured_cost(path: Path) -> tuple[dict[str, float], dict]:
         result = json.loads(path.read_text())
     except FileNotFoundError:
         raise refuse("no such file") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+    except OSError as e:
+        raise refuse(f"cannot be read ({e.strerror or type(e).__name__})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise refuse(f"not JSON ({type(e).__name__})") from None
     if not isinstance(result, dict) or "bench/cost.py" not in str(result.get("command", "")) or \
             not isinstance(result.get("cost_percent"), dict):
