@@ -12,8 +12,10 @@ from configuration.errors import OneLineParser
 from configuration.flags import (
     ALGOS,
     AXES,
+    EPSILON_FIELDS,
     FIELDS,
     Config,
+    epsilon_gate,
     flag,
     flag_text,
 )
@@ -73,11 +75,31 @@ def help_group(name: str) -> str:
     return next((group for group, names in HELP_GROUPS.items() if name in names), "")
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """`--help` with each flag's default appended, but where its help says the default itself, or there is
+    none to show (an empty string, None: the help says what stands in)."""
+
+    def _get_help_string(self, action):
+        if "default:" in (action.help or "") or action.default in ("", None):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _readers(name: str) -> str:
+    """The methods that read field `name`, for `--help`: a method that reads it only while a flag of its own
+    is on says so."""
+    names = []
+    for algo in FIELDS[name].metadata["algos"]:
+        gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
+        names.append(f"{algo} (with {flag(gate)} true)" if gate else algo)
+    return ", ".join(names)
+
+
 def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
     """learner.main's flags, one per Config field, in `--help`'s groups; `defaults=False`: a flag not given is
     absent from the result (the fields a command names, e.g. a recorded run's)."""
     parser = OneLineParser(prog=PROG, usage=f"{PROG} [--FLAG VALUE ...]", description=_DESCRIPTION, epilog=_EPILOG,
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                           formatter_class=_DefaultsFormatter)
     groups = {title: parser.add_argument_group(title) for title in HELP_GROUPS}
     hints = typing.get_type_hints(Config)
     for f in dataclasses.fields(Config):
@@ -86,13 +108,13 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
             conv = _bool
         elif kind in (int, float, str):
             conv = kind
-        else:  # float | None
-            conv = float
+        else:  # float | None, int | None
+            conv = int if int in typing.get_args(kind) else float
         whose = f.metadata["algos"]
         groups[help_group(f.name)].add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
                             default=f.default if defaults else argparse.SUPPRESS,
                             metavar=f.name.upper() if conv is not _bool else "BOOL",
-                            help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {', '.join(whose)}]"))
+                            help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {_readers(f.name)}]"))
     return parser
 
 

@@ -22,6 +22,7 @@ from actors.envs import UnknownEnvError, canonical_name, env_spec
 from methods import METHODS
 from methods.contracts import MethodSettings
 from methods.dqn.acting import EpsilonGreedy
+from methods.exploration import linear_epsilon
 from methods.flags import FlagError
 from methods.flags import values as flag_values
 from replay_service.local_redis import (
@@ -46,7 +47,8 @@ ARM_EXCHANGES = ("auto", "episode", "chunk")
 # until 2026-11-29 (raw since). Commands written since name these flags whatever their value where the run's
 # method reads them (run_command, grid_command), so that a record's command reads as it ran whatever the
 # default becomes (an older record's: reporting.records.pinned_command)
-LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax"}
+# until 2026-12-01, ε decayed over 1M env steps whatever the run's length (now 20% of the run: spec §4).
+LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_steps": 1_000_000}
 DEVICES = ("auto", "cpu", "cuda")
 RUNTIMES = ("ray", "serial")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -82,8 +84,12 @@ class OutputError(RuntimeError):
 # `algos` names the methods that read a field (all of them when absent): a grid gives the others the
 # default, and the report compares such a field only between runs of a method that reads it.
 # `resume` names what may be given a new value when continued with --resume: a "run", a "grid", or both.
-# the methods that act on DQN's ε-greedy schedule (spec §4)
-EPSILON_ALGOS = tuple(name for name, method in METHODS.items() if issubclass(method.acting, EpsilonGreedy))
+# the methods that act on DQN's ε-greedy schedule (spec §4): the ε-greedy family, and a method whose acting
+# names the flag of its own that turns ε on (`epsilon_gate`: β-DQN's --beta-epsilon); such a method reads the
+# schedule only while that flag is on (`reads` with a configuration)
+EPSILON_ALGOS = tuple(name for name, method in METHODS.items()
+                      if issubclass(method.acting, EpsilonGreedy) or getattr(method.acting, "epsilon_gate", None))
+EPSILON_FIELDS = ("eps_start", "eps_end", "eps_decay_steps", "eps_decay_fraction")
 
 
 def _opt(default, help: str, role: str = "computes", algos: tuple[str, ...] = ALGOS, resume: tuple[str, ...] = ()):
@@ -174,8 +180,10 @@ class CoreConfig:
     loss: str = _opt("huber", f"TD loss: {', '.join(LOSSES)}")
     eps_start: float = _opt(1.0, "DQN-family ε-greedy start", algos=EPSILON_ALGOS)
     eps_end: float = _opt(0.01, "DQN-family ε-greedy end", algos=EPSILON_ALGOS)
-    eps_decay_steps: int = _opt(1_000_000, "env steps of the linear ε decay (the spec's 1M; the paper's "
-                                           "CliffWalk DQN is not specified)", algos=EPSILON_ALGOS)
+    eps_decay_steps: int | None = _opt(None, "env steps of the linear ε decay (default: 20%% of the run, "
+                                             "--eps-decay-fraction × --total-steps)", algos=EPSILON_ALGOS)
+    eps_decay_fraction: float = _opt(0.2, "the share of --total-steps over which ε decays where --eps-decay-steps "
+                                          "is not given (the paper's 1M of 5M, spec §4)", algos=EPSILON_ALGOS)
     # --- evaluation (spec §4) ---
     checkpoint_every: int = _run(100_000, "env steps between checkpoints (and one at the end); the run pauses "
                                           "its actors to write one")
@@ -246,11 +254,57 @@ def restore_password(replay: str, what: str, password_file: str = "") -> str:
 METHOD_CORE = ("algo", "loss")  # what every method reads of the core fields (besides the flags that name it)
 
 
+def epsilon_decay_steps(cfg) -> int:
+    """The env steps over which the run's ε decays (spec §4): --eps-decay-steps where given, else
+    --eps-decay-fraction of --total-steps (at least 1)."""
+    if cfg.eps_decay_steps is not None:
+        return cfg.eps_decay_steps
+    return max(1, round(cfg.eps_decay_fraction * cfg.total_steps))
+
+
+def epsilon_plan(cfg) -> dict | None:
+    """The ε schedule the run acts by ({"start", "end", "decay_steps", "decay_share"}: the share of the run's
+    env steps), or None where its method acts on none (β-DQN without --beta-epsilon): a run's summary."""
+    if not (cfg.algo in EPSILON_ALGOS and reads(cfg.algo, "eps_decay_steps", cfg)):
+        return None
+    steps = epsilon_decay_steps(cfg)
+    return {"start": cfg.eps_start, "end": cfg.eps_end, "decay_steps": steps, "decay_share": steps / cfg.total_steps}
+
+
+def epsilon_schedule(cfg) -> str | None:
+    """`epsilon_plan` in words: "ε 1 → 0.01 over 100,000 env steps (20% of the run), then held"."""
+    plan = epsilon_plan(cfg)
+    if plan is None:
+        return None
+    return (f"ε {plan['start']:g} → {plan['end']:g} over {plan['decay_steps']:,} env steps "
+            f"({100 * plan['decay_share']:.3g}% of the run), then held")
+
+
+def fit_warning(cfg) -> str | None:
+    """One line naming what of the run's schedule does not fit inside its --total-steps (the warm-up, the ε
+    decay, the evaluation period), or None where all fit."""
+    problems = []
+    if cfg.learning_starts >= cfg.total_steps:
+        problems.append(f"--learning-starts {cfg.learning_starts:,} is not below --total-steps {cfg.total_steps:,}: "
+                        "the run acts at random throughout and makes no update")
+    plan = epsilon_plan(cfg)
+    if plan is not None and plan["decay_steps"] > cfg.total_steps:
+        ends = linear_epsilon(cfg.total_steps, plan["start"], plan["end"], plan["decay_steps"])
+        problems.append(f"ε decays over {plan['decay_steps']:,} env steps, longer than the run: it ends at "
+                        f"ε = {ends:.3g}, not --eps-end {plan['end']:g}")
+    if cfg.eval_every > cfg.total_steps:
+        problems.append(f"--eval-every {cfg.eval_every:,} is longer than the run: it is evaluated once, at its end")
+    return "warning: " + "; ".join(problems) if problems else None
+
+
 def method_settings(cfg) -> MethodSettings:
     """What the run's method reads (`methods.contracts.MethodSettings`): `METHOD_CORE`, and the flags whose
-    roles name the method (its own, and the ε schedule of the ε-greedy family)."""
-    return MethodSettings(**{name: getattr(cfg, name) for name, f in FIELDS.items() if name in METHOD_CORE
-                             or (f.metadata["algos"] != ALGOS and reads(cfg.algo, name))})
+    roles name the method (its own, and the ε schedule of the ε-greedy family, its decay in env steps)."""
+    values = {name: getattr(cfg, name) for name, f in FIELDS.items() if name in METHOD_CORE
+              or (f.metadata["algos"] != ALGOS and reads(cfg.algo, name))}
+    if "eps_decay_steps" in values:
+        values["eps_decay_steps"] = epsilon_decay_steps(cfg)
+    return MethodSettings(**values)
 
 
 def settings(cls, cfg):
@@ -303,8 +357,11 @@ def validate(cfg: Config) -> None:
     _positive(cfg, "total_steps", "actors", "learner_cpus", "envs_per_actor", "chunk_steps", "replay_shards",
               "checkpoint_every", "replay_timeout",
               "learner_threads", "publish_every", "batch_size", "replay_capacity", "replay_ratio",
-              "target_update", "eps_decay_steps", "eval_every", "eval_episodes",
-              "log_every")
+              "target_update", "eval_every", "eval_episodes", "log_every")
+    if cfg.eps_decay_steps is not None:
+        _positive(cfg, "eps_decay_steps")
+    if not 0.0 < cfg.eps_decay_fraction <= 1.0:
+        raise ConfigError("eps_decay_fraction", f"must be in (0, 1], got {cfg.eps_decay_fraction}")
     for method in METHODS.values():  # each method checks its own flags
         try:
             if method.flags is not None:
@@ -381,7 +438,7 @@ def settled_arm_exchange(algo: str, runtime: str, value: str) -> str:
 def with_legacy(config: dict) -> dict:
     """A saved run's configuration with the fields it predates as such runs had them (`LEGACY`, for the
     methods that read them)."""
-    return {**{k: v for k, v in LEGACY.items() if reads(config["algo"], k)}, **config}
+    return {**{k: v for k, v in LEGACY.items() if reads(config["algo"], k, config)}, **config}
 
 
 def resolve(cfg: Config) -> tuple[Config, object]:
@@ -415,7 +472,8 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         cfg, env=spec.name, out=out, replay_shards=shards, run_id=run_id, replay_password_file=password_file,
         arm_exchange=settled_arm_exchange(cfg.algo, cfg.runtime, cfg.arm_exchange),
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
-        lr=spec.learning_rate if cfg.lr is None else cfg.lr)
+        lr=spec.learning_rate if cfg.lr is None else cfg.lr,
+        eps_decay_steps=epsilon_decay_steps(cfg))
     return cfg, spec
 
 
@@ -470,9 +528,24 @@ GRID_RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "grid" 
 AXES = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "computes" and name != "seed")
 
 
-def reads(algo: str, name: str) -> bool:
-    """Whether method `algo` reads field `name` (fields of other methods it ignores)."""
-    return algo in FIELDS[name].metadata["algos"]
+def reads(algo: str, name: str, config=None) -> bool:
+    """Whether method `algo` reads field `name` (fields of other methods it ignores). With `config` (a Config,
+    or a dict of fields such as config.json's), also whether it reads it in that configuration: a method whose
+    acting has an `epsilon_gate` reads the ε schedule only while that flag of its own is on."""
+    if algo not in FIELDS[name].metadata["algos"]:
+        return False
+    gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
+    if gate is None or config is None:
+        return True
+    value = config.get(gate, FIELDS[gate].default) if isinstance(config, dict) else getattr(config, gate)
+    return bool(value) if not isinstance(value, list) else any(value)  # a grid's axis: on in some of its runs
+
+
+def epsilon_gate(algo: str) -> str | None:
+    """The flag of method `algo`'s own without which it reads no ε schedule (`epsilon_gate` of its acting), or
+    None."""
+    method = METHODS.get(algo)
+    return None if method is None else getattr(method.acting, "epsilon_gate", None)
 
 
 def flag(name: str) -> str:
@@ -498,7 +571,7 @@ def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str
     """`python -m learner.main` with the flags among `values` whose value is not the default (and `always`)."""
     parts = ["python -m learner.main"]
     for name, f in FIELDS.items():
-        if name in values and (values[name] != f.default or name in always):
+        if name in values and (values[name] != f.default or (name in always and values[name] is not None)):
             parts += [flag(name), shlex.quote(flag_text(values[name]))]
     return " ".join(parts)
 
@@ -519,13 +592,14 @@ def run_command(config: dict, device: str = "cpu") -> str:
     every field that changes what it computes (and its seed), where it differs from the default (γ and the
     learning rate: the env's); the device and the learner's threads, which change its floating point."""
     spec = env_spec(config["env"])
-    values = {k: v for k, v in with_legacy(config).items()
-              if k in FIELDS and (k in AXES or k == "seed") and reads(config["algo"], k)}
+    config = with_legacy(config)
+    values = {k: v for k, v in config.items()
+              if k in FIELDS and (k in AXES or k == "seed") and reads(config["algo"], k, config)}
     for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
         if values.get(name) == default:
             del values[name]
     values["device"] = device.split(":")[0]
     values["learner_threads"] = config.get("learner_threads", 1)
     # a field whose default is under study is named whatever its value: the command reads the same after a change
-    named = tuple(k for k in LEGACY if reads(config["algo"], k))
+    named = tuple(k for k in LEGACY if reads(config["algo"], k, config))
     return command_line(values, always=("env", "algo", "seed", "device", *named))

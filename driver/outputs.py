@@ -18,7 +18,7 @@ import numpy as np
 import psutil
 from tqdm import tqdm
 
-from configuration.flags import ConfigError, OutputError, method_settings, public, shorten
+from configuration.flags import ConfigError, OutputError, epsilon_schedule, method_settings, public, shorten
 from methods import acting
 from replay_service.files import open_append, write_atomically
 from reporting.results import ALGO_LABELS, metric, steps_text
@@ -192,6 +192,9 @@ def describe_run(cfg, summary: dict) -> str:
               f"{'s' * (cfg.envs_per_actor > 1)}, {cfg.runtime} runtime")
     lines = [f"{ALGO_LABELS.get(cfg.algo, cfg.algo)} on {cfg.env}, seed {cfg.seed}: {summary['env_steps']:,} env "
              f"steps in {summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f} steps/s; {layout})"]
+    schedule = epsilon_schedule(cfg)
+    if schedule:
+        lines.append(f"exploration: {schedule}")
     with open(Path(cfg.out) / "evals.csv") as f:
         evals = list(csv.DictReader(f))
     if evals:
@@ -228,6 +231,24 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return head + ("+dirty" if dirty else "")
+
+
+VERSIONED = ("torch", "numpy", "gymnasium", "minigrid", "minatar", "ray")  # what a run's numbers may depend on
+
+
+def package_versions() -> dict[str, str | None]:
+    """Python's version and those of the packages a run's numbers may depend on (`VERSIONED`; None for one not
+    installed): what a run's summary records beside its commit and CPU, so that a cell of a table can be
+    computed again on the same software."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def cpu_model() -> str | None:

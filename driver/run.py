@@ -25,7 +25,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from configuration.flags import CHECKPOINT_FORMAT, ConfigError, OutputError, method_settings, public, settings
+from configuration.flags import (
+    CHECKPOINT_FORMAT,
+    ConfigError,
+    OutputError,
+    epsilon_plan,
+    method_settings,
+    public,
+    settings,
+)
 from driver.outputs import (
     Clock,
     NonFiniteLoss,
@@ -33,6 +41,7 @@ from driver.outputs import (
     Window,
     cpu_model,
     git_commit,
+    package_versions,
     process_tree_rss,
     write_whole,
 )
@@ -517,7 +526,8 @@ class Run:
             "state_visits": None if st.visits is None else st.visits.tolist(),
             # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
             "bandit": self._bandit() if self.acting.central else None,
-            "commit": git_commit(), "cpu": cpu_model(),
+            "commit": git_commit(), "cpu": cpu_model(), "versions": package_versions(),
+            "epsilon": epsilon_plan(cfg),  # the ε schedule it acted by (None: its method acts on none)
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }

@@ -37,6 +37,7 @@ from configuration.flags import (
     Config,
     ConfigError,
     OutputError,
+    fit_warning,
     flag,
     flag_text,
     parse_seeds,
@@ -69,14 +70,15 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
     for combination in itertools.product(*(values for _, values in axes)):
         chosen = {name: value for (name, _), value in zip(axes, combination, strict=True)}
         algo = chosen.get("algo", args["algo"])
+        combined = {**args, **chosen}  # what the method reads may hang on a flag of its own (`reads`)
         one = {**args, "seeds": "", "resume": "", "grid": grid_dir.name, "progress": False,
                "pack_seeds": 1,  # a run's own config is a solo run's: packing is the grid's business
                # every actor declares its share (0 would mean "whatever the cluster has" for one run)
                "actor_cpus": args["actor_cpus"] or GRID_ACTOR_CPUS,
-               **{name: value if name in ("env", "algo") or reads(algo, name) else FIELDS[name].default
+               **{name: value if name in ("env", "algo") or reads(algo, name, combined) else FIELDS[name].default
                   for name, value in chosen.items()},
                "variant": ",".join(f"{flag(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
-                                   if name not in ("env", "algo") and reads(algo, name))}
+                                   if name not in ("env", "algo") and reads(algo, name, combined))}
         for seed in seeds:
             run = {**one, "seed": seed}
             run["out"] = str(grid_dir / run_name(run["env"], run["algo"], seed, run["variant"]))
@@ -206,8 +208,13 @@ class Grid:
             raise ConfigError("pack_seeds", f"must be >= 1, got {args['pack_seeds']}")
         self.runs = expand(args, grid_dir)
 
+        warnings = []
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
-            resolve(Config(**run))
+            warning = fit_warning(resolve(Config(**run))[0])
+            if warning and warning not in warnings:  # each once, whatever the number of runs it concerns
+                warnings.append(warning)
+        for warning in warnings:
+            print(f"grid: {warning}", file=sys.stderr)
         for run in self.runs:
             # a password given off the command line (a file, REDIS_PASSWORD) is read here, where the grid is
             # started: the nodes that run the runs need not have it (grid.json and run files keep it masked)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from configuration.cli import PROG, build_parser, is_grid, parse_config
 from configuration.errors import user_error
-from configuration.flags import ConfigError, OutputError, resolve
+from configuration.flags import ConfigError, OutputError, fit_warning, resolve
 from driver.outputs import NonFiniteLoss, describe_run
 from driver.runtime import Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from replay_service.files import open_append
@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
 
             config, resume = resume_config(argv)
         cfg, spec = resolve(config)
+        warning = fit_warning(cfg)
+        if warning:
+            print(warning, file=sys.stderr)
         from driver.state import check_run_dir, interrupted_line
 
         check_run_dir(Path(cfg.out), resume is not None, cfg.overwrite)  # (as the run will: before torch's import)

@@ -249,7 +249,7 @@ def pinned_command(cmd: str, grid: bool = False) -> str:
     algos = [a.strip() for a in (algo if isinstance(algo, list) else str(algo).split(","))]
     pins = {k: v for k, v in LEGACY.items() if not grid or k == "bandit_returns"}
     return cmd + "".join(f" {flag(k)} {shlex.quote(flag_text(v))}" for k, v in pins.items()
-                         if k not in named and any(algo in METHODS and reads(algo, k) for algo in algos))
+                         if k not in named and any(algo in METHODS and reads(algo, k, named) for algo in algos))
 
 
 def _command_config(cmd: str, fail) -> dict:

@@ -96,14 +96,14 @@ def column_by(runs: list[RunData], names: list[str]) -> None:
     run whose method reads it, the variant's parts in the order a grid writes them (runs of separate grids
     that differ in that flag then stand side by side). ReportError for a field no run reads."""
     for name in names:
-        if not any(_reads(run.algo, name) for run in runs):
+        if not any(_reads(run.algo, name, run) for run in runs):
             raise ReportError(f"--column-by {flag(name)[2:]}: none of the runs' methods reads it "
                               f"({', '.join(sorted({ALGO_LABELS.get(r.algo, r.algo) for r in runs}))})")
     position = {flag(name)[2:]: i for i, name in enumerate(FIELDS)}  # a grid's order of a variant's parts
     for run in runs:
         parts = dict(p.partition("=")[::2] for p in run.variant.split(",") if p)
         for name in names:
-            if _reads(run.algo, name):
+            if _reads(run.algo, name, run):
                 parts.setdefault(flag(name)[2:], flag_text(config_value(run, name)))
         named = sorted(parts, key=lambda k: position.get(k, len(position)))
         run.config = {**run.config, "variant": ",".join(f"{k}={parts[k]}" for k in named)}
@@ -118,8 +118,10 @@ def config_value(run: RunData, key: str):
     return got
 
 
-def _reads(algo: str, key: str) -> bool:
-    return key not in FIELDS or reads(algo, key)
+def _reads(algo: str, key: str, run: RunData | None = None) -> bool:
+    """Whether `algo` reads `key` (in `run`'s configuration where given: β-DQN reads the ε schedule only with
+    --beta-epsilon true)."""
+    return key not in FIELDS or reads(algo, key, None if run is None else run.config)
 
 
 def metric(env: str) -> str:
@@ -219,7 +221,7 @@ def check_comparable(runs: list[RunData]) -> None:
         if "runtime" in free:  # the bandit's exchange follows the runtime (--arm-exchange auto)
             free = free | {"arm_exchange"}
         for key in sorted((set(a.config) | set(b.config)) - BOOKKEEPING - {"algo", "seed"} - free):
-            if _reads(a.algo, key) and _reads(b.algo, key) and config_value(a, key) != config_value(b, key):
+            if _reads(a.algo, key, a) and _reads(b.algo, key, b) and config_value(a, key) != config_value(b, key):
                 raise ReportError(
                     f"{a.env}: runs differ in {key} ({a.name}: {config_value(a, key)!r}, {b.name}: "
                     f"{config_value(b, key)!r}); only the seed, the algorithm and a grid's axes (or a flag --column-by "
@@ -260,7 +262,7 @@ def copies_once(runs: list[RunData]) -> tuple[list[RunData], int]:
         return a.summary.get("wall_seconds") is not None and final_score(a) == final_score(b) and \
             all(a.summary.get(k) == b.summary.get(k) for k in ("wall_seconds", "env_steps_per_s")) and \
             (a.summary.get("commit") or "") == (b.summary.get("commit") or "") and \
-            all(config_value(a, k) == config_value(b, k) for k in fields if _reads(a.algo, k))
+            all(config_value(a, k) == config_value(b, k) for k in fields if _reads(a.algo, k, a))
 
     def rank(run: RunData) -> int:  # its own directory, a record's copy of it (metrics thinned), a record's row
         return 2 if run.recorded is None else int(has_directory(run))

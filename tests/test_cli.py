@@ -146,7 +146,8 @@ def test_actors_a_local_cluster_cannot_place_are_one_line_and_leave_nothing(tmp_
     """Nothing is left: no Ray cluster, no Redis server, none of their files (redis-local's are under --out)."""
     out = tmp_path / "big"
     proc = subprocess.run([sys.executable, "-m", "learner.main", "--env", "CliffWalk", "--actors", "100000",
-                           "--total-steps", "1000", "--wandb", "disabled", "--replay", replay, "--out", str(out)],
+                           "--total-steps", "1000", "--learning-starts", "100", "--eval-every", "1000",
+                           "--wandb", "disabled", "--replay", replay, "--out", str(out)],
                           capture_output=True, text=True, timeout=180)
     # ours, without Ray's own notices (e.g. its one-time "Token authentication is enabled" on a new machine)
     lines = [line for line in proc.stderr.strip().splitlines() if not RAY_LOG_LINE.match(line)]

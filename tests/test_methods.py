@@ -37,7 +37,7 @@ def test_acting_is_seeded_and_keeps_its_state_in_the_episode(name):
     """The same rng and outputs give the same actions, episode state included, for every method."""
     from actors.actor import Episode
 
-    method = acting(Config(algo=name, eps_start=0.5, eps_end=0.5))
+    method = acting(method_settings(Config(algo=name, eps_start=0.5, eps_end=0.5)))
     cls, args = method.arm_source(0)
     source = cls(*args)
     rng = np.random.default_rng(0)

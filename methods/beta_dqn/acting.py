@@ -1,8 +1,9 @@
 """β-DQN's acting (spec §2–3): the meta-controller picks a policy of the set Π for each episode
 [eq:policy select]; the episode acts by π_cov(δ) [eq:policy cov] (with the episode's visit counts) or
-π_cor(α) [eq:policy cor]; its bonus B(π) is the share of steps off pure exploitation. Evaluated by pure
-exploitation [eq:q mask greedy]; with `--eval-basic` also by the two other basic policies, argmin β and
-argmax Q (the optimistic Q under `--two-q`)."""
+π_cor(α) [eq:policy cor]; with `--beta-epsilon` a uniform random action (DQN's ε schedule) replaces the
+policy's with probability ε; its bonus B(π) is the share of steps off pure exploitation, whichever chose the
+action. Evaluated by pure exploitation [eq:q mask greedy]; with `--eval-basic` also by the two other basic
+policies, argmin β and argmax Q (the optimistic Q under `--two-q`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from methods.beta_dqn.policies import (
     pure_exploitation,
 )
 from methods.contracts import BaseActing, Episode
-from methods.exploration import argmax_random_tie
+from methods.exploration import argmax_random_tie, scheduled_epsilon
 from methods.numpy_net import NumpyNet, acting_values
 
 BASIC = ("argmin_beta", "argmax_q")  # the paper's basic policies besides pure exploitation (the main one)
@@ -36,6 +37,7 @@ class BetaEpisode:
 
 class BetaDQN(BaseActing):
     central = True  # one meta-controller for the run: it sees every actor's episodes
+    epsilon_gate = "beta_epsilon"  # reads DQN's ε schedule only with --beta-epsilon true
     logs_arms = True
     group_labels = GROUP_LABELS
     eval_labels = {"main": "argmax_{a: β>ε} Q (pure exploitation)", "argmax_q": "argmax_a Q",
@@ -70,7 +72,10 @@ class BetaDQN(BaseActing):
         q, beta, counts = values["q"], values["beta"], None
         if arm.kind == "cov" and cfg.count_mode != "off":
             counts = ep.memory.counts.setdefault(obs.tobytes(), np.zeros(len(q)))
-        action = act_beta_dqn(arm, q, beta, cfg.beta_eps, rng, counts, cfg.count_mode, values.get("q_full"))
+        if cfg.beta_epsilon and rng.random() < scheduled_epsilon(cfg, step):  # --beta-epsilon: ε on every arm
+            action = int(rng.integers(len(q)))
+        else:
+            action = act_beta_dqn(arm, q, beta, cfg.beta_eps, rng, counts, cfg.count_mode, values.get("q_full"))
         if counts is not None:
             counts[action] += 1
         if not is_exploitation(action, q, beta, cfg.beta_eps):

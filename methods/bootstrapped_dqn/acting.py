@@ -22,6 +22,7 @@ def majority_vote(q_heads: np.ndarray, rng: np.random.Generator) -> int:
 
 class HeadPerEpisode(EpsilonGreedy):
     logs_arms = True  # the share of episodes per head
+    epsilon_gate = "boot_epsilon"  # the ε schedule is read only with --boot-epsilon true
 
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         return UniformArm, (self.cfg.boot_heads, seed)
