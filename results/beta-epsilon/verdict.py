@@ -1,0 +1,236 @@
+"""The β-epsilon study's verdict (PLAN.md's decision rule), printed from the committed records.
+
+    python results/beta-epsilon/verdict.py            # the preregistered computation (50,000 resamples)
+
+Reads the records of the study's ε runs (every directory under results/beta-epsilon/ with a runs.csv), of the
+none runs PLAN.md reuses (raw-returns β-DQN in results/asterix-bandit-returns, results/seaquest-bandit-returns,
+results/bandit-returns/ and results/table1-6ec5992/) and of the protocol's DQN runs (results/table1-protocol/);
+takes each run's final greedy score and computes with rliable the probability that an ε run ends above a none run
+of the same environment, averaged over the 11 environments, with its 95% stratified bootstrap interval. The rule
+compares the interval's bounds with 0.5 as exact fractions (`exact_interval`), so that it cannot turn on
+rounding. Runs that depart from PLAN.md's flags are refused. Beside it, not deciding: the same per domain and per
+environment, the IQM of scores over DQN's mean, and the CPU kinds each arm ran on.
+
+Exit status: 0 with a verdict, 1 when runs are missing (listed), 2 on a bad argument or a record that does not
+read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # (run as a script from anywhere)
+
+from reporting import stats  # noqa: E402
+from reporting.records import load_all  # noqa: E402
+from reporting.results import ReportError, config_value, final_score  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+MINATAR = ("MinAtar/Asterix", "MinAtar/Breakout", "MinAtar/Freeway", "MinAtar/Seaquest", "MinAtar/SpaceInvaders")
+MINIGRID = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "LavaCrossing-Easy",
+            "LavaCrossing-Hard")
+ENVS = MINATAR + MINIGRID
+ARMS = ("eps", "none")
+REPS = 50_000  # PLAN.md: rliable's get_interval_estimates, reps=50000, percentile, 95%, seed 0
+MAX_REPS = 1_000_000  # beyond it, minutes of work and gigabytes for no more precision
+LOW_Q = Fraction(25, 1000)  # the 95% interval's percentiles
+HIGH_Q = Fraction(975, 1000)
+NONE_RECORDS = ("asterix-bandit-returns", "seaquest-bandit-returns", "bandit-returns", "table1-6ec5992")
+
+
+def records() -> list[Path]:
+    """Every record the verdict reads: the reused none runs, the study's runs, the protocol's DQN runs."""
+    results = ROOT / "results"
+    found = [results / "asterix-bandit-returns", results / "seaquest-bandit-returns"]
+    found += sorted(p.parent for p in (results / "bandit-returns").glob("*/runs.csv"))
+    found += sorted(p.parent for p in (results / "table1-6ec5992").glob("*-beta-raw-s*/runs.csv"))
+    found += sorted(p.parent for p in HERE.glob("*/runs.csv"))
+    found += sorted(p.parent for p in (results / "table1-protocol").glob("*/runs.csv"))
+    return found
+
+
+def arm_of(run) -> str | None:
+    """The run's column: eps, none (β-DQN with raw returns, with or without ε), dqn, or None (not the study's)."""
+    if run.algo == "dqn":
+        return "dqn" if "table1-protocol" in str(run.path) else None
+    if run.algo != "beta_dqn" or config_value(run, "bandit_returns") != "raw":
+        return None
+    return "eps" if config_value(run, "beta_epsilon") else "none"
+
+
+def collect(roots: list[Path]) -> dict[tuple[str, str, int], object]:
+    """Every run of the study once, keyed (env, arm, seed): a run that two records hold must score the same."""
+    runs, _ = load_all(*roots)
+    chosen: dict[tuple[str, str, int], object] = {}
+    for run in runs:
+        arm = arm_of(run)
+        if run.env not in ENVS or arm is None:
+            continue
+        key = (run.env, arm, int(run.config["seed"]))
+        if key in chosen and final_score(chosen[key]) != final_score(run):
+            raise ReportError(f"{key[0]} {key[1]} seed {key[2]} is in two records with different scores "
+                              f"({chosen[key].path}: {final_score(chosen[key])}, {run.path}: {final_score(run)})")
+        chosen.setdefault(key, run)
+    return chosen
+
+
+def off_plan(run, arm: str) -> str:
+    """How a run departs from PLAN.md's flags ("" when it does not)."""
+    steps = 1_000_000 if run.env.startswith("MinAtar/") else 500_000
+    want = {"total_steps": steps, "runtime": "ray", "actors": 4}
+    if arm in ARMS:
+        want.update(arm_exchange="episode", bandit_returns="raw")
+    else:  # DQN under the protocol: ε over 20% of the run
+        want.update(eps_decay_steps=steps // 5, eps_start=1.0, eps_end=0.01)
+    for key, value in want.items():
+        if config_value(run, key) != value:
+            return f"{key} is {config_value(run, key)!r}, not {value!r}"
+    return ""
+
+
+def wins(x: np.ndarray, y: np.ndarray) -> int:
+    """Twice the Mann–Whitney count summed over the environments: Σ_env Σ_i Σ_j (2·[x_i > y_j] + [x_i = y_j]),
+    for matrices runs × environments. Over 2·n·m·K (n, m runs, K environments) it is rliable's probability of
+    improvement, so that number is this integer's exact fraction."""
+    x, y = x[:, None, :], y[None, :, :]
+    return int(2 * (x > y).sum() + (x == y).sum())
+
+
+def exact_interval(x: np.ndarray, y: np.ndarray, reps: int, seed: int = 0) -> tuple[Fraction, Fraction, Fraction]:
+    """P(X > Y) and its 95% percentile interval as exact fractions: rliable's stratified bootstrap (the same
+    resamples `stats.improvement` draws for `seed`: rliable's StratifiedIndependentBootstrap, the global generator
+    seeded), each resample's `wins` an integer, and the percentiles interpolated as NumPy's default (linear) does,
+    in fractions."""
+    from rliable import library
+
+    n, m, k = x.shape[0], y.shape[0], x.shape[1]
+    whole = 2 * n * m * k
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():  # arch deprecates the RandomState rliable hands it
+            warnings.simplefilter("ignore", FutureWarning)
+            boot = library.StratifiedIndependentBootstrap(x, y, random_state=np.random.RandomState(seed))
+            draws = np.sort(np.array([wins(*data[0]) for data in boot.bootstrap(reps)], dtype=np.int64))
+    finally:
+        np.random.set_state(state)
+
+    def percentile(q: Fraction) -> Fraction:
+        at = q * (len(draws) - 1)
+        below = int(at)  # floor (at >= 0)
+        above = min(below + 1, len(draws) - 1)
+        return Fraction(int(draws[below])) + (at - below) * (int(draws[above]) - int(draws[below]))
+
+    return Fraction(wins(x, y), whole), percentile(LOW_Q) / whole, percentile(HIGH_Q) / whole
+
+
+def decide(low: Fraction, high: Fraction, stage: int) -> tuple[str, str]:
+    """PLAN.md's rule: (outcome, why), outcome eps, none or more-seeds; the bounds compared with 1/2 exactly."""
+    half = Fraction(1, 2)
+    if stage == 1:
+        if low > half:
+            return "eps", "seeds 0-2, the lower bound is above 0.5: the default becomes ε (--beta-epsilon true)"
+        if high < half:
+            return "none", "seeds 0-2, the upper bound is below 0.5: the default stays (--beta-epsilon false)"
+        return "more-seeds", "seeds 0-2, the interval holds 0.5: stage 2 adds seeds 3-4 in all 11 environments"
+    if low > half:
+        return "eps", "seeds 0-4, the lower bound is above 0.5: the default becomes ε (--beta-epsilon true)"
+    return "none", ("seeds 0-4, the lower bound is not above 0.5: the default stays (--beta-epsilon false), as "
+                    "Algorithm 1 has it")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python results/beta-epsilon/verdict.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=REPS,
+                        help=f"bootstrap resamples (default {REPS:,}, the preregistered count; fewer for a quick "
+                             "look, and the output then says it is not the verdict)")
+    args = parser.parse_args(argv)
+    if not 100 <= args.reps <= MAX_REPS:
+        print(f"verdict.py: error: --reps {args.reps}: give 100 to {MAX_REPS:,} resamples", file=sys.stderr)
+        return 2
+    try:
+        runs = collect(records())
+    except ReportError as e:
+        print(f"verdict.py: error: {e}", file=sys.stderr)
+        return 2
+
+    def missing(seeds) -> list[str]:
+        return [f"{e} {a} seed {s}" for e in ENVS for a in ARMS for s in seeds if (e, a, s) not in runs]
+
+    if missing([0, 1, 2]):
+        left = missing([0, 1, 2])
+        print(f"{len(left)} of the study's {len(ENVS) * len(ARMS) * 3} stage-1 runs "
+              f"{'is' if len(left) == 1 else 'are'} not in the records yet: {', '.join(left)}")
+        return 1
+    wrong = [f"{e} {a} seed {s}: {why}" for (e, a, s), run in runs.items() for why in [off_plan(run, a)] if why]
+    if wrong:
+        print(f"verdict.py: error: runs that do not follow PLAN.md's flags: {'; '.join(wrong)}", file=sys.stderr)
+        return 2
+
+    def matrix(arm: str, seeds, envs=ENVS) -> np.ndarray:
+        return np.array([[final_score(runs[e, arm, s]) for e in envs] for s in seeds], dtype=np.float64)
+
+    def estimate(seeds, envs=ENVS, reps=args.reps):
+        x, y = matrix("eps", seeds, envs), matrix("none", seeds, envs)
+        return exact_interval(x, y, reps), stats.improvement(x, y, reps=reps, seed=0)
+
+    seeds = [0, 1, 2]
+    (p, low, high), floats = estimate(seeds)
+    outcome, said = decide(low, high, 1)
+    if outcome == "more-seeds" and not missing([3, 4]):
+        seeds = [0, 1, 2, 3, 4]
+        (p, low, high), floats = estimate(seeds)
+        outcome, said = decide(low, high, 2)
+    elif outcome == "more-seeds":
+        said += f" ({len(missing([3, 4]))} of those runs not in the records yet)"
+    print(f"β-epsilon study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
+          f"{len(ARMS) * len(ENVS) * len(seeds)} β-DQN runs")
+    print(f"P(ε > none) = {float(p):.4f}, 95% interval [{float(low):.4f}, {float(high):.4f}] (rliable, stratified "
+          f"bootstrap, {args.reps:,} resamples, seed 0; exact: {p}, [{low}, {high}]; rliable's floats "
+          f"{floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
+    print(f"verdict: {said}" + ("" if args.reps == REPS else
+                                f" (NOT the verdict: {args.reps:,} resamples, not PLAN.md's {REPS:,})"))
+    print()
+    print("Beside it, not deciding (2,000 resamples):")
+    for name, envs in (("MinAtar", MINATAR), ("MiniGrid", MINIGRID)):
+        _, (q, lo, hi) = estimate(seeds, envs, min(args.reps, 2_000))
+        print(f"  {name}: P(ε > none) = {q:.2f} [{lo:.2f}, {hi:.2f}]")
+    print(f"{'environment':<22} {'P(ε > none)':>11} " + " ".join(f"{c:>24}" for c in (*ARMS, "dqn")))
+    for env in ENVS:
+        one = stats.improvement(matrix("eps", seeds, [env]), matrix("none", seeds, [env]), reps=2_000)[0]
+        cells = []
+        for arm in (*ARMS, "dqn"):
+            scores = [final_score(runs[env, arm, s]) for s in seeds if (env, arm, s) in runs]
+            mean, lo, hi = stats.mean_ci(scores, reps=2_000) if scores else (np.nan, np.nan, np.nan)
+            cells.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] ({len(scores)})" if scores else "—")
+        print(f"{env:<22} {one:>11.2f} " + " ".join(f"{c:>24}" for c in cells))
+    dqn = {e: np.mean([final_score(runs[e, "dqn", s]) for s in seeds if (e, "dqn", s) in runs])
+           for e in ENVS if all((e, "dqn", s) in runs for s in seeds)}
+    scaled = [e for e in ENVS if dqn.get(e, 0) > 0]
+    print()
+    if scaled:
+        print(f"IQM of final scores over DQN's mean ({len(scaled)} environments; left out, DQN's mean 0 or its "
+              f"runs not all in: {', '.join(e for e in ENVS if e not in scaled) or 'none'}), [95% interval]:")
+        for arm in (*ARMS, "dqn"):
+            rows = np.array([[final_score(runs[e, arm, s]) / dqn[e] for e in scaled] for s in seeds])
+            iqm = stats.aggregates(rows, reps=2_000)["IQM"]
+            print(f"  {arm:<5} {iqm[0]:.2f} [{iqm[1]:.2f}, {iqm[2]:.2f}]")
+    else:
+        print("IQM over DQN's mean: not yet (the protocol's DQN runs are not all in)")
+    for arm in ARMS:
+        cpus = Counter((runs[e, arm, s].summary.get("cpu") or "not recorded") for e in ENVS for s in seeds)
+        print(f"CPU of the {arm} runs: " + ", ".join(f"{cpu} {count}" for cpu, count in cpus.most_common()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

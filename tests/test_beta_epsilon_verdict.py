@@ -1,0 +1,49 @@
+"""results/beta-epsilon/verdict.py: the preregistered rule decides on exact fractions, so that a bound at 0.5
+(a tie) is neither above nor below it, and its exact interval is rliable's."""
+
+import importlib.util
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def verdict():
+    spec = importlib.util.spec_from_file_location("be_verdict", ROOT / "results" / "beta-epsilon" / "verdict.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_tie_is_neither_above_nor_below_one_half(verdict):
+    # every run of both arms scores the same in every environment: every resample's P is exactly 1/2
+    x = np.full((3, 11), 0.5)
+    p, low, high = verdict.exact_interval(x, x.copy(), reps=200)
+    assert (p, low, high) == (Fraction(1, 2), Fraction(1, 2), Fraction(1, 2))
+    assert verdict.decide(low, high, 1)[0] == "more-seeds"
+    assert verdict.decide(low, high, 2)[0] == "none"  # stage 2: ε only if the lower bound is above 0.5
+    # a hair above or below decides, with no rounding in between
+    assert verdict.decide(Fraction(1, 2) + Fraction(1, 10**12), Fraction(1), 1)[0] == "eps"
+    assert verdict.decide(Fraction(0), Fraction(1, 2) - Fraction(1, 10**12), 1)[0] == "none"
+
+
+def test_the_exact_interval_is_rliables_own(verdict):
+    from reporting import stats
+
+    rng = np.random.default_rng(3)
+    x, y = rng.integers(0, 4, size=(3, 11)).astype(float), rng.integers(0, 4, size=(3, 11)).astype(float)
+    p, low, high = verdict.exact_interval(x, y, reps=500)
+    point, flow, fhigh = stats.improvement(x, y, reps=500, seed=0)
+    assert float(p) == pytest.approx(point, abs=1e-12)
+    assert (float(low), float(high)) == (pytest.approx(flow, abs=1e-9), pytest.approx(fhigh, abs=1e-9))
+    assert (2 * 3 * 3 * 11) % p.denominator == 0  # a fraction of 2·n·m·K
+
+
+def test_missing_runs_are_listed_not_decided(verdict, capsys):
+    assert verdict.main(["--reps", "100"]) == 1  # the study's ε runs are not all in the records
+    assert "not in the records yet" in capsys.readouterr().out
+    assert verdict.main(["--reps", "10"]) == 2
