@@ -72,6 +72,7 @@ from reporting.results import (
     column_label,
     columns_of,
     copies_once,
+    exploration,
     final_score,
     first_solved,
     group_labels,
@@ -486,7 +487,9 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
            "runs' directories only." if len(drawn) < len(runs) else ""), "",
         "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    lines.append("")
+    lines += ["", "Exploration, as each column's runs acted: " + "; ".join(
+        f"{column_label(column)}: {', '.join(schedules)}" for column, schedules in explorations(runs).items()) + ".",
+        ""]
     summed, extra = aggregate_rows(runs, out, reps)
     numbers.update(extra)
     if summed:
@@ -530,6 +533,15 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
 
 RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "train_score", "wall_seconds",
             "env_steps_per_s", "commit", "cpu")
+
+
+def explorations(runs: list[RunData]) -> dict[tuple, list[str]]:
+    """Per column, the ε schedules its runs acted by (`exploration`), each once: one, unless its runs differ in
+    length (the decay is a share of the run) or a grid varied the schedule."""
+    found: dict[tuple, dict[str, None]] = {}
+    for run in sorted(runs, key=lambda r: (r.algo, r.variant)):
+        found.setdefault(run.column, {})[exploration(run)] = None
+    return {column: list(schedules) for column, schedules in found.items()}
 
 
 def write_runs_csv(runs: list, path: Path) -> None:

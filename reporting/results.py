@@ -21,7 +21,18 @@ from pathlib import Path
 import numpy as np
 
 from actors.envs import scored_by_success
-from configuration.flags import AXES, BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, settled_arm_exchange
+from configuration.flags import (
+    AXES,
+    BOOKKEEPING,
+    FIELDS,
+    LEGACY,
+    epsilon_decay_steps,
+    epsilon_schedule,
+    flag,
+    flag_text,
+    reads,
+    settled_arm_exchange,
+)
 from methods import METHODS
 
 ALGO_LABELS = {name: method.label for name, method in METHODS.items()}
@@ -116,6 +127,17 @@ def config_value(run: RunData, key: str):
     if key == "arm_exchange":
         got = settled_arm_exchange(run.algo, config_value(run, "runtime"), got)
     return got
+
+
+def exploration(run: RunData) -> str:
+    """The ε schedule the run acted by, in words ("ε 1 → 0.01 over 100,000 env steps (20% of the run), then
+    held"), or "no ε" where its method acts on none (β-DQN without --beta-epsilon: the policy set explores)."""
+    from types import SimpleNamespace
+
+    values = SimpleNamespace(**{key: config_value(run, key) for key in FIELDS if key != "algo"}, algo=run.algo)
+    if values.eps_decay_steps is None:  # a configuration read from a command that left the decay to the run
+        values.eps_decay_steps = epsilon_decay_steps(values)
+    return epsilon_schedule(values) or "no ε"
 
 
 def _reads(algo: str, key: str, run: RunData | None = None) -> bool:
