@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The β-epsilon study's runs (PLAN.md), one grid per run, one after the other; then the protocol's DQN runs (not
 # part of the decision). Run it from a clean clone at the study's commit, in its virtual environment:
-#   RECORDS=/path/to/main/results bash results/beta-epsilon/run.sh
-# RECORDS (default: this checkout's results/) is where each finished run is recorded by learner.report
+#   bash results/beta-epsilon/run.sh
+# then copy each record it makes into the main checkout. RECORDS (default: this checkout's results/) is where each
+# finished run is recorded by learner.report (a relative path: report.md repeats it, so an absolute one would put
+# a machine path in the record)
 # (<RECORDS>/beta-epsilon/<task>-<eps|none>-s<seed>/, <RECORDS>/table1-protocol/<task>-dqn-s<seed>/); a run that
 # has its record there is skipped, so the script continues wherever an earlier sitting, or another machine, left
 # off. A run whose grid directory exists under runs/ is continued with --resume (from its last checkpoint).
