@@ -581,10 +581,13 @@ def grid_command(args: dict) -> str:
     the default, and a field whose default is under study (LEGACY) whatever its value where a method of the grid
     reads it, as in run_command; a grid.json from before such a field gets LEGACY's value, as its resume does."""
     algos = args["algo"] if isinstance(args["algo"], list) else [a.strip() for a in str(args["algo"]).split(",")]
-    legacy = {k: v for k, v in LEGACY.items() if any(reads(algo, k) for algo in algos)}
+    legacy = {k: v for k, v in LEGACY.items() if any(reads(algo, k, args) for algo in algos)}
     values = {k: v for k, v in {**legacy, **args}.items()
-              if k in FIELDS and k not in ("resume", "variant") and any(reads(algo, k) for algo in algos)}
-    return command_line(values, always=("env", "algo", *legacy))
+              if k in FIELDS and k not in ("resume", "variant") and any(reads(algo, k, args) for algo in algos)}
+    # the ε decay's fraction, named where read: a grid command without it (nor --eps-decay-steps) is from before
+    # the fraction, when ε decayed over 1M steps (reporting.records.pinned_command)
+    fraction = ("eps_decay_fraction",) if "eps_decay_fraction" in values else ()
+    return command_line(values, always=("env", "algo", *legacy, *fraction))
 
 
 def run_command(config: dict, device: str = "cpu") -> str:

@@ -92,7 +92,7 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
             Config(**run)  # validates; environments are checked by `resolve` below
             runs[name] = run
     for name, _ in axes:
-        if not any(reads(r["algo"], name) for r in runs.values()):
+        if not any(reads(r["algo"], name, r) for r in runs.values()):
             raise ConfigError(name, f"is a list, but no method of the grid reads it (read by "
                                     f"{', '.join(FIELDS[name].metadata['algos'])})")
     return list(runs.values())

@@ -137,12 +137,12 @@ def main(argv: list[str] | None = None) -> int:
 
             config, resume = resume_config(argv)
         cfg, spec = resolve(config)
-        warning = fit_warning(cfg)
-        if warning:
-            print(warning, file=sys.stderr)
         from driver.state import check_run_dir, interrupted_line
 
         check_run_dir(Path(cfg.out), resume is not None, cfg.overwrite)  # (as the run will: before torch's import)
+        warning = fit_warning(cfg)  # (after the checks: a mistake is one line)
+        if warning:
+            print(warning, file=sys.stderr)
         from driver.run import train
 
         # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the

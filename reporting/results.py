@@ -140,6 +140,14 @@ def exploration(run: RunData) -> str:
     return epsilon_schedule(values) or "no ε"
 
 
+def _decays_by_fraction(run: RunData) -> bool:
+    """Whether the run's ε decays over --eps-decay-fraction of its length (the default), not a step count of
+    its own: runs of different lengths then decay over different step counts by one rule."""
+    steps = config_value(run, "eps_decay_steps")
+    return steps is None or steps == max(1, round(config_value(run, "eps_decay_fraction")
+                                                  * config_value(run, "total_steps")))
+
+
 def _reads(algo: str, key: str, run: RunData | None = None) -> bool:
     """Whether `algo` reads `key` (in `run`'s configuration where given: β-DQN reads the ε schedule only with
     --beta-epsilon true)."""
@@ -242,6 +250,8 @@ def check_comparable(runs: list[RunData]) -> None:
     def compare(a: RunData, b: RunData, free: set[str]) -> None:
         if "runtime" in free:  # the bandit's exchange follows the runtime (--arm-exchange auto)
             free = free | {"arm_exchange"}
+        if "total_steps" in free and all(_decays_by_fraction(r) for r in (a, b)):  # ε's decay follows the length
+            free = free | {"eps_decay_steps"}
         for key in sorted((set(a.config) | set(b.config)) - BOOKKEEPING - {"algo", "seed"} - free):
             if _reads(a.algo, key, a) and _reads(b.algo, key, b) and config_value(a, key) != config_value(b, key):
                 raise ReportError(

@@ -60,6 +60,18 @@ def test_a_grid_expands_every_combination_and_refuses_a_used_directory(tmp_path)
         grid_from_args(args_of(["--algo", "dqn,beta_dqn", "--env", "CliffWalk,Pong", "--out", str(tmp_path / "i")]))
 
 
+def test_beta_dqn_reads_the_epsilon_schedule_only_with_beta_epsilon_so_a_list_of_it_is_an_axis_only_then(tmp_path):
+    """β-DQN reads --eps-decay-steps only with --beta-epsilon true: a list of it is refused without, an axis with."""
+    with pytest.raises(ConfigError, match="eps-decay-steps: is a list, but no method of the grid reads it"):
+        grid_from_args(args_of(["--env", "CliffWalk", "--algo", "beta_dqn", "--eps-decay-steps", "1000,2000",
+                                "--runtime", "serial", "--out", str(tmp_path / "g")]))
+    grid = grid_from_args(args_of(["--env", "CliffWalk", "--algo", "beta_dqn", "--beta-epsilon", "false,true",
+                                   "--eps-decay-steps", "1000,2000", "--runtime", "serial",
+                                   "--out", str(tmp_path / "h")]))
+    assert sorted(r["variant"] for r in grid.runs) == [  # without ε, one run: the decay is not its to vary
+        "beta-epsilon=false", "eps-decay-steps=1000,beta-epsilon=true", "eps-decay-steps=2000,beta-epsilon=true"]
+
+
 def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_does_not_read(tmp_path):
     grid = grid_from_args(args_of(["--env", "CliffWalk", "--algo", "beta_dqn,dqn", "--seeds", "0,1",
                                    "--bandit-returns", "minmax,raw", "--eps-decay-steps", "1000000,10000",

@@ -114,10 +114,10 @@ def test_cliffwalk_reaches_the_goal(tmp_path, algo):
 # Budgets: about 1.5x the steps at which the development machine's runs first passed the bar (docs/benchmarks.md,
 # "The learning bar"), with every default, ε over 20% of the run included: RND by 40-50k (all seeds), LESSON by
 # 30k (seeds 1, 2) and 50k (seed 0). Bootstrapped DQN and εz-greedy get DQN's 100k: with ε decayed over 20% of the
-# run, they first pass the bar at 20-40k of a 100k run (measured at 9381f3c, Intel Xeon), where with the 30k
-# budget they had when ε decayed over 1M steps (ε ≈ 1 throughout: a random walk's replay) their ε reaches 0.01 at
-# 6k and fewer than 2 seeds pass (εz-greedy seeds 0 and 1: 0.0 at 10k, 20k and 30k). The bar is met at an
-# evaluation, not necessarily the last: RND's bonus
+# run, they first pass the bar at 20-40k of a 100k run (measured at 9381f3c, Intel Xeon). Their old budget,
+# 30k, was set when ε decayed over 1M steps (ε ≈ 1 throughout: a random walk's replay); under the scaled ε a 30k
+# run's ε reaches 0.01 at 6k and fewer than 2 of 3 seeds pass (εz-greedy seeds 0 and 1: 0.0 at 10k-30k).
+# The bar is met at an evaluation, not necessarily the last: RND's bonus
 # (scale 10 against a goal reward of 1) keeps pulling its greedy policy away from the solved path now and
 # then (seed 2: 1.0 at 50k, 0.0 at 60k), which is the method, not a failure to learn. A
 # policy that never learned stays at 0 (the goal is 11 steps along the cliff, 30 episodes at ε = 0.01).

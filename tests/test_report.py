@@ -225,6 +225,26 @@ def test_runs_from_before_the_arm_exchange_flag_compare_with_runs_that_asked_per
     assert write_report(tmp_path / "runtimes").read_text().count("(n=2)") >= 2
 
 
+def test_runs_of_different_lengths_compare_when_their_epsilon_decays_over_the_same_share_of_the_run(tmp_path):
+    """ε decays over 20% of each run: two lengths decay over two step counts by one rule, so a grid over
+    --total-steps reports; a decay given in steps is a difference of its own."""
+    for steps in (2000, 4000):
+        for seed in (0, 1):
+            out = make_run(tmp_path / "grid", "CliffWalk", "dqn", seed, 0.5, 1000.0, variant=f"total-steps={steps}")
+            config = json.loads((out / "config.json").read_text())
+            (out / "config.json").write_text(json.dumps({**config, "total_steps": steps,
+                                                         "eps_decay_steps": steps // 5}))
+    write_report(tmp_path / "grid", tmp_path / "report")
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "ε 1 → 0.01 over 400 env steps (20% of the run)" in report
+    assert "ε 1 → 0.01 over 800 env steps (20% of the run)" in report
+    out = make_run(tmp_path / "other", "CliffWalk", "dqn", 0, 0.5, 1000.0, variant="total-steps=4000")
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**config, "total_steps": 4000, "eps_decay_steps": 400}))
+    with pytest.raises(ReportError, match="runs differ in eps_decay_steps"):
+        write_report([tmp_path / "grid", tmp_path / "other"], tmp_path / "mixed")
+
+
 def test_a_run_counted_twice_is_refused(tmp_path):
     make_run(tmp_path / "a", "CliffWalk", "dqn", 0, 1.0, 1000.0)
     make_run(tmp_path / "b", "CliffWalk", "dqn", 0, 1.0, 1000.0)
@@ -713,17 +733,19 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
     # and a grid's command, where one of its methods reads it: a grid on today's default says so too
     from configuration.flags import grid_command
 
-    args = {"env": "MinAtar/Asterix", "algo": ["beta_dqn", "dqn"], "bandit_returns": "raw", "arm_exchange": "auto"}
+    args = {"env": "MinAtar/Asterix", "algo": ["beta_dqn", "dqn"], "bandit_returns": "raw", "arm_exchange": "auto",
+            "eps_decay_steps": None, "eps_decay_fraction": 0.2}  # (ε's decay at today's default: named)
     assert grid_command(args) == ("python -m learner.main --env MinAtar/Asterix --algo beta_dqn,dqn "
-                                  "--arm-exchange auto --bandit-returns raw")
-    assert grid_command({**args, "algo": "dqn"}) == "python -m learner.main --env MinAtar/Asterix --algo dqn"
+                                  "--arm-exchange auto --eps-decay-fraction 0.2 --bandit-returns raw")
+    assert grid_command({**args, "algo": "dqn"}) == ("python -m learner.main --env MinAtar/Asterix --algo dqn "
+                                                     "--eps-decay-fraction 0.2")
     # a DQN run or grid saved before the switch holds bandit_returns "minmax" (not today's default): not named,
     # as DQN does not read it
     saved = next((ROOT / "results" / "table1-6ec5992" / "doorkey-dqn-s0" / "runs").glob("*/config.json"))
     dqn = json.loads(saved.read_text())
     assert dqn["bandit_returns"] == "minmax" and "--bandit-returns" not in run_command(dqn)
     assert grid_command({**args, "algo": "dqn", "bandit_returns": "minmax", "arm_exchange": "episode"}) == \
-        "python -m learner.main --env MinAtar/Asterix --algo dqn"
+        "python -m learner.main --env MinAtar/Asterix --algo dqn --eps-decay-fraction 0.2"
 
 
 def test_a_report_never_writes_its_copies_over_runs(tmp_path):
@@ -947,7 +969,8 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     study_file = tmp_path / "old" / "study.json"
     old = json.loads(study_file.read_text())
     grid = "python -m learner.main --env MinAtar/Breakout --algo beta_dqn,dqn --total-steps 2000 --seeds 0-1"
-    assert old["commands"] == [grid + " --arm-exchange episode --bandit-returns minmax"]
+    # (and ε's decay as such runs had it: 1M env steps, whatever the run's length)
+    assert old["commands"] == [grid + " --arm-exchange episode --eps-decay-steps 1000000 --bandit-returns minmax"]
     for row in old["runs"]:  # as such a record was written: the flags left out at their default then
         row["cmd"] = row["cmd"].replace(" --arm-exchange episode", "").replace(" --bandit-returns minmax", "")
     study_file.write_text(json.dumps({**old, "commands": [grid]}))
@@ -956,22 +979,26 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     beta = [row["cmd"] for row in again["runs"] if row["algo"] == "beta_dqn"]
     assert len(beta) == 2 and all(c.endswith(" --arm-exchange episode --bandit-returns minmax") for c in beta)
     assert all("--bandit-returns" not in row["cmd"] for row in again["runs"] if row["algo"] == "dqn")
-    assert again["commands"] == [grid + " --bandit-returns minmax"]  # (of a grid: --bandit-returns only, below)
+    pin = " --bandit-returns minmax --eps-decay-steps 1000000"  # (of a grid: these only, below)
+    assert again["commands"] == [grid + pin]
     # one grid's command twice, in another order of its flags and once naming --arm-exchange: once; other
     # values of the same flags are another grid
     moved = grid.replace(" --total-steps 2000", "") + " --bandit-returns minmax --total-steps 2000"
     swapped = grid.replace("--seeds 0-1", "--seeds 1-0").replace("--total-steps 2000", "--total-steps 3000")
     study_file.write_text(json.dumps({**old, "commands": [grid, moved, old["commands"][0], swapped]}))
     shown = json.loads((write_report([tmp_path / "old"], tmp_path / "both").parent / "study.json").read_text())
-    assert shown["commands"] == [grid + " --bandit-returns minmax", swapped + " --bandit-returns minmax"]
-    # a grid's recorded command gets --bandit-returns only (one written while --arm-exchange's default was auto
-    # left that out); a resume, or a command of DQN alone, is left as it is
+    assert shown["commands"] == [grid + pin, swapped + pin]
+    # a grid's recorded command gets --bandit-returns and ε's 1M decay only (one written while --arm-exchange's
+    # default was auto left that out; one that names --eps-decay-fraction is from since); a resume is left as it is
     from reporting.records import pinned_command
 
-    assert pinned_command(grid, grid=True) == grid + " --bandit-returns minmax"
+    assert pinned_command(grid, grid=True) == grid + pin
+    assert pinned_command(grid + " --eps-decay-fraction 0.2", grid=True) == grid + " --eps-decay-fraction 0.2" + \
+        " --bandit-returns minmax"
     assert pinned_command("python -m learner.main --resume runs/g") == "python -m learner.main --resume runs/g"
     alone = "python -m learner.main --env MinAtar/Breakout --algo=dqn --seed 0"
-    assert pinned_command(alone) == alone
+    assert pinned_command(alone) == alone + " --eps-decay-steps 1000000"  # DQN's one pin: its ε as it ran
+    assert pinned_command(alone + " --eps-decay-steps 100") == alone + " --eps-decay-steps 100"
     # a record whose grid command does not parse is refused in one line
     study_file.write_text(json.dumps({**old, "commands": ["python -m learner.main --env 'Mi"]}))
     with pytest.raises(ReportError, match=r"study.json has a grid command that does not split into words \(No "

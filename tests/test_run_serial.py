@@ -120,7 +120,8 @@ def test_a_nan_loss_stops_the_run_with_one_line_and_keeps_the_last_good_checkpoi
     monkeypatch.setattr(Learner, "update", update)
     out = tmp_path / "nan"
     status = main(["--env", "CliffWalk", "--runtime", "serial", "--actors", "2", "--total-steps", "5000",
-                   "--learning-starts", "500", "--checkpoint-every", "1000", "--wandb", "disabled",
+                   "--learning-starts", "500", "--checkpoint-every", "1000", "--eval-every", "5000",
+                   "--wandb", "disabled",
                    "--progress", "false", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 1 and len(err) == 1

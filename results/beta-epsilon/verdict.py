@@ -23,6 +23,7 @@ import warnings
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -41,8 +42,11 @@ ENVS = MINATAR + MINIGRID
 ARMS = ("eps", "none")
 REPS = 50_000  # PLAN.md: rliable's get_interval_estimates, reps=50000, percentile, 95%, seed 0
 MAX_REPS = 1_000_000  # beyond it, minutes of work and gigabytes for no more precision
-LOW_Q = Fraction(25, 1000)  # the 95% interval's percentiles
-HIGH_Q = Fraction(975, 1000)
+# the 95% interval's percentiles, as arch asks NumPy for them (100·(1 − 0.95)/2 in floating point: 2.5000000000000018),
+# as exact fractions of 1
+LOW_Q = Fraction(100 * ((1 - 0.95) / 2)) / 100
+HIGH_Q = Fraction(100 * (1 - (1 - 0.95) / 2)) / 100
+COMMITS = {"eps": ("7adcac3",), "dqn": ("7adcac3",), "none": ("51b16f8", "5f7eb23", "6ec5992")}  # PLAN.md
 NONE_RECORDS = ("asterix-bandit-returns", "seaquest-bandit-returns", "bandit-returns", "table1-6ec5992")
 
 
@@ -82,17 +86,40 @@ def collect(roots: list[Path]) -> dict[tuple[str, str, int], object]:
     return chosen
 
 
+def _normal(config, env: str, key: str):
+    """A field of a configuration as the run used it: γ and the learning rate resolved to the environment's
+    default where left to it, the ε decay to its steps."""
+    from actors.envs import env_spec
+    from configuration.flags import epsilon_decay_steps
+
+    value = config(key)
+    if value is None and key in ("gamma", "lr"):
+        spec = env_spec(env)
+        return spec.gamma if key == "gamma" else spec.learning_rate
+    if value is None and key == "eps_decay_steps":
+        return epsilon_decay_steps(SimpleNamespace(eps_decay_steps=None, total_steps=config("total_steps"),
+                                                   eps_decay_fraction=config("eps_decay_fraction")))
+    return value
+
+
 def off_plan(run, arm: str) -> str:
-    """How a run departs from PLAN.md's flags ("" when it does not)."""
+    """How a run departs from PLAN.md ("" when it does not): any flag that changes what a run computes and that its
+    method reads, against PLAN.md's configuration (the arm's own --beta-epsilon aside), and its commit."""
+    from configuration.flags import AXES, Config, reads
+
     steps = 1_000_000 if run.env.startswith("MinAtar/") else 500_000
-    want = {"total_steps": steps, "runtime": "ray", "actors": 4}
-    if arm in ARMS:
-        want.update(arm_exchange="episode", bandit_returns="raw")
-    else:  # DQN under the protocol: ε over 20% of the run
-        want.update(eps_decay_steps=steps // 5, eps_start=1.0, eps_end=0.01)
-    for key, value in want.items():
-        if config_value(run, key) != value:
-            return f"{key} is {config_value(run, key)!r}, not {value!r}"
+    plan = Config(env=run.env, algo="dqn" if arm == "dqn" else "beta_dqn", total_steps=steps, actors=4,
+                  arm_exchange="episode", bandit_returns="raw", beta_epsilon=arm == "eps")
+    for key in sorted(AXES - {"env", "algo"}):
+        if not reads(run.algo, key, run.config):
+            continue
+        got = _normal(lambda k: config_value(run, k), run.env, key)
+        want = _normal(lambda k: getattr(plan, k), run.env, key)
+        if got != want:
+            return f"{key} is {got!r}, not {want!r}"
+    commit = str(run.summary.get("commit") or "")
+    if not commit.startswith(COMMITS[arm]) or "dirty" in commit:
+        return f"its commit is {commit or 'not recorded'!r}, not {' or '.join(COMMITS[arm])} (clean)"
     return ""
 
 
@@ -191,7 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         (p, low, high), floats = estimate(seeds)
         outcome, said = decide(low, high, 2)
     elif outcome == "more-seeds":
-        said += f" ({len(missing([3, 4]))} of those runs not in the records yet)"
+        left = missing([3, 4])
+        print(f"verdict: {said}; {len(left)} of those runs {'is' if len(left) == 1 else 'are'} not in the records "
+              f"yet: {', '.join(left)}")
+        return 1
     print(f"β-epsilon study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
           f"{len(ARMS) * len(ENVS) * len(seeds)} β-DQN runs")
     print(f"P(ε > none) = {float(p):.4f}, 95% interval [{float(low):.4f}, {float(high):.4f}] (rliable, stratified "
