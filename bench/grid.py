@@ -1,0 +1,209 @@
+"""A grid against its machine's limit: how many env steps per second a grid of runs gets out of this machine.
+
+    python bench/grid.py                                   # DQN then β-DQN, MinAtar/Breakout, 4 runs of 20k steps
+    python bench/grid.py --algos dqn --runs 4 --steps 20000 --modes ray,serial
+
+Measures, in one sitting (run it on a quiet machine: nothing else running):
+
+(a) **The CPU-bound limit.** One run of each method in this process (the serial runner, one torch thread, β-DQN's
+    second thread off, the grid's 4 actors × 4 envs stepped in turn) for `--steps` env steps: its process CPU
+    seconds per env step, learner and actors together (`resource.getrusage`, from its first update to its end).
+    The limit is the machine's cores over that: the env steps per second of a grid whose every core does nothing
+    but this work.
+(b) **A grid of `--runs` runs** (seeds 0..runs-1, `python -m learner.main ... --seeds`, a fresh process each), in
+    each mode of `--modes`, its aggregate env steps per second = runs × steps / the command's wall clock (Ray's
+    start, each run's start and its final evaluation included: what a user waits for):
+    - `ray`: today's default grid (each run a Ray run of 4 actors declaring the learner's 1 CPU + 4 × 0.25);
+    - `ray-half`: the same runs declaring half of that (`--learner-cpus 0.5 --actor-cpus 0.125`): two at once on 2
+      cores;
+    - `serial`: each run one process (`--runtime serial --beta-thread false`), one per core.
+(c) **One run end to end** (Ray, 4 actors, the default flags) against its learner-only ceiling: the env steps per
+    second the learner would allow if its updates cost what they cost alone (a) and nothing else took a core,
+    1 / (update seconds × replay ratio).
+
+Prints a table and writes JSON under bench/results/ with the machine, the versions and the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import machine  # noqa: E402
+from configuration.errors import OneLineParser, run_script  # noqa: E402
+from configuration.flags import Config, resolve  # noqa: E402
+from driver.run import Run  # noqa: E402
+
+MODES = {
+    "ray": [],
+    "ray-half": ["--learner-cpus", "0.5", "--actor-cpus", "0.125"],
+    "serial": ["--runtime", "serial", "--beta-thread", "false"],
+}
+WARMUP = 5_000  # the spec's learning starts: no update before it
+
+
+class _CpuAtFirstUpdate:
+    """The process's CPU seconds (user + system, all threads) at the run's first learner update."""
+
+    def __init__(self):
+        self.at: float | None = None
+
+    def __call__(self, *_):
+        if self.at is None:
+            self.at = _cpu()
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def in_process(env: str, algo: str, steps: int) -> dict:
+    """(a): one serial run here; its CPU seconds per env step from its first update to its end."""
+    import torch
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg, spec = resolve(Config(
+            env=env, algo=algo, seed=0, runtime="serial", actors=4, envs_per_actor=4, total_steps=WARMUP + steps,
+            learning_starts=WARMUP, eval_every=10**9, eval_episodes=1, eval_basic=False, learner_threads=1,
+            beta_thread=False, out=tmp, wandb="disabled", progress=False, log_every=3600.0))
+        run = Run(cfg, spec)
+        first = _CpuAtFirstUpdate()
+        learner_update = run.learner.update
+
+        def update(batch):
+            first()
+            return learner_update(batch)
+
+        run.learner.update = update
+        summary = run.run()
+        end = _cpu()
+    t = summary["throughput"]
+    steady_steps = summary["env_steps"] - WARMUP
+    cpu_per_step = (end - first.at) / steady_steps
+    return {"algo": algo, "steady_env_steps_per_s": t["steady_env_steps_per_s"], "update_ms": t["update_ms"],
+            "cpu_seconds_per_env_step": cpu_per_step, "cpu_seconds": end - first.at}
+
+
+def grid(env: str, algo: str, runs: int, steps: int, mode: str) -> dict:
+    """(b): a grid of `runs` seeds in a fresh process; its aggregate env steps per second, by its wall clock."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "learner.main", "--env", env, "--algo", algo, "--seeds", f"0-{runs - 1}",
+               "--total-steps", str(WARMUP + steps), "--eval-every", str(WARMUP + steps), "--eval-episodes", "2",
+               "--eval-basic", "false", "--wandb", "disabled", "--progress", "false", "--json", "true",
+               *MODES[mode], "--out", str(Path(tmp) / "g")]
+        start = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"bench/grid.py: the {mode} grid of {algo} failed ({done.returncode}): "
+                             f"{(done.stderr.strip().splitlines() or [''])[-1]}")
+        rates = []
+        for summary in Path(tmp, "g").glob("*/summary.json"):
+            rates.append(json.loads(summary.read_text())["env_steps_per_s"])
+    return {"algo": algo, "mode": mode, "runs": runs, "wall_seconds": round(wall, 2),
+            "aggregate_env_steps_per_s": runs * (WARMUP + steps) / wall,
+            "per_run_env_steps_per_s": sorted(round(r, 1) for r in rates), "command": " ".join(cmd[1:-2])}
+
+
+def one_ray_run(env: str, algo: str, steps: int) -> dict:
+    """(c): one Ray run of 4 actors, in a fresh process; its steady env steps per second and update time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "learner.main", "--env", env, "--algo", algo, "--total-steps",
+               str(WARMUP + steps), "--eval-every", str(WARMUP + steps), "--eval-episodes", "2", "--eval-basic", "false",
+               "--wandb", "disabled", "--progress", "false", "--json", "true", "--out", str(Path(tmp) / "r")]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"bench/grid.py: the Ray run of {algo} failed ({done.returncode}): "
+                             f"{(done.stderr.strip().splitlines() or [''])[-1]}")
+        summary = json.loads(done.stdout)
+    t = summary["throughput"]
+    return {"algo": algo, "steady_env_steps_per_s": t["steady_env_steps_per_s"], "update_ms": t["update_ms"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = OneLineParser(prog="bench/grid.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--env", default="MinAtar/Breakout")
+    p.add_argument("--algos", default="dqn,beta_dqn", help="comma-separated: dqn, beta_dqn")
+    p.add_argument("--runs", type=int, default=4, help="runs in each grid (seeds 0..runs-1; at least 1)")
+    p.add_argument("--steps", type=int, default=20_000, help="env steps of each run after its 5k warm-up")
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated: {', '.join(MODES)}")
+    p.add_argument("--out", default="", help="the JSON (default bench/results/grid-<cores>cpu.json)")
+    args = p.parse_args(argv)
+    algos = [a for a in args.algos.split(",") if a]
+    modes = [m for m in args.modes.split(",") if m]
+    if not algos or any(a not in ("dqn", "beta_dqn") for a in algos):
+        p.error(f"--algos {args.algos!r}: give dqn, beta_dqn or both")
+    if not modes or any(m not in MODES for m in modes):
+        p.error(f"--modes {args.modes!r}: give some of {', '.join(MODES)}")
+    if not 1 <= args.runs <= 64 or not 1_000 <= args.steps <= 10_000_000:
+        p.error(f"--runs {args.runs} (1 to 64) or --steps {args.steps} (1,000 to 10,000,000) out of range")
+    info, cores, t0 = machine(), os.cpu_count() or 1, time.perf_counter()
+    result = {"env": args.env, "runs": args.runs, "steps": args.steps, "warmup": WARMUP, "cores": cores,
+              "machine": info, "command": "python bench/grid.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "methods": {}}
+    for algo in algos:
+        alone = in_process(args.env, algo, args.steps)
+        limit = cores / alone["cpu_seconds_per_env_step"]
+        print(f"{algo}: in-process {alone['steady_env_steps_per_s']:.0f} env steps/s, "
+              f"{1e3 * alone['cpu_seconds_per_env_step']:.3f} CPU ms per env step -> limit {limit:.0f} on {cores} "
+              f"cores", file=sys.stderr, flush=True)
+        grids = []
+        for mode in modes:
+            g = grid(args.env, algo, args.runs, args.steps, mode)
+            g["of_limit"] = g["aggregate_env_steps_per_s"] / limit
+            grids.append(g)
+            print(f"  grid {mode}: {g['aggregate_env_steps_per_s']:.0f} env steps/s ({100 * g['of_limit']:.0f}% of "
+                  f"the limit; {g['wall_seconds']:.0f} s)", file=sys.stderr, flush=True)
+        ray_run = one_ray_run(args.env, algo, args.steps)
+        ceiling = 1.0 / (alone["update_ms"] / 1e3 * 0.25)  # the replay ratio's 0.25 updates per env step
+        ray_run.update({"ceiling_env_steps_per_s": ceiling,
+                        "of_ceiling": ray_run["steady_env_steps_per_s"] / ceiling})
+        result["methods"][algo] = {"in_process": alone, "limit_env_steps_per_s": limit, "grids": grids,
+                                   "one_run": ray_run}
+    result["bench_seconds"] = round(time.perf_counter() - t0, 1)
+    print_table(result)
+    out = Path(args.out or ROOT / "bench" / "results" / f"grid-{cores}cpu.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+def print_table(result: dict) -> None:
+    m = result["machine"]
+    print(f"\n{result['env']}, grids of {result['runs']} runs × {result['steps']:,} env steps after a "
+          f"{result['warmup']:,}-step warm-up, on {m['cpu']} ({result['cores']} cores), commit {m['commit']}")
+    print("| method | CPU ms per env step | limit (env steps/s) | grid mode | grid env steps/s | of limit | "
+          "vs today's grid |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    for algo, r in result["methods"].items():
+        today = next((g for g in r["grids"] if g["mode"] == "ray"), None)
+        for g in r["grids"]:
+            ratio = f"{g['aggregate_env_steps_per_s'] / today['aggregate_env_steps_per_s']:.2f}×" if today else "—"
+            print(f"| {algo} | {1e3 * r['in_process']['cpu_seconds_per_env_step']:.3f} | "
+                  f"{r['limit_env_steps_per_s']:.0f} | {g['mode']} | {g['aggregate_env_steps_per_s']:.0f} | "
+                  f"{100 * g['of_limit']:.0f}% | {ratio} |")
+    print("\n| method | one Ray run, env steps/s (steady) | ms per update in it | alone | learner-only ceiling | "
+          "of ceiling |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for algo, r in result["methods"].items():
+        one = r["one_run"]
+        print(f"| {algo} | {one['steady_env_steps_per_s']:.0f} | {one['update_ms']:.2f} | "
+              f"{r['in_process']['update_ms']:.2f} | {one['ceiling_env_steps_per_s']:.0f} | "
+              f"{100 * one['of_ceiling']:.0f}% |")
+
+
+if __name__ == "__main__":
+    run_script("bench/grid.py", main)
