@@ -121,8 +121,9 @@ def one_ray_run(env: str, algo: str, steps: int) -> dict:
     """(c): one Ray run of 4 actors, in a fresh process; its steady env steps per second and update time."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "learner.main", "--env", env, "--algo", algo, "--total-steps",
-               str(WARMUP + steps), "--eval-every", str(WARMUP + steps), "--eval-episodes", "2", "--eval-basic", "false",
-               "--wandb", "disabled", "--progress", "false", "--json", "true", "--out", str(Path(tmp) / "r")]
+               str(WARMUP + steps), "--eval-every", str(WARMUP + steps), "--eval-episodes", "2",
+               "--eval-basic", "false", "--wandb", "disabled", "--progress", "false", "--json", "true",
+               "--out", str(Path(tmp) / "r")]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"bench/grid.py: the Ray run of {algo} failed ({done.returncode}): "
@@ -151,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--runs {args.runs} (1 to 64) or --steps {args.steps} (1,000 to 10,000,000) out of range")
     info, cores, t0 = machine(), os.cpu_count() or 1, time.perf_counter()
     result = {"env": args.env, "runs": args.runs, "steps": args.steps, "warmup": WARMUP, "cores": cores,
-              "machine": info, "command": "python bench/grid.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "machine": info,
+              "command": "python bench/grid.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "methods": {}}
     for algo in algos:
         alone = in_process(args.env, algo, args.steps)

@@ -58,7 +58,8 @@ def test_an_explicit_count_or_fraction_and_what_does_not_fit():
 def test_a_bad_fraction_is_one_line(value, message):
     done = subprocess.run([sys.executable, "-m", "learner.main", "--eps-decay-fraction", value], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stderr.strip() == f"python -m learner.main: error: --eps-decay-fraction: {message}"
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"python -m learner.main: error: --eps-decay-fraction: {message}"
 
 
 def test_a_checkpoint_from_before_the_change_resumes_with_its_1m_decay(tmp_path):
