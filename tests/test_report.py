@@ -245,6 +245,25 @@ def test_runs_of_different_lengths_compare_when_their_epsilon_decays_over_the_sa
         write_report([tmp_path / "grid", tmp_path / "other"], tmp_path / "mixed")
 
 
+def test_each_environment_is_tested_against_dqn(tmp_path):
+    """Per environment, a column's final scores against DQN's: Welch's p, Mann–Whitney's with the least it can
+    reach, and whether it is called; identical constant scores are not tested."""
+    for seed, (beta, dqn) in enumerate(((10.0, 2.0), (11.0, 3.0), (12.0, 2.5))):
+        make_run(tmp_path / "g", "MinAtar/Breakout", "beta_dqn", seed, beta, 500.0)
+        make_run(tmp_path / "g", "MinAtar/Breakout", "dqn", seed, dqn, 1000.0)
+        make_run(tmp_path / "g", "CliffWalk", "beta_dqn", seed, 0.0, 500.0)
+        make_run(tmp_path / "g", "CliffWalk", "dqn", seed, 0.0, 1000.0)
+    write_report(tmp_path / "g", tmp_path / "r")
+    tests = json.loads((tmp_path / "r" / "report.json").read_text())["tests"]
+    breakout = tests["MinAtar/Breakout|β-DQN"]
+    assert breakout["difference"] == pytest.approx(8.5) and breakout["welch_p"] < 0.01
+    assert breakout["mann_whitney_p"] == pytest.approx(0.1) and breakout["mann_whitney_least_p"] == pytest.approx(0.1)
+    assert tests["CliffWalk|β-DQN"]["welch_p"] is None
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "| MinAtar/Breakout | β-DQN | 3, 3 | +8.50 |" in report
+    assert "| CliffWalk | β-DQN | 3, 3 | +0.00 | — |" in report
+
+
 def test_a_run_counted_twice_is_refused(tmp_path):
     make_run(tmp_path / "a", "CliffWalk", "dqn", 0, 1.0, 1000.0)
     make_run(tmp_path / "b", "CliffWalk", "dqn", 0, 1.0, 1000.0)
