@@ -13,13 +13,16 @@ Measures, in one sitting (run it on a quiet machine: nothing else running):
 (b) **A grid of `--runs` runs** (seeds 0..runs-1, `python -m learner.main ... --seeds`, a fresh process each), in
     each mode of `--modes`, its aggregate env steps per second = runs × steps / the command's wall clock (Ray's
     start, each run's start and its final evaluation included: what a user waits for):
-    - `ray`: today's default grid (each run a Ray run of 4 actors declaring the learner's 1 CPU + 4 × 0.25);
+    - `ray`: the default grid until 2026-12-01 (each run a Ray run of 4 actors declaring the learner's 1 CPU +
+      4 × 0.25; `--runtime ray`);
     - `ray-half`: the same runs declaring half of that (`--learner-cpus 0.5 --actor-cpus 0.125`): two at once on 2
       cores;
-    - `serial`: each run one process (`--runtime serial --beta-thread false`), one per core.
+    - `serial`: each run one process (`--runtime serial --beta-thread false`), one per core;
+    - `default`: the grid as it runs with no flag of these (`--runtime auto`: serial, one a core).
 (c) **One run end to end** (Ray, 4 actors, the default flags) against its learner-only ceiling: the env steps per
-    second the learner would allow if its updates cost what they cost alone (a) and nothing else took a core,
-    1 / (update seconds × replay ratio).
+    second the learner would allow if its updates cost what they cost alone and nothing else took a core,
+    1 / (update seconds × replay ratio); alone is a serial run's update with the run's learner threads (β-DQN: β's
+    second thread on, as in the Ray run).
 
 Prints a table and writes JSON under bench/results/ with the machine, the versions and the commit.
 """
@@ -45,9 +48,10 @@ from configuration.flags import Config, resolve  # noqa: E402
 from driver.run import Run  # noqa: E402
 
 MODES = {
-    "ray": [],
-    "ray-half": ["--learner-cpus", "0.5", "--actor-cpus", "0.125"],
+    "ray": ["--runtime", "ray"],  # the default grid until 2026-12-01
+    "ray-half": ["--runtime", "ray", "--learner-cpus", "0.5", "--actor-cpus", "0.125"],
     "serial": ["--runtime", "serial", "--beta-thread", "false"],
+    "default": [],  # what a grid does by default now (--runtime auto)
 }
 WARMUP = 5_000  # the spec's learning starts: no update before it
 
@@ -68,7 +72,7 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def in_process(env: str, algo: str, steps: int) -> dict:
+def in_process(env: str, algo: str, steps: int, beta_thread: bool = False) -> dict:
     """(a): one serial run here; its CPU seconds per env step from its first update to its end."""
     import torch
 
@@ -77,7 +81,7 @@ def in_process(env: str, algo: str, steps: int) -> dict:
         cfg, spec = resolve(Config(
             env=env, algo=algo, seed=0, runtime="serial", actors=4, envs_per_actor=4, total_steps=WARMUP + steps,
             learning_starts=WARMUP, eval_every=10**9, eval_episodes=1, eval_basic=False, learner_threads=1,
-            beta_thread=False, out=tmp, wandb="disabled", progress=False, log_every=3600.0))
+            beta_thread=beta_thread, out=tmp, wandb="disabled", progress=False, log_every=3600.0))
         run = Run(cfg, spec)
         first = _CpuAtFirstUpdate()
         learner_update = run.learner.update
@@ -169,8 +173,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  grid {mode}: {g['aggregate_env_steps_per_s']:.0f} env steps/s ({100 * g['of_limit']:.0f}% of "
                   f"the limit; {g['wall_seconds']:.0f} s)", file=sys.stderr, flush=True)
         ray_run = one_ray_run(args.env, algo, args.steps)
-        ceiling = 1.0 / (alone["update_ms"] / 1e3 * 0.25)  # the replay ratio's 0.25 updates per env step
-        ray_run.update({"ceiling_env_steps_per_s": ceiling,
+        # the update alone as the Ray run's learner makes it (β-DQN: β on its second thread)
+        solo = in_process(args.env, algo, args.steps, beta_thread=True) if algo == "beta_dqn" else alone
+        ceiling = 1.0 / (solo["update_ms"] / 1e3 * 0.25)  # the replay ratio's 0.25 updates per env step
+        ray_run.update({"alone_update_ms": solo["update_ms"], "ceiling_env_steps_per_s": ceiling,
                         "of_ceiling": ray_run["steady_env_steps_per_s"] / ceiling})
         result["methods"][algo] = {"in_process": alone, "limit_env_steps_per_s": limit, "grids": grids,
                                    "one_run": ray_run}
@@ -188,7 +194,7 @@ def print_table(result: dict) -> None:
     print(f"\n{result['env']}, grids of {result['runs']} runs × {result['steps']:,} env steps after a "
           f"{result['warmup']:,}-step warm-up, on {m['cpu']} ({result['cores']} cores), commit {m['commit']}")
     print("| method | CPU ms per env step | limit (env steps/s) | grid mode | grid env steps/s | of limit | "
-          "vs today's grid |")
+          "vs the Ray grid |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for algo, r in result["methods"].items():
         today = next((g for g in r["grids"] if g["mode"] == "ray"), None)
@@ -202,8 +208,9 @@ def print_table(result: dict) -> None:
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for algo, r in result["methods"].items():
         one = r["one_run"]
-        print(f"| {algo} | {one['steady_env_steps_per_s']:.0f} | {one['update_ms']:.2f} | "
-              f"{r['in_process']['update_ms']:.2f} | {one['ceiling_env_steps_per_s']:.0f} | "
+        alone = one.get("alone_update_ms", r["in_process"]["update_ms"])
+        print(f"| {algo} | {one['steady_env_steps_per_s']:.0f} | {one['update_ms']:.2f} | {alone:.2f} | "
+              f"{one['ceiling_env_steps_per_s']:.0f} | "
               f"{100 * one['of_ceiling']:.0f}% |")
 
 

@@ -48,9 +48,10 @@ ARM_EXCHANGES = ("auto", "episode", "chunk")
 # method reads them (run_command, grid_command), so that a record's command reads as it ran whatever the
 # default becomes (an older record's: reporting.records.pinned_command)
 # until 2026-12-01, ε decayed over 1M env steps whatever the run's length (now 20% of the run: spec §4).
-LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_steps": 1_000_000}
+# Until 2026-12-01 --runtime's default was ray, for a grid's runs too (now auto: a grid's runs are serial).
+LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_steps": 1_000_000, "runtime": "ray"}
 DEVICES = ("auto", "cpu", "cuda")
-RUNTIMES = ("ray", "serial")
+RUNTIMES = ("auto", "ray", "serial")
 WANDB_MODES = ("offline", "online", "disabled")
 
 
@@ -137,8 +138,10 @@ class CoreConfig:
                               "actors, replay, bandit and run directory); 1: a learner per seed",
                            resume=("grid",))
     # --- runtime ---
-    runtime: str = _opt("ray", "ray: actors as processes; serial: one process, deterministic for a seed "
-                               "(--actors 1 --envs-per-actor 1: episodes in sequence, as the paper's Algorithm 1)")
+    runtime: str = _opt("auto", "ray: actors as processes; serial: one process, deterministic for a seed "
+                                "(--actors 1 --envs-per-actor 1: episodes in sequence, as the paper's Algorithm 1); "
+                                "auto: ray for one run, serial for each run of a grid (one process a core, β's "
+                                "update on the learner's thread: bench/grid.py)")
     actors: int = _opt(4, "actor processes")
     envs_per_actor: int = _opt(4, "environments stepped together per actor")
     actor_cpus: float = _run(0.0, "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors")
@@ -427,6 +430,15 @@ def parse_seeds(text: str, repeats: bool = False) -> list[int]:
     return list(seeds)
 
 
+def settled_runtime(runtime: str, in_grid: bool) -> str:
+    """`--runtime auto`: Ray for one run (its actors in processes of their own, on a cluster's nodes), serial for
+    a run of a grid (the grid places one such process a core: on 2 cores, 2.3× the env steps per second of Ray runs
+    placed one at a time for DQN; `bench/grid.py`, docs/benchmarks.md)."""
+    if runtime != "auto":
+        return runtime
+    return "serial" if in_grid else "ray"
+
+
 def settled_arm_exchange(algo: str, runtime: str, value: str) -> str:
     """`--arm-exchange auto` for β-DQN: a call per episode on the serial runtime (it costs nothing in one
     process), per chunk on Ray."""
@@ -468,9 +480,11 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
     # a password file's absolute path: a resume from another working directory finds it
     password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
+    runtime = settled_runtime(cfg.runtime, bool(cfg.grid))
     cfg = dataclasses.replace(
-        cfg, env=spec.name, out=out, replay_shards=shards, run_id=run_id, replay_password_file=password_file,
-        arm_exchange=settled_arm_exchange(cfg.algo, cfg.runtime, cfg.arm_exchange),
+        cfg, env=spec.name, out=out, runtime=runtime, replay_shards=shards, run_id=run_id,
+        replay_password_file=password_file,
+        arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.arm_exchange),
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
         lr=spec.learning_rate if cfg.lr is None else cfg.lr,
         eps_decay_steps=epsilon_decay_steps(cfg))

@@ -46,6 +46,7 @@ from configuration.flags import (
     resolve,
     restore_password,
     run_name,
+    settled_runtime,
 )
 from driver.outputs import RUN_FILES, NonFiniteLoss, write_whole
 from driver.runtime import RayBackend, cluster_to_start, interrupt_behind, sigterm_interrupts
@@ -79,6 +80,7 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
                   for name, value in chosen.items()},
                "variant": ",".join(f"{flag(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
                                    if name not in ("env", "algo") and reads(algo, name, combined))}
+        one["runtime"] = settled_runtime(one["runtime"], in_grid=True)  # auto: a process a core (grid_from_args)
         for seed in seeds:
             run = {**one, "seed": seed}
             run["out"] = str(grid_dir / run_name(run["env"], run["algo"], seed, run["variant"]))
@@ -531,9 +533,10 @@ def _check_writable(grid_dir: Path) -> None:
         raise ConfigError("out", f"cannot make the grid directory {grid_dir} ({e.strerror or e})") from None
 
 
-def grid_from_args(args: dict) -> Grid:
+def grid_from_args(args: dict, named: frozenset[str] = frozenset()) -> Grid:
     """A new grid (`--out` is its directory, default runs/grid-<time>) or, with `--resume GRID_DIR`, the
-    one written there (a flag given again may change only how it runs: GRID_RESUME_MAY_CHANGE)."""
+    one written there (a flag given again may change only how it runs: GRID_RESUME_MAY_CHANGE). `named`: the
+    flags the command line gave (a default the grid may choose otherwise is kept where given)."""
     parser = build_parser()
     given = {k: v for k, v in args.items() if v != parser.get_default(k) and k not in ("resume", "out")}
     resume = args.get("resume") or ""
@@ -575,6 +578,10 @@ def grid_from_args(args: dict) -> Grid:
 
     if any((grid_dir / name).exists() for name in RUN_FILES):
         raise ConfigError("out", f"{grid_dir} holds a run: give the grid a directory of its own")
+    if args["runtime"] == "auto" and "beta_thread" not in named and args["learner_cpus"] < 2:
+        # the grid's runs are serial, one a core: β's second thread would have no core of its own (the same math;
+        # written into grid.json, so that a resume keeps it)
+        args = {**args, "beta_thread": False}
     grid = Grid(args, grid_dir)
     taken = [Path(r["out"]) for r in grid.runs if any((Path(r["out"]) / n).exists() for n in RUN_FILES)]
     if taken:

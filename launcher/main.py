@@ -95,7 +95,7 @@ def _grid(argv: list[str] | None) -> int | None:
                                   "one of them")
     from launcher.grid import describe_grid, grid_from_args, grid_interrupted_line
 
-    grid = grid_from_args(args)
+    grid = grid_from_args(args, frozenset(vars(build_parser(defaults=False).parse_args(argv))))
     try:
         with _quiet_stdout(grid.dir / "ray_warnings.log"):
             summary = grid.run()

@@ -247,7 +247,7 @@ def pinned_command(cmd: str, grid: bool = False) -> str:
         return cmd
     algo = named.get("algo", FIELDS["algo"].default)
     algos = [a.strip() for a in (algo if isinstance(algo, list) else str(algo).split(","))]
-    pins = {k: v for k, v in LEGACY.items() if not grid or k == "bandit_returns"}
+    pins = {k: v for k, v in LEGACY.items() if not grid or k in ("bandit_returns", "runtime")}
     if grid and "eps_decay_fraction" not in named:  # a grid command from before the fraction (grid_command)
         pins["eps_decay_steps"] = LEGACY["eps_decay_steps"]
     return cmd + "".join(f" {flag(k)} {shlex.quote(flag_text(v))}" for k, v in pins.items()

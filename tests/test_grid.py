@@ -246,7 +246,7 @@ cluster.shutdown()
 
 def two_node_grid(out: Path, *extra: str) -> tuple[dict, dict]:
     """A 2-run grid (2 actors each) on TWO_NODES: its grid_summary.json and the two nodes' ids."""
-    argv = ["--algo", "dqn", "--seeds", "0,1", *SHORT, "--actors", "2", "--learner-cpus", "0.5",
+    argv = ["--algo", "dqn", "--seeds", "0,1", *SHORT, "--runtime", "ray", "--actors", "2", "--learner-cpus", "0.5",
             "--actor-cpus", "0.5", *extra]
     proc = subprocess.run([sys.executable, "-c", TWO_NODES, str(out), *argv], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
@@ -304,8 +304,8 @@ def test_a_grid_on_the_cluster_it_started_keeps_its_redis_servers_on_loopback(tm
 @pytest.mark.integration
 def test_a_run_no_node_can_hold_is_refused_in_one_line(ray_cluster, tmp_path):
     """The test cluster has 4 CPUs: a run asking for 1 + 8 × 0.5 would wait forever; it is refused."""
-    grid = grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, "--actors", "8", "--actor-cpus", "0.5",
-                                   "--out", str(tmp_path / "g")]))
+    grid = grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, "--runtime", "ray", "--actors", "8",
+                                   "--actor-cpus", "0.5", "--out", str(tmp_path / "g")]))
     with pytest.raises(ConfigError, match=r"--actors: a run needs 5 CPUs .* but the cluster has 4"):
         grid.run()
     assert not (tmp_path / "g").exists()  # nothing left behind: the same command, corrected, can run
@@ -317,7 +317,8 @@ def test_a_run_this_machine_can_never_hold_is_refused_before_its_cluster_starts(
     Started = two_cpu_machine
 
     def run(*argv):
-        grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, *argv, "--out", str(tmp_path / "g")])).run()
+        grid_from_args(args_of(["--algo", "dqn,beta_dqn", *SHORT, "--runtime", "ray", *argv,
+                                "--out", str(tmp_path / "g")])).run()
 
     with pytest.raises(ConfigError, match=r"--actors: a run needs 3 CPUs \(--learner-cpus 1 \+ --actors 4 × "
                                           r"--actor-cpus 0.5\) but the cluster has 2"):

@@ -397,7 +397,7 @@ def test_a_packed_grid_is_the_solo_grid_and_its_report_cannot_tell(ray_cluster, 
     assert rows["packed"] == rows["solo"] and len(rows["packed"]) == 3
     # on Ray: one task trains the pack, each seed with its own actors
     summary = grid_from_args(grid_args(tmp_path, "ray", "--seeds", "0-1", "--pack-seeds", "2",
-                                       "--actor-cpus", "0.25")).run()
+                                       "--actor-cpus", "0.25", "--runtime", "ray")).run()
     assert summary["done"] == 2
     for row in summary["runs"]:
         assert row["task"]["pack"] == ["MinAtar-Breakout_beta_dqn_s0", "MinAtar-Breakout_beta_dqn_s1"]

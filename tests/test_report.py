@@ -297,9 +297,10 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
     study = json.loads((tmp_path / "report" / "study.json").read_text())
     row = next(r for r in study["runs"] if r["variant"] == "bandit-returns=raw" and r["seed"] == 1)
     assert row["final_success"] == 0.95 and row["first_success_step"] == 2000 and row["algo"] == "beta_dqn"
-    # (a Ray run's exchange with the bandit, settled when it was made, is part of what it computed)
+    # (a Ray run's exchange with the bandit, settled when it was made, is part of what it computed; so is its
+    # runtime, named whatever its value since grids default to serial)
     assert row["cmd"] == ("python -m learner.main --env CliffWalk --algo beta_dqn --seed 1 --total-steps 2000 "
-                          "--arm-exchange chunk --device cpu --bandit-returns raw --eval-every 1000")
+                          "--runtime ray --arm-exchange chunk --device cpu --bandit-returns raw --eval-every 1000")
     make_run(tmp_path, "CliffWalk", "beta_dqn", 2, 1.0, 500.0, variant="bandit-returns=raw", bandit_returns="raw",
              count_mode="off")
     with pytest.raises(ReportError, match="runs differ in count_mode"):
@@ -755,16 +756,16 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
     args = {"env": "MinAtar/Asterix", "algo": ["beta_dqn", "dqn"], "bandit_returns": "raw", "arm_exchange": "auto",
             "eps_decay_steps": None, "eps_decay_fraction": 0.2}  # (ε's decay at today's default: named)
     assert grid_command(args) == ("python -m learner.main --env MinAtar/Asterix --algo beta_dqn,dqn "
-                                  "--arm-exchange auto --eps-decay-fraction 0.2 --bandit-returns raw")
+                                  "--runtime ray --arm-exchange auto --eps-decay-fraction 0.2 --bandit-returns raw")
     assert grid_command({**args, "algo": "dqn"}) == ("python -m learner.main --env MinAtar/Asterix --algo dqn "
-                                                     "--eps-decay-fraction 0.2")
+                                                     "--runtime ray --eps-decay-fraction 0.2")
     # a DQN run or grid saved before the switch holds bandit_returns "minmax" (not today's default): not named,
     # as DQN does not read it
     saved = next((ROOT / "results" / "table1-6ec5992" / "doorkey-dqn-s0" / "runs").glob("*/config.json"))
     dqn = json.loads(saved.read_text())
     assert dqn["bandit_returns"] == "minmax" and "--bandit-returns" not in run_command(dqn)
     assert grid_command({**args, "algo": "dqn", "bandit_returns": "minmax", "arm_exchange": "episode"}) == \
-        "python -m learner.main --env MinAtar/Asterix --algo dqn --eps-decay-fraction 0.2"
+        "python -m learner.main --env MinAtar/Asterix --algo dqn --runtime ray --eps-decay-fraction 0.2"
 
 
 def test_a_report_never_writes_its_copies_over_runs(tmp_path):
@@ -989,7 +990,8 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     old = json.loads(study_file.read_text())
     grid = "python -m learner.main --env MinAtar/Breakout --algo beta_dqn,dqn --total-steps 2000 --seeds 0-1"
     # (and ε's decay as such runs had it: 1M env steps, whatever the run's length)
-    assert old["commands"] == [grid + " --arm-exchange episode --eps-decay-steps 1000000 --bandit-returns minmax"]
+    assert old["commands"] == [grid + " --runtime ray --arm-exchange episode --eps-decay-steps 1000000 "
+                                      "--bandit-returns minmax"]
     for row in old["runs"]:  # as such a record was written: the flags left out at their default then
         row["cmd"] = row["cmd"].replace(" --arm-exchange episode", "").replace(" --bandit-returns minmax", "")
     study_file.write_text(json.dumps({**old, "commands": [grid]}))
@@ -998,7 +1000,7 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     beta = [row["cmd"] for row in again["runs"] if row["algo"] == "beta_dqn"]
     assert len(beta) == 2 and all(c.endswith(" --arm-exchange episode --bandit-returns minmax") for c in beta)
     assert all("--bandit-returns" not in row["cmd"] for row in again["runs"] if row["algo"] == "dqn")
-    pin = " --bandit-returns minmax --eps-decay-steps 1000000"  # (of a grid: these only, below)
+    pin = " --bandit-returns minmax --runtime ray --eps-decay-steps 1000000"  # (of a grid: these only, below)
     assert again["commands"] == [grid + pin]
     # one grid's command twice, in another order of its flags and once naming --arm-exchange: once; other
     # values of the same flags are another grid
@@ -1007,17 +1009,18 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     study_file.write_text(json.dumps({**old, "commands": [grid, moved, old["commands"][0], swapped]}))
     shown = json.loads((write_report([tmp_path / "old"], tmp_path / "both").parent / "study.json").read_text())
     assert shown["commands"] == [grid + pin, swapped + pin]
-    # a grid's recorded command gets --bandit-returns and ε's 1M decay only (one written while --arm-exchange's
+    # a grid's recorded command gets --bandit-returns, Ray and ε's 1M decay only (one written while --arm-exchange's
     # default was auto left that out; one that names --eps-decay-fraction is from since); a resume is left as it is
     from reporting.records import pinned_command
 
     assert pinned_command(grid, grid=True) == grid + pin
     assert pinned_command(grid + " --eps-decay-fraction 0.2", grid=True) == grid + " --eps-decay-fraction 0.2" + \
-        " --bandit-returns minmax"
+        " --bandit-returns minmax --runtime ray"
     assert pinned_command("python -m learner.main --resume runs/g") == "python -m learner.main --resume runs/g"
     alone = "python -m learner.main --env MinAtar/Breakout --algo=dqn --seed 0"
-    assert pinned_command(alone) == alone + " --eps-decay-steps 1000000"  # DQN's one pin: its ε as it ran
-    assert pinned_command(alone + " --eps-decay-steps 100") == alone + " --eps-decay-steps 100"
+    assert pinned_command(alone) == alone + " --eps-decay-steps 1000000 --runtime ray"  # DQN's: ε and Ray as it ran
+    assert pinned_command(alone + " --eps-decay-steps 100 --runtime serial") == \
+        alone + " --eps-decay-steps 100 --runtime serial"
     # a record whose grid command does not parse is refused in one line
     study_file.write_text(json.dumps({**old, "commands": ["python -m learner.main --env 'Mi"]}))
     with pytest.raises(ReportError, match=r"study.json has a grid command that does not split into words \(No "

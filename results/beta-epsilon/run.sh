@@ -17,7 +17,8 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   exit 2
 fi
 RECORDS=${RECORDS:-results}
-FLAGS=(--actors 4 --learner-cpus 1 --actor-cpus 0.25 --arm-exchange episode --progress false --wandb disabled)
+FLAGS=(--runtime ray --actors 4 --learner-cpus 1 --actor-cpus 0.25 --arm-exchange episode --progress false
+       --wandb disabled)
 lower() { echo "$1" | tr 'A-Z' 'a-z'; }
 
 one() {  # one GRID_NAME RECORD_DIR ARGS...: run (or continue) a one-run grid, then record its run
