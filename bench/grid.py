@@ -6,8 +6,9 @@
 Measures, in one sitting (run it on a quiet machine: nothing else running):
 
 (a) **The CPU-bound limit.** One run of each method in this process (the serial runner, one torch thread, β-DQN's
-    second thread off, the grid's 4 actors × 4 envs stepped in turn) for `--steps` env steps: its process CPU
-    seconds per env step, learner and actors together (`resource.getrusage`, from its first update to its end).
+    second thread off, the grid's 4 actors × 4 envs stepped in turn), of the grid's runs' length: its process CPU
+    seconds per env step, learner and actors together (`resource.getrusage` over the whole run, warm-up and final
+    evaluation included, as the grid's runs do them; the steady state's alone is recorded beside it).
     The limit is the machine's cores over that: the env steps per second of a grid whose every core does nothing
     but this work.
 (b) **A grid of `--runs` runs** (seeds 0..runs-1, `python -m learner.main ... --seeds`, a fresh process each), in
@@ -91,13 +92,16 @@ def in_process(env: str, algo: str, steps: int, beta_thread: bool = False) -> di
             return learner_update(batch)
 
         run.learner.update = update
+        begin = _cpu()
         summary = run.run()
         end = _cpu()
     t = summary["throughput"]
-    steady_steps = summary["env_steps"] - WARMUP
-    cpu_per_step = (end - first.at) / steady_steps
+    # the limit's work is a whole run's, as the grid's runs do it: warm-up, updates and the final evaluation
+    # (the steady state alone, from the first update, is its `steady_cpu_seconds_per_env_step`)
     return {"algo": algo, "steady_env_steps_per_s": t["steady_env_steps_per_s"], "update_ms": t["update_ms"],
-            "cpu_seconds_per_env_step": cpu_per_step, "cpu_seconds": end - first.at}
+            "cpu_seconds_per_env_step": (end - begin) / summary["env_steps"],
+            "steady_cpu_seconds_per_env_step": (end - first.at) / (summary["env_steps"] - WARMUP),
+            "cpu_seconds": end - begin}
 
 
 def grid(env: str, algo: str, runs: int, steps: int, mode: str) -> dict:
@@ -124,7 +128,7 @@ def grid(env: str, algo: str, runs: int, steps: int, mode: str) -> dict:
 def one_ray_run(env: str, algo: str, steps: int) -> dict:
     """(c): one Ray run of 4 actors, in a fresh process; its steady env steps per second and update time."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "learner.main", "--env", env, "--algo", algo, "--total-steps",
+        cmd = [sys.executable, "-m", "learner.main", "--env", env, "--algo", algo, "--runtime", "ray", "--total-steps",
                str(WARMUP + steps), "--eval-every", str(WARMUP + steps), "--eval-episodes", "2",
                "--eval-basic", "false", "--wandb", "disabled", "--progress", "false", "--json", "true",
                "--out", str(Path(tmp) / "r")]

@@ -93,7 +93,7 @@ def end_to_end(args, k: int, packed: bool, gpus: int) -> dict:
     learner_cpus = cpus / (2 * k)
     actor_cpus = cpus / (2 * k * args.actors)
     with tempfile.TemporaryDirectory() as tmp:
-        argv = ["--env", args.env, "--algo", args.algo, "--seeds", f"0-{k - 1}",
+        argv = ["--env", args.env, "--algo", args.algo, "--seeds", f"0-{k - 1}", "--runtime", "ray",
                 "--pack-seeds", str(k if packed else 1),
                 "--actors", str(args.actors), "--total-steps", str(args.learning_starts + args.steps),
                 "--learning-starts", str(args.learning_starts), "--eval-every", str(10**9), "--eval-episodes", "1",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 import re
 import secrets
 import shlex
@@ -430,13 +431,14 @@ def parse_seeds(text: str, repeats: bool = False) -> list[int]:
     return list(seeds)
 
 
-def settled_runtime(runtime: str, in_grid: bool) -> str:
-    """`--runtime auto`: Ray for one run (its actors in processes of their own, on a cluster's nodes), serial for
-    a run of a grid (the grid places one such process a core: on 2 cores, 2.3× the env steps per second of Ray runs
-    placed one at a time for DQN; `bench/grid.py`, docs/benchmarks.md)."""
+def settled_runtime(runtime: str, in_grid: bool, joins_cluster: bool = False) -> str:
+    """`--runtime auto`: Ray for one run (its actors in processes of their own), and for a grid that joins a cluster
+    (--address or RAY_ADDRESS: its runs' actors spread over the nodes); serial for a run of a grid on this machine
+    (the grid places one such process a core: on 2 cores, 2.3× the env steps per second of Ray runs placed one at
+    a time for DQN; `bench/grid.py`, docs/benchmarks.md)."""
     if runtime != "auto":
         return runtime
-    return "serial" if in_grid else "ray"
+    return "serial" if in_grid and not joins_cluster else "ray"
 
 
 def settled_arm_exchange(algo: str, runtime: str, value: str) -> str:
@@ -480,7 +482,7 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
     # a password file's absolute path: a resume from another working directory finds it
     password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
-    runtime = settled_runtime(cfg.runtime, bool(cfg.grid))
+    runtime = settled_runtime(cfg.runtime, bool(cfg.grid), bool(cfg.address or os.environ.get("RAY_ADDRESS")))
     cfg = dataclasses.replace(
         cfg, env=spec.name, out=out, runtime=runtime, replay_shards=shards, run_id=run_id,
         replay_password_file=password_file,

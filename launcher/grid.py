@@ -80,7 +80,8 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
                   for name, value in chosen.items()},
                "variant": ",".join(f"{flag(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
                                    if name not in ("env", "algo") and reads(algo, name, combined))}
-        one["runtime"] = settled_runtime(one["runtime"], in_grid=True)  # auto: a process a core (grid_from_args)
+        # (grid_from_args settles a new grid's auto; one written while grid.json kept it is settled here alike)
+        one["runtime"] = settled_runtime(one["runtime"], True, bool(args["address"] or os.environ.get("RAY_ADDRESS")))
         for seed in seeds:
             run = {**one, "seed": seed}
             run["out"] = str(grid_dir / run_name(run["env"], run["algo"], seed, run["variant"]))
@@ -533,10 +534,11 @@ def _check_writable(grid_dir: Path) -> None:
         raise ConfigError("out", f"cannot make the grid directory {grid_dir} ({e.strerror or e})") from None
 
 
-def grid_from_args(args: dict, named: frozenset[str] = frozenset()) -> Grid:
+def grid_from_args(args: dict, named: frozenset[str] | None = None) -> Grid:
     """A new grid (`--out` is its directory, default runs/grid-<time>) or, with `--resume GRID_DIR`, the
     one written there (a flag given again may change only how it runs: GRID_RESUME_MAY_CHANGE). `named`: the
-    flags the command line gave (a default the grid may choose otherwise is kept where given)."""
+    flags the command line gave, so that β's thread, which a grid of serial runs turns off, stays on where
+    `--beta-thread` was given (None: not known, and it stays as `args` has it)."""
     parser = build_parser()
     given = {k: v for k, v in args.items() if v != parser.get_default(k) and k not in ("resume", "out")}
     resume = args.get("resume") or ""
@@ -578,10 +580,16 @@ def grid_from_args(args: dict, named: frozenset[str] = frozenset()) -> Grid:
 
     if any((grid_dir / name).exists() for name in RUN_FILES):
         raise ConfigError("out", f"{grid_dir} holds a run: give the grid a directory of its own")
-    if args["runtime"] == "auto" and "beta_thread" not in named and args["learner_cpus"] < 2:
-        # the grid's runs are serial, one a core: β's second thread would have no core of its own (the same math;
-        # written into grid.json, so that a resume keeps it)
-        args = {**args, "beta_thread": False}
+    if isinstance(args["runtime"], list) and "auto" in args["runtime"]:
+        raise ConfigError("runtime", f"{flag_text(args['runtime'])}: auto in a list would name a column for what "
+                                     "it settles to; list ray and serial")
+    if args["runtime"] == "auto":  # settled here, into grid.json: a resume runs what the grid ran
+        runtime = settled_runtime("auto", in_grid=True,
+                                  joins_cluster=bool(args["address"] or os.environ.get("RAY_ADDRESS")))
+        if runtime == "serial" and named is not None and "beta_thread" not in named and args["learner_cpus"] < 2:
+            # one serial run a core: β's second thread would have no core of its own (the same math)
+            args = {**args, "beta_thread": False}
+        args = {**args, "runtime": runtime}
     grid = Grid(args, grid_dir)
     taken = [Path(r["out"]) for r in grid.runs if any((Path(r["out"]) / n).exists() for n in RUN_FILES)]
     if taken:

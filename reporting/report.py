@@ -494,9 +494,9 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     if tested:
         lines += ["## Each environment against DQN", "",
                   "The difference of the final scores' means (the column's minus DQN's), two-sided tests over the "
-                  "seeds: Welch's t-test, and the Mann–Whitney test (exact without ties, else its normal "
-                  "approximation) with the smallest p its exact form allows these run counts (3 a side: 0.10, so it "
-                  "can never call a difference at 0.05; 5 a side: 0.008). \"Called\": "
+                  "seeds: Welch's t-test, and the Mann–Whitney test as an exact permutation test over every split "
+                  "of the runs (ties count half) with the smallest p it can reach with these run counts (3 a side: "
+                  "0.10, so it can never call a difference at 0.05; 5 a side: 0.008). \"Called\": "
                   "Welch's p below 0.05.", "", *tested, ""]
     summed, extra = aggregate_rows(runs, out, reps)
     numbers.update(extra)
@@ -564,10 +564,14 @@ def test_rows(runs: list[RunData]) -> tuple[list[str], dict]:
             d = difference(mine, base)
             numbers[f"{env}|{column_label(column)}"] = d
             welch = "—" if d["welch_p"] is None else f"{d['welch_p']:.3f}"
-            called = "no (identical scores)" if d["welch_p"] is None else (
-                "yes" if d["welch_p"] < 0.05 else "no")
+            if d["welch_p"] is not None:
+                called = "yes" if d["welch_p"] < 0.05 else "no"
+            else:  # both sides constant: Welch's test is undefined
+                called = "no (identical scores)" if sorted(mine) == sorted(base) else \
+                    "no (Welch undefined: each side constant)"
+            whitney = "—" if d["mann_whitney_p"] is None else f"{d['mann_whitney_p']:.3f}"
             lines.append(f"| {env} | {column_label(column)} | {len(mine)}, {len(base)} | {d['difference']:+.2f} | "
-                         f"{welch} | {d['mann_whitney_p']:.3f} ({d['mann_whitney_least_p']:.3f}) | {called} |")
+                         f"{welch} | {whitney} ({d['mann_whitney_least_p']:.3f}) | {called} |")
     return (lines if len(lines) > 2 else []), numbers
 
 

@@ -48,3 +48,18 @@ def test_missing_runs_are_listed_not_decided(verdict, capsys, monkeypatch):
     assert verdict.main(["--reps", "100"]) == 1
     assert "not in the records yet" in capsys.readouterr().out
     assert verdict.main(["--reps", "10"]) == 2
+
+
+def test_the_committed_runs_follow_the_plan_and_a_departure_is_named(verdict):
+    import copy
+
+    runs = verdict.collect(verdict.records())
+    eps, none = runs["DoorKey", "eps", 0], runs["DoorKey", "none", 0]
+    assert verdict.off_plan(eps, "eps") == "" and verdict.off_plan(none, "none") == ""
+    serial = copy.copy(eps)
+    serial.config = {**eps.config, "runtime": "serial"}
+    assert verdict.off_plan(serial, "eps") == "runtime is 'serial', not 'ray'"
+    short = copy.copy(eps)
+    short.config = {**eps.config, "eps_decay_steps": 1_000_000}
+    assert verdict.off_plan(short, "eps") == "eps_decay_steps is 1000000, not 100000"
+    assert verdict.off_plan(none, "eps").startswith("beta_epsilon is False")

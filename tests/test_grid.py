@@ -72,6 +72,27 @@ def test_beta_dqn_reads_the_epsilon_schedule_only_with_beta_epsilon_so_a_list_of
         "beta-epsilon=false", "eps-decay-steps=1000,beta-epsilon=true", "eps-decay-steps=2000,beta-epsilon=true"]
 
 
+def test_a_grid_settles_auto_to_serial_runs_one_a_core_here_and_to_ray_on_a_cluster(tmp_path, monkeypatch):
+    """--runtime auto: a grid on this machine runs serial runs, β on the learner's thread unless --beta-thread is
+    given, and grid.json keeps what it settled on; a grid that joins a cluster runs Ray runs; auto in a list is
+    refused."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    argv = ["--env", "CliffWalk", "--algo", "beta_dqn", "--seeds", "0-1"]
+    grid = grid_from_args(args_of([*argv, "--out", str(tmp_path / "a")]), frozenset({"env", "algo", "seeds"}))
+    assert {(r["runtime"], r["beta_thread"]) for r in grid.runs} == {("serial", False)}
+    assert (grid.args["runtime"], grid.args["beta_thread"]) == ("serial", False)
+    named = frozenset({"env", "algo", "seeds", "beta_thread"})
+    grid = grid_from_args(args_of([*argv, "--beta-thread", "true", "--out", str(tmp_path / "b")]), named)
+    assert {(r["runtime"], r["beta_thread"]) for r in grid.runs} == {("serial", True)}
+    grid = grid_from_args(args_of([*argv, "--runtime", "serial", "--out", str(tmp_path / "c")]))
+    assert {(r["runtime"], r["beta_thread"]) for r in grid.runs} == {("serial", True)}  # given: kept as it is
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    grid = grid_from_args(args_of([*argv, "--out", str(tmp_path / "d")]), frozenset({"env", "algo", "seeds"}))
+    assert {(r["runtime"], r["beta_thread"]) for r in grid.runs} == {("ray", True)}
+    with pytest.raises(ConfigError, match="--runtime: auto,ray: auto in a list"):
+        grid_from_args(args_of([*argv, "--runtime", "auto,ray", "--out", str(tmp_path / "e")]))
+
+
 def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_does_not_read(tmp_path):
     grid = grid_from_args(args_of(["--env", "CliffWalk", "--algo", "beta_dqn,dqn", "--seeds", "0,1",
                                    "--bandit-returns", "minmax,raw", "--eps-decay-steps", "1000000,10000",

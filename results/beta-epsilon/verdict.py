@@ -108,8 +108,8 @@ def off_plan(run, arm: str) -> str:
     from configuration.flags import AXES, Config, reads
 
     steps = 1_000_000 if run.env.startswith("MinAtar/") else 500_000
-    plan = Config(env=run.env, algo="dqn" if arm == "dqn" else "beta_dqn", total_steps=steps, actors=4,
-                  arm_exchange="episode", bandit_returns="raw", beta_epsilon=arm == "eps")
+    plan = Config(env=run.env, algo="dqn" if arm == "dqn" else "beta_dqn", total_steps=steps, runtime="ray",
+                  actors=4, arm_exchange="episode", bandit_returns="raw", beta_epsilon=arm == "eps")
     for key in sorted(AXES - {"env", "algo"}):
         if not reads(run.algo, key, run.config):
             continue
