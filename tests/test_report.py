@@ -543,8 +543,9 @@ def test_a_record_from_before_the_arm_exchange_flag_and_with_the_old_study_forma
     make_run(tmp_path / "new", "CliffWalk", "dqn", 0, 1.0, 1000.0)
     report = write_report([tmp_path / "old", tmp_path / "new"], tmp_path / "t").read_text()
     assert "| CliffWalk | CliffWalk | 1.00 [1.00, 1.00] (n=1) | 0.83 [0.50, 1.00] (n=3) |" in report
-    # (its grid command, written when min-max was the default, as it ran: pinned_command)
-    assert "```bash\npython -m learner.main --env CliffWalk --bandit-returns minmax\npython -m learner.report" in report
+    # (its grid command, written when min-max and Ray were the defaults, as it ran: pinned_command)
+    assert ("```bash\npython -m learner.main --env CliffWalk --bandit-returns minmax --runtime ray\n"
+            "python -m learner.report") in report
     # the window's shares: of the one run whose directory is there, and said so
     # (the first evaluation at ≥ 0.9 and the training success of the recorded seeds as their record says)
     assert ("| β-DQN | 0.83 [0.50, 1.00] (n=3) | 2 of 3 | 2k (2k–2k), 2 of 3 seeds | 0.67 [0.40, 0.80] (n=3) | "
