@@ -14,7 +14,6 @@ Prints a table and writes JSON.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from actors.actor import Actor, ActorSettings  # noqa: E402
-from bench.machine import machine  # noqa: E402
+from bench.machine import machine, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve, settings  # noqa: E402
 from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
@@ -152,9 +151,7 @@ def main(argv=None) -> int:
     result = {"env": args.env, "machine": machine(), "learner": learner, "actor": actors,
               "command": "python bench/breakdown.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     out = Path(args.out or ROOT / "bench" / "results" / f"breakdown-{result['machine']['cpu_count']}cpu-{device}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    write_result(out, result)
     return 0
 
 

@@ -17,7 +17,6 @@ paper's row and writes JSON with the machine and every run.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine  # noqa: E402
+from bench.machine import machine, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve  # noqa: E402
 from driver.run import Run  # noqa: E402
@@ -92,9 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print_table(result)
     out = Path(args.out or ROOT / "bench" / "results" / f"cost-{info['cpu_count']}cpu-{result['device']}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    write_result(out, result)
     return 0
 
 

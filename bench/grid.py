@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine  # noqa: E402
+from bench.machine import machine, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve  # noqa: E402
 from driver.run import Run  # noqa: E402
@@ -187,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     result["bench_seconds"] = round(time.perf_counter() - t0, 1)
     print_table(result)
     out = Path(args.out or ROOT / "bench" / "results" / f"grid-{cores}cpu.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    write_result(out, result)
     return 0
 
 

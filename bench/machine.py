@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -38,3 +39,10 @@ def machine() -> dict:
             "gpu": gpu, "python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__,
             "numpy": numpy.__version__, "gymnasium": gymnasium.__version__, "commit": commit,
             "date": time.strftime("%Y-%m-%d")}
+
+
+def write_result(out: Path, result: dict) -> None:
+    """A bench's JSON, written where it says (its folder made), and the line that says where."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"\nwrote {out}")

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 from bench.breakdown import actor_rows  # noqa: E402
-from bench.machine import machine  # noqa: E402
+from bench.machine import machine, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve, settings  # noqa: E402
 from driver.run import Run  # noqa: E402
@@ -251,9 +251,7 @@ def main(argv=None) -> int:
     device = "gpu" if result["device"].startswith("cuda") else "cpu"
     kind = "actors" if args.skip_end_to_end else "throughput"  # a partial bench keeps the full one's file
     out = Path(args.out or ROOT / "bench" / "results" / f"{kind}-{info['cpu_count']}cpu-{device}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    write_result(out, result)
     return 0
 
 
