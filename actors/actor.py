@@ -66,7 +66,8 @@ class Actor:
         key = [cfg.seed, actor_id] + ([generation] if generation else [])
         streams = np.random.SeedSequence(key).spawn(1 + cfg.envs_per_actor)
         self.rng = np.random.default_rng(streams[0])
-        self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0])) for ss in streams[1:]]
+        self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0]), kwargs=spec.env_kwargs)
+                     for ss in streams[1:]]
         self.obs = [env.reset()[0] for env in self.envs]
         self.acting = acting(cfg.method)
         # arms chosen ahead, a chunk at a time (a central arm source: the bandit), or one per episode

@@ -1,14 +1,23 @@
 """One environment factory: `make_env(name, seed)` (spec §6).
 
 Names users type: `CliffWalk`, `MinAtar/<Game>` (or `MinAtar/<Game>-v0`), the six MiniGrid task names
-below, or any registered Gymnasium id with a discrete action space and a Box observation.
+below, any registered Gymnasium id with a discrete action space and a Box observation, or `module:Id` (a
+module of the user's that registers `Id` with Gymnasium when imported: imported here, and in every Ray
+worker, which `env_modules` ships it to). `--env-kwargs` (a JSON object) reaches the constructor of
+Gymnasium ids, `module:Id` envs and the MiniGrid tasks.
 Every environment reports `info["success"]` on its last step where the task has a notion of success.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import logging
+import sys
+import sysconfig
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 
 import gymnasium as gym
 import numpy as np
@@ -32,6 +41,63 @@ _LEARNING_RATES = {"MinAtar/Asterix": 3e-5, "MinAtar/Seaquest": 1e-4,
 
 class UnknownEnvError(ValueError):
     pass
+
+
+def parse_env_kwargs(text: str) -> dict:
+    """`--env-kwargs` as a dict: a JSON object (empty text: none); anything else, one line saying why."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise UnknownEnvError(f"{text!r} is not JSON ({e}); give an object, e.g. "
+                              "'{\"size\": 8}'") from None
+    if not isinstance(value, dict):
+        raise UnknownEnvError(f"{text!r} is a JSON {type(value).__name__}, not an object of keyword "
+                              "arguments, e.g. '{\"size\": 8}'")
+    return value
+
+
+def canonical_kwargs(text: str) -> str:
+    """`--env-kwargs` in one spelling (keys sorted, no spaces): '' for none."""
+    value = parse_env_kwargs(text)
+    return json.dumps(value, sort_keys=True, separators=(",", ":")) if value else ""
+
+
+def _import_env_module(name: str) -> str:
+    """`module:Id` -> Id, the module imported (it registers Id); one line naming what was tried where not."""
+    module, _, env_id = name.partition(":")
+    if not module or not env_id:
+        raise UnknownEnvError(f"env {name!r}: give module:Id, a module that registers the Gymnasium id Id")
+    try:
+        importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - the user's module: whatever it raises is one line
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise UnknownEnvError(f"env {name!r}: module {module!r} cannot be imported ({type(e).__name__}: {reason}); "
+                              "it must be importable from the working directory or the Python path") from None
+    if env_id not in gym.registry:
+        raise UnknownEnvError(f"env {name!r}: module {module!r} was imported but registers no Gymnasium id "
+                              f"{env_id!r} (gymnasium.register(id={env_id!r}, entry_point=...))")
+    return env_id
+
+
+def env_modules(names) -> list[ModuleType]:
+    """The user's modules behind `module:Id` names that Ray's workers must be sent (`runtime_env`'s
+    `py_modules`, on every node): each top-level package or single-file module imported here, unless it is
+    installed (in site-packages, where every node's environment has it as this one does)."""
+    installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    shipped = []
+    for name in names:
+        if ":" not in name:
+            continue
+        top = sys.modules.get(name.partition(":")[0].split(".")[0])
+        where = getattr(top, "__file__", None) or next(iter(getattr(top, "__path__", [])), None)
+        if top is None or where is None or top in shipped:
+            continue
+        if any(parent in installed for parent in Path(where).resolve().parents):
+            continue
+        shipped.append(top)
+    return shipped
 
 
 def known_names() -> list[str]:
@@ -77,6 +143,7 @@ class EnvSpec:
     # (rows, columns) when the observation is a one-hot of a grid's cell (CliffWalk's): the run counts its
     # training visits per cell and the report draws them as a heatmap; else None
     state_grid: tuple[int, int] | None
+    env_kwargs: str = ""  # --env-kwargs, canonical JSON ('' for none): every env of the run is made with it
 
 
 class CliffWalk(gym.Env):
@@ -207,11 +274,20 @@ def _minatar_env(game: str) -> gym.Env:
     return MinAtar(module)
 
 
-def _build(name: str) -> tuple[gym.Env, bool]:
-    """The raw environment for a canonical name and whether it has a notion of success."""
-    if name == "CliffWalk":
-        return CliffWalk(), True
-    if name.startswith("MinAtar/"):
+def _build(name: str, kwargs: str = "", render_mode: str | None = None) -> tuple[gym.Env, bool]:
+    """The raw environment for a canonical name (made with the JSON object `kwargs`, and `render_mode` where
+    given) and whether it has a notion of success."""
+    given = parse_env_kwargs(kwargs)
+    fixed = {"render_mode": render_mode} if render_mode else {}
+    if name == "CliffWalk" or name.startswith("MinAtar/"):
+        if given:
+            raise UnknownEnvError(f"--env-kwargs {kwargs!r}: {name} takes no keyword arguments (only Gymnasium "
+                                  "ids, module:Id and the MiniGrid tasks do)")
+        if render_mode:
+            raise UnknownEnvError(f"{name} renders no frames (Gymnasium ids, module:Id envs and the MiniGrid "
+                                  f"tasks render {render_mode!r} where their makers wrote it)")
+        if name == "CliffWalk":
+            return CliffWalk(), True
         game = name.split("/", 1)[1]
         if game not in MINATAR_GAMES:
             raise UnknownEnvError(_unknown(name))
@@ -220,17 +296,13 @@ def _build(name: str) -> tuple[gym.Env, bool]:
         import minigrid  # noqa: F401  (registers the MiniGrid ids)
 
         gid, actions = MINIGRID_TASKS[name]
-        return MiniGridPaper(gym.make(gid, disable_env_checker=True), actions), True
+        return MiniGridPaper(_make(name, gid, kwargs, given, disable_env_checker=True, **fixed), actions), True
     if name.startswith("MiniGrid-"):
         import minigrid  # noqa: F401
-    if name not in gym.registry:
+    env_id = _import_env_module(name) if ":" in name else name
+    if env_id not in gym.registry:
         raise UnknownEnvError(_unknown(name))
-    try:
-        env = gym.make(name)
-    except Exception as e:  # noqa: BLE001 - a registered id whose package, optional dependency or shim is missing
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise UnknownEnvError(f"env {name!r} is registered with Gymnasium but cannot be made here "
-                              f"({type(e).__name__}: {reason})") from None
+    env = _make(name, env_id, kwargs, given, **fixed)
     if not isinstance(env.action_space, gym.spaces.Discrete):
         raise UnknownEnvError(f"env {name!r} has action space {env.action_space}; only Discrete is supported")
     if not isinstance(env.observation_space, gym.spaces.Box):
@@ -238,23 +310,41 @@ def _build(name: str) -> tuple[gym.Env, bool]:
     return env, False
 
 
+def _make(name: str, env_id: str, text: str, kwargs: dict, **fixed) -> gym.Env:
+    try:
+        return gym.make(env_id, **fixed, **kwargs)
+    except Exception as e:  # noqa: BLE001 - a missing package or shim, or keywords the constructor refuses
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        given = f" with --env-kwargs {text}" if kwargs else ""
+        raise UnknownEnvError(f"env {name!r} is registered with Gymnasium but cannot be made here{given} "
+                              f"({type(e).__name__}: {reason})") from None
+
+
 def _unknown(name: str) -> str:
     return (f"unknown env {name!r}; known: {', '.join(known_names())}, "
-            "or any registered Gymnasium id with discrete actions")
+            "any registered Gymnasium id with discrete actions, or module:Id for an id your module registers")
 
 
-def make_env(name: str, seed: int | None = None) -> gym.Env:
-    """A seeded environment by user-facing name; raises UnknownEnvError with the known names."""
-    env, _ = _build(canonical_name(name))
+def make_env(name: str, seed: int | None = None, kwargs: str = "", render_mode: str | None = None) -> gym.Env:
+    """A seeded environment by user-facing name (`kwargs`: `--env-kwargs`, a JSON object; `render_mode`:
+    Gymnasium's, for a video); raises UnknownEnvError with the known names."""
+    env, _ = _build(canonical_name(name), kwargs, render_mode)
     if seed is not None:
         env.reset(seed=seed)
         env.action_space.seed(seed)
     return env
 
 
-def env_spec(name: str) -> EnvSpec:
+def env_defaults(name: str) -> tuple[float, float]:
+    """An environment's default γ and learning rate (spec §4), by its name alone: nothing is imported or made
+    (a report of a `module:Id` run reads them where the user's module is not importable)."""
     name = canonical_name(name)
-    env, has_success = _build(name)
+    return (0.9 if name == "CliffWalk" else 0.99), _LEARNING_RATES.get(name, 3e-4)
+
+
+def env_spec(name: str, kwargs: str = "") -> EnvSpec:
+    name, kwargs = canonical_name(name), canonical_kwargs(kwargs)
+    env, has_success = _build(name, kwargs)
     space = env.observation_space
     grid = getattr(env.unwrapped, "state_grid", None)
     spec = EnvSpec(
@@ -262,11 +352,12 @@ def env_spec(name: str) -> EnvSpec:
         obs_shape=tuple(int(d) for d in space.shape),
         obs_dtype=np.dtype(space.dtype).name,
         n_actions=int(env.action_space.n),
-        gamma=0.9 if name == "CliffWalk" else 0.99,
-        learning_rate=_LEARNING_RATES.get(name, 3e-4),
+        gamma=env_defaults(name)[0],
+        learning_rate=env_defaults(name)[1],
         has_success=has_success,
         binary_obs=bool(np.dtype(space.dtype) == np.bool_ or grid),
         state_grid=grid,
+        env_kwargs=kwargs,
     )
     env.close()
     return spec

@@ -38,7 +38,8 @@ class Evaluator:
         policies = self.acting.eval_policies
         for policy, stream in zip(policies, np.random.SeedSequence(seed).spawn(len(policies)), strict=True):
             env_stream, rng_stream = stream.spawn(2)
-            self.envs[policy] = make_env(spec.name, seed=int(env_stream.generate_state(1)[0]))
+            self.envs[policy] = make_env(spec.name, seed=int(env_stream.generate_state(1)[0]),
+                                           kwargs=spec.env_kwargs)
             self.rngs[policy] = np.random.default_rng(rng_stream)
 
     def _episodes(self, nets: dict[str, NumpyNet], policy: str) -> tuple[list[float], list[bool]]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import typing
 from pathlib import Path
 
+from actors.envs import UnknownEnvError, canonical_kwargs
 from configuration.errors import OneLineParser
 from configuration.flags import (
     ALGOS,
@@ -50,11 +52,37 @@ def _axis(conv):
     return convert
 
 
+def _env_kwargs(text: str):
+    """`--env-kwargs`: a JSON object, or a JSON list of objects (a grid axis: JSON has commas of its own, so a
+    comma list is not one here); each in its canonical spelling."""
+    try:
+        if text.lstrip().startswith("["):
+            try:
+                items = json.loads(text)
+            except ValueError as e:
+                raise UnknownEnvError(f"{text!r} is not JSON ({e})") from None
+            if not isinstance(items, list) or not items:
+                raise UnknownEnvError(f"{text!r} is an empty list")
+            if any(not isinstance(v, dict) for v in items):
+                raise UnknownEnvError(f"{text!r} is a list whose items are not all objects")
+            values = [canonical_kwargs(json.dumps(v)) for v in items]
+            repeated = [v for i, v in enumerate(values) if v in values[:i]]
+            if repeated:
+                raise UnknownEnvError(f"{repeated[0] or '{}'} appears twice in the list {text!r}")
+            return values if len(values) > 1 else values[0]
+        return canonical_kwargs(text)
+    except ValueError as e:  # UnknownEnvError, and json's on a list that does not parse
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+_env_kwargs.__name__ = "JSON object"
+
+
 # `--help` in groups, each flag once; a method's own flags (and the shared ones whose roles name some methods, as
 # the ε schedule) are "the method", whatever their group here would be. tests/test_cli.py checks that every field
 # is in exactly one group.
 HELP_GROUPS = {
-    "what to run": ("env", "algo", "seed", "seeds", "total_steps", "runtime", "actors", "envs_per_actor",
+    "what to run": ("env", "env_kwargs", "algo", "seed", "seeds", "total_steps", "runtime", "actors", "envs_per_actor",
                     "chunk_steps", "resume"),
     "the method": (),
     "replay": ("replay", "replay_shards", "replay_capacity", "replay_password_file", "replay_timeout",
@@ -111,7 +139,8 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
         else:  # float | None, int | None
             conv = int if int in typing.get_args(kind) else float
         whose = f.metadata["algos"]
-        groups[help_group(f.name)].add_argument(flag(f.name), dest=f.name, type=_axis(conv) if f.name in AXES else conv,
+        read = _env_kwargs if f.name == "env_kwargs" else _axis(conv) if f.name in AXES else conv
+        groups[help_group(f.name)].add_argument(flag(f.name), dest=f.name, type=read,
                             default=f.default if defaults else argparse.SUPPRESS,
                             metavar=f.name.upper() if conv is not _bool else "BOOL",
                             help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {_readers(f.name)}]"))

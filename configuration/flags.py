@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from actors.envs import UnknownEnvError, canonical_name, env_spec
+from actors.envs import UnknownEnvError, canonical_kwargs, canonical_name, env_defaults, env_spec
 from methods import METHODS
 from methods.contracts import MethodSettings
 from methods.dqn.acting import EpsilonGreedy
@@ -118,7 +118,10 @@ class CoreConfig:
     """The flags every method shares; `Config` adds each method's own (`methods.flags`)."""
 
     # --- the run ---
-    env: str = _opt("MinAtar/Breakout", "environment name (docs/running.md lists them)")
+    env: str = _opt("MinAtar/Breakout", "environment name (docs/running.md lists them), or module:Id for a Gymnasium "
+                                        "id that your module registers when imported")
+    env_kwargs: str = _opt("", "a JSON object of keyword arguments for the env's constructor (Gymnasium ids, "
+                               "module:Id and the MiniGrid tasks), e.g. '{\"size\": 8}'")
     algo: str = _opt("beta_dqn", f"algorithm: {', '.join(ALGOS)}")
     seed: int = _opt(0, "seed of everything in the run (a grid: --seeds)")
     total_steps: int = _opt(5_000_000, "training env steps (all actors)")
@@ -322,7 +325,7 @@ def run_name(env: str, algo: str, seed: int, variant: str = "") -> str:
     """A run directory's name: `<env>_<algo>[_<variant>]_s<seed>`, e.g. CliffWalk_beta_dqn_bandit-returns=raw_s3."""
     # a directory name has 255 bytes at most
     middle = shorten(f"_{variant.replace(',', '_').replace('/', '-')}", 160) if variant else ""
-    return f"{canonical_name(env).replace('/', '-')}_{algo}{middle}_s{seed}"
+    return f"{canonical_name(env).replace('/', '-').replace(':', '-')}_{algo}{middle}_s{seed}"
 
 
 def run_seed(name: str) -> int | None:
@@ -463,7 +466,11 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         if not torch.cuda.is_available():
             raise ConfigError("device", "cuda: no CUDA device is available here; use auto or cpu")
     try:
-        spec = env_spec(cfg.env)
+        kwargs = canonical_kwargs(cfg.env_kwargs)
+    except UnknownEnvError as e:
+        raise ConfigError("env_kwargs", str(e)) from None
+    try:
+        spec = env_spec(cfg.env, kwargs)
     except UnknownEnvError as e:
         raise ConfigError("env", str(e)) from None
     out = cfg.out or f"runs/{run_name(cfg.env, cfg.algo, cfg.seed)}"
@@ -484,7 +491,7 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
     runtime = settled_runtime(cfg.runtime, bool(cfg.grid), bool(cfg.address or os.environ.get("RAY_ADDRESS")))
     cfg = dataclasses.replace(
-        cfg, env=spec.name, out=out, runtime=runtime, replay_shards=shards, run_id=run_id,
+        cfg, env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, replay_shards=shards, run_id=run_id,
         replay_password_file=password_file,
         arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.arm_exchange),
         gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
@@ -610,11 +617,11 @@ def run_command(config: dict, device: str = "cpu") -> str:
     """The command line that computes the run of `config` (config.json) again on `device` (its summary's):
     every field that changes what it computes (and its seed), where it differs from the default (γ and the
     learning rate: the env's); the device and the learner's threads, which change its floating point."""
-    spec = env_spec(config["env"])
+    gamma, lr = env_defaults(config["env"])
     config = with_legacy(config)
     values = {k: v for k, v in config.items()
               if k in FIELDS and (k in AXES or k == "seed") and reads(config["algo"], k, config)}
-    for name, default in (("gamma", spec.gamma), ("lr", spec.learning_rate)):
+    for name, default in (("gamma", gamma), ("lr", lr)):
         if values.get(name) == default:
             del values[name]
     values["device"] = device.split(":")[0]

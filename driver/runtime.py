@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import psutil
 
 from actors.actor import Actor, ActorSettings
+from actors.envs import env_modules
 from actors.evaluator import Evaluator, EvaluatorSettings
 from configuration.flags import ConfigError, method_settings, settings
 from methods import PLUGINS, acting, algorithm, extras
@@ -202,7 +203,14 @@ _TOKEN_HELP = ("give this client the cluster's token: RAY_AUTH_MODE=token and RA
                "cluster's token file (or the file at ~/.ray/auth_token)")
 
 
-def _join(ray, address: str) -> None:
+def _runtime_env(envs, **env_vars) -> dict:
+    """What every Ray worker of the run is given: `_worker_vars`, and the user's modules behind `module:Id`
+    envs (`actors.envs.env_modules`), sent to every node by Ray (`py_modules`)."""
+    shipped = env_modules(envs)
+    return {"env_vars": {**_worker_vars(), **env_vars}, **({"py_modules": shipped} if shipped else {})}
+
+
+def _join(ray, address: str, envs=()) -> None:
     """Join a running cluster; a cluster that refuses us (no token, a wrong token) or does not answer is one line.
 
     What Ray's core prints while it tries (a warning a second, for seconds) is held back and read: it is the
@@ -218,7 +226,7 @@ def _join(ray, address: str) -> None:
             saved = os.dup(2)
             os.dup2(held.fileno(), 2)
         try:
-            ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": _worker_vars()},
+            ray.init(address=address, log_to_driver=False, runtime_env=_runtime_env(envs),
                      logging_level=logging.WARNING)
             failure = None
         except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
@@ -288,7 +296,8 @@ def cluster_to_start(address: str = "") -> int | None:
 class RayBackend:
     concurrent = True
 
-    def __init__(self, address: str = ""):
+    def __init__(self, address: str = "", envs=()):
+        """`envs`: the names of the environments its runs make (their `module:Id` modules reach every worker)."""
         import ray  # (lazy: see the docstring)
 
         self.ray = ray
@@ -304,13 +313,13 @@ class RayBackend:
         if not ray.is_initialized():
             _drop_token_notice()
             if address:
-                _join(ray, address)
+                _join(ray, address, envs)
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
                 ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
                          dashboard_host="127.0.0.1", log_to_driver=False,
-                         runtime_env={"env_vars": {**_worker_vars(), THIS_MACHINE_VAR: "1"}},
+                         runtime_env=_runtime_env(envs, **{THIS_MACHINE_VAR: "1"}),
                          logging_level=logging.WARNING)
                 self.reaper = _start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
@@ -537,7 +546,7 @@ def _claimed_dir(owner: str, run_id: str) -> str:
 
 
 def make_backend(cfg) -> Backend:
-    return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address)
+    return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address, envs=[cfg.env])
 
 
 def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> ReplaySampler:

@@ -16,7 +16,7 @@ import math
 import shlex
 from pathlib import Path
 
-from actors.envs import UnknownEnvError, env_spec
+from actors.envs import UnknownEnvError, env_defaults, env_spec
 from configuration.cli import build_parser
 from configuration.flags import BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, run_name, settled_arm_exchange
 from methods import METHODS
@@ -169,10 +169,11 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
         first = study.get("first_success_step")
         if first is not None and (not isinstance(first, int) or isinstance(first, bool) or first < 0):
             raise fail(f"study.json's first_success_step of {name(key)} is not a step count: {first!r}")
-        try:
-            spec = env_spec(key[0])
-        except UnknownEnvError as e:
-            raise fail(f"runs.csv names an environment this code does not know: {e}") from None
+        if ":" not in key[0]:  # (a module:Id env is the user's: its module need not be importable here)
+            try:
+                env_spec(key[0])
+            except UnknownEnvError as e:
+                raise fail(f"runs.csv names an environment this code does not know: {e}") from None
         if row["metric"] != metric(key[0]):
             raise fail(f"runs.csv scores {key[0]} by {row['metric']!r}, where the report's score is "
                        f"{metric(key[0])!r}")
@@ -182,8 +183,9 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
         config = _command_config(cmd, fail)
         if (config.get("env"), config.get("algo"), config.get("seed")) != (key[0], key[1], key[3]):
             raise fail(f"study.json's command for {name(key)} runs something else: {cmd}")
-        config.setdefault("gamma", spec.gamma)  # run_command leaves out the env's own γ and learning rate
-        config.setdefault("lr", spec.learning_rate)
+        gamma, lr = env_defaults(key[0])  # run_command leaves out the env's own γ and learning rate
+        config.setdefault("gamma", gamma)
+        config.setdefault("lr", lr)
         config.setdefault("total_steps", FIELDS["total_steps"].default)
         config["variant"] = key[2]
         summary = {"env_steps_per_s": rate, "final_eval": {row["metric"]: score},

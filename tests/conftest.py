@@ -43,7 +43,7 @@ def two_cpu_machine(monkeypatch):
     import driver.runtime
     import launcher.grid
 
-    def start(*_):
+    def start(*_, **__):
         raise ClusterStarted
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
