@@ -1,0 +1,118 @@
+"""The Python API (`learner.api`: train, load, act, evaluate) and `python -m learner.evaluate`, as
+docs/python.md shows them."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from configuration.flags import Config, ConfigError
+from learner.api import load, train
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {"env": "CartPole-v1", "algo": "dqn", "total_steps": 1000, "learning_starts": 300, "runtime": "serial",
+        "eval_every": 1000, "eval_episodes": 2, "wandb": "disabled", "progress": False}
+
+
+def test_the_pages_example_runs_as_it_is(tmp_path, monkeypatch, capsys):
+    page = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
+    example = re.search(r"```python\n(.*?)```", page, flags=re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "docs/python.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("runs/api-cartpole ") and printed[1] in ("0", "1")
+    assert (tmp_path / "runs" / "api-cartpole" / "summary.json").is_file()
+    videos = sorted((tmp_path / "videos" / "api-cartpole").glob("*.mp4"))
+    assert len(videos) == 3 and all(v.stat().st_size > 0 for v in videos)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    return train(**TINY, out=str(tmp_path_factory.mktemp("api") / "run"))
+
+
+def test_train_returns_the_summary_and_directory_and_load_acts_as_the_evaluator(trained):
+    assert trained.summary["env_steps"] == 1000 and trained.run_dir.name == "run"
+    assert json.loads((trained.run_dir / "summary.json").read_text())["env_steps"] == 1000
+    agent = load(trained.run_dir)
+    assert agent.env_steps == 1000 and agent.config.algo == "dqn" and agent.spec.obs_shape == (4,)
+    assert agent.act(np.zeros(4, np.float32)) in (0, 1)
+    # the run's own final evaluation, replayed: the same policy, the same scores from the same seed
+    first, again = agent.evaluate(episodes=4, seed=3), agent.evaluate(episodes=4, seed=3)
+    assert first == again and first["episodes"] == 4 and len(first["returns"]) == 4
+    assert first["success_rate"] is None and first["return_mean"] == np.mean(first["returns"])
+    greedy = agent.evaluate(episodes=2, seed=0, epsilon=0.0)
+    assert all(r >= 1 for r in greedy["returns"])
+
+
+def test_train_from_a_config_with_keywords_over_it(tmp_path):
+    run = train(Config(**{**TINY, "total_steps": 5000}), total_steps=800, learning_starts=200, eval_every=800,
+                out=str(tmp_path / "r"))
+    assert run.summary["env_steps"] == 800
+
+
+def test_what_train_refuses_is_one_line(tmp_path, trained):
+    with pytest.raises(TypeError, match="unknown settings totl_steps"):
+        train(totl_steps=10)
+    with pytest.raises(ConfigError, match="--algo: .*train\\(\\) runs one run"):
+        train(**{**TINY, "algo": ["dqn", "beta_dqn"]}, out=str(tmp_path / "l"))
+    with pytest.raises(ConfigError, match="--seeds: train\\(\\) runs one run from its start"):
+        train(**TINY, seeds="0-2")
+    with pytest.raises(ConfigError, match="--env: unknown env 'NoSuchEnv-v0'"):
+        train(**{**TINY, "env": "NoSuchEnv-v0"})
+    with pytest.raises(ConfigError, match="already holds a run"):  # an existing run is never replaced
+        train(**TINY, out=str(trained.run_dir))
+    with pytest.warns(UserWarning, match="is not below --total-steps"):
+        train(**{**TINY, "total_steps": 200, "eval_every": 200}, out=str(tmp_path / "short"))
+
+
+def test_load_and_evaluate_refuse_in_one_line(tmp_path, trained):
+    with pytest.raises(ValueError, match="no checkpoint.pt in"):
+        load(tmp_path)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="is not a checkpoint this program can read"):
+        load(tmp_path / "bad")
+    agent = load(trained.run_dir)
+    with pytest.raises(ValueError, match=r"shape \(3,\); CartPole-v1 gives \(4,\)"):
+        agent.act([0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="episodes=0"):
+        agent.evaluate(episodes=0)
+    with pytest.raises(ValueError, match="epsilon=2"):
+        agent.evaluate(epsilon=2)
+    full = tmp_path / "videos"
+    full.mkdir()
+    (full / "mine.mp4").write_bytes(b"x")
+    with pytest.raises(ValueError, match="exists and is not an empty directory"):
+        agent.evaluate(episodes=1, video_dir=full)
+    assert (full / "mine.mp4").read_bytes() == b"x"
+
+
+def test_a_video_of_an_env_that_renders_nothing_is_refused(tmp_path):
+    run = train(**{**TINY, "env": "CliffWalk"}, out=str(tmp_path / "cliff"))
+    with pytest.raises(ValueError, match="CliffWalk renders no frames"):
+        load(run.run_dir).evaluate(episodes=1, video_dir=tmp_path / "v")
+
+
+def _evaluate(*args):
+    return subprocess.run([sys.executable, "-m", "learner.evaluate", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_evaluate_command(trained, tmp_path):
+    done = _evaluate(str(trained.run_dir), "--episodes", "3", "--json", "true")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["episodes"] == 3 and result["env_steps"] == 1000 and result["algo"] == "dqn"
+    assert result["returns"] == load(trained.run_dir).evaluate(episodes=3, seed=0)["returns"]
+    line = _evaluate(str(trained.run_dir), "--episodes", "2")
+    assert line.returncode == 0 and line.stdout.startswith("dqn on CartPole-v1 after 1,000 env steps: return ")
+    for args, says in (([str(tmp_path)], "no checkpoint.pt in"),
+                       ([str(trained.run_dir), "--episodes", "-1"], "episodes=-1"),
+                       ([str(trained.run_dir), "--episodes", "x"], "invalid int value: 'x'")):
+        bad = _evaluate(*args)
+        assert bad.returncode == 2 and says in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
