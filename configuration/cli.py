@@ -142,7 +142,8 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
         read = _env_kwargs if f.name == "env_kwargs" else _axis(conv) if f.name in AXES else conv
         groups[help_group(f.name)].add_argument(flag(f.name), dest=f.name, type=read,
                             default=f.default if defaults else argparse.SUPPRESS,
-                            metavar=f.name.upper() if conv is not _bool else "BOOL",
+                            metavar="JSON" if f.name == "env_kwargs" else f.name.upper() if conv is not _bool
+                            else "BOOL",
                             help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {_readers(f.name)}]"))
     return parser
 

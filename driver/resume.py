@@ -114,7 +114,9 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         raise ConfigError("resume", f"{path} has checkpoint format {ckpt.get('format', 1)}, written by another version "
                                     f"of this program; this one continues format {CHECKPOINT_FORMAT} only")
     saved = with_legacy(saved)  # a checkpoint from before a field: as it ran
-    given = {k: v for k, v in args.items() if v != parser.get_default(k)}
+    named = vars(build_parser(defaults=False).parse_args(argv))  # a flag named at its default's value is given too
+    given = {k: v for k, v in args.items() if v != parser.get_default(k) or k in named}
+    given.pop("resume", None)
     if given.get("overwrite"):
         raise ConfigError("overwrite", f"--resume continues the run in {args['resume']!r}; --overwrite true starts "
                                        "a new one there: give one of them")

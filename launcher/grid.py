@@ -541,7 +541,10 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None) -> Grid:
     flags the command line gave, so that β's thread, which a grid of serial runs turns off, stays on where
     `--beta-thread` was given (None: not known, and it stays as `args` has it)."""
     parser = build_parser()
-    given = {k: v for k, v in args.items() if v != parser.get_default(k) and k not in ("resume", "out")}
+    # what the command line gives: values off their default, and (where known) any flag it names, a default's
+    # value too (`--beta-thread true` on a resume of a grid that saved false is a change, never a no-op)
+    given = {k: v for k, v in args.items() if k not in ("resume", "out")
+             and (v != parser.get_default(k) or (named is not None and k in named))}
     resume = args.get("resume") or ""
     if resume:
         path = Path(resume) / GRID_FILE

@@ -91,6 +91,16 @@ def test_a_grid_settles_auto_to_serial_runs_one_a_core_here_and_to_ray_on_a_clus
     assert {(r["runtime"], r["beta_thread"]) for r in grid.runs} == {("ray", True)}
     with pytest.raises(ConfigError, match="--runtime: auto,ray: auto in a list"):
         grid_from_args(args_of([*argv, "--runtime", "auto,ray", "--out", str(tmp_path / "e")]))
+    # a resume that names --beta-thread at its default's value (true) against the saved false is refused, not
+    # run silently as saved; naming it as saved, or not at all, resumes
+    monkeypatch.delenv("RAY_ADDRESS")
+    grid_from_args(args_of([*argv, "--out", str(tmp_path / "f")]), frozenset({"env", "algo", "seeds"})).write_spec()
+    resume = ["--resume", str(tmp_path / "f")]
+    with pytest.raises(ConfigError, match="--beta-thread: True differs from the grid being resumed \\(False\\)"):
+        grid_from_args(args_of([*resume, "--beta-thread", "true"]), frozenset({"resume", "beta_thread"}))
+    assert not grid_from_args(args_of([*resume, "--beta-thread", "false"]),
+                              frozenset({"resume", "beta_thread"})).args["beta_thread"]
+    assert not grid_from_args(args_of(resume), frozenset({"resume"})).args["beta_thread"]
 
 
 def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_does_not_read(tmp_path):

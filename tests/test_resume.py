@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from configuration.flags import resolve
+from configuration.flags import ConfigError, resolve
 from driver.resume import resume_config
 from driver.run import Run
 from driver.runtime import CLUSTER_DRAIN_S, Interrupted, sigterm_interrupts
@@ -71,6 +71,22 @@ def test_resume_refuses_a_changed_algorithm(tmp_path, redis_url):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "--algo: 'dqn' differs from the run being resumed ('beta_dqn')" in proc.stderr
+
+
+def test_resume_refuses_a_flag_named_at_its_default_that_the_run_did_not_use(tmp_path):
+    """`--beta-thread true` is the default, but this run saved false: naming it is a change, refused (before,
+    only values off their default counted as given, and the run went on as saved without a word)."""
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "learner.main", "--env", "CliffWalk", "--runtime", "serial",
+                           "--beta-thread", "false", "--total-steps", "600", "--learning-starts", "200",
+                           "--eval-every", "600", "--eval-episodes", "1", "--checkpoint-every", "300", "--out",
+                           str(out), "--progress", "false", "--wandb", "disabled"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with pytest.raises(ConfigError, match="--beta-thread: True differs from the run being resumed \\(False\\)"):
+        resume_config(["--resume", str(out), "--beta-thread", "true"])
+    cfg, _ = resume_config(["--resume", str(out), "--beta-thread", "false"])
+    assert cfg.beta_thread is False
 
 
 def test_a_lost_redis_local_replay_is_refused_and_no_server_outlives_its_run(tmp_path):

@@ -21,10 +21,10 @@ class Flags:
     bandit_window: int = flag(1000, "meta-controller window L (episodes; the paper's 1000 for 5M-step runs, "
                                     "and it asks L < K, the episodes of the run)")
     bandit_returns: str = flag("raw", "how returns enter the meta-controller's μ: raw (as they came, as the "
-                                      "published text reads; the default since the preregistered study, "
-                                      "results/bandit-returns/) or minmax (normalised to [0, 1] by the "
-                                      "window's min and max: the paper's commented-out implementation note, "
-                                      "the spec's choice and the default until 2026-11-29)")
+                                      "published text reads; the preregistered study in "
+                                      "results/bandit-returns/ chose it) or minmax (normalised to [0, 1] by "
+                                      "the window's min and max: the paper's commented-out implementation "
+                                      "note)")
     beta_epsilon: bool = flag(False, "β-DQN: with probability ε (DQN's schedule: --eps-start, --eps-end, "
                                      "--eps-decay-steps or --eps-decay-fraction) take a uniform random action "
                                      "instead of the episode's policy's, on every arm; false (the paper's "
