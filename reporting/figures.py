@@ -3,6 +3,7 @@ state visitation; one plot, or a panel per column (method and variant) when ther
 
 from __future__ import annotations
 
+import re
 import textwrap
 import warnings
 from pathlib import Path
@@ -32,14 +33,32 @@ def _plt():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # at reading size: a figure is shown at its width in a page (6 in at 100 dpi), so 10 pt text, 9 pt legends
+    plt.rcParams.update({"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fontsize": 9,
+                         "xtick.labelsize": 9, "ytick.labelsize": 9})
     return plt
+
+
+def _math(label: str) -> str:
+    """A policy's label as a figure shows it: `argmax_{a: β>ε} Q` as mathtext (arg max with its subscript), not
+    as raw markup."""
+    def sub(m: re.Match) -> str:
+        below = m.group(2).strip("{}").replace(" ", r"\ ")
+        return rf"$\arg\{m.group(1)}_{{{below}}}$"
+
+    return re.sub(r"arg(max|min)_(\{[^}]*\}|\w)", sub, label)
+
+
+def _ylabel(key: str) -> str:
+    return "success rate" if key.endswith("success_rate") else "return"
 
 
 def _band(ax, steps, curves, label):
     """Mean over seeds with a shaded 95% bootstrap interval (rliable's), at the steps every seed has."""
     mean, low, high = curve_ci(curves)
     ax.plot(steps, mean, label=label)
-    ax.fill_between(steps, low, high, alpha=0.25)
+    if len(curves) > 1:  # one seed has no interval to draw
+        ax.fill_between(steps, low, high, alpha=0.25)
 
 
 def _common(runs: list[RunData], key: str) -> tuple[list[float], list[list[float]]]:
@@ -67,7 +86,7 @@ def _panels(n: int, width: float, height: float, ncols: int = 4):
 
 def _title(ax, text: str) -> None:
     """A panel's title, wrapped to its width (a variant's label can be long)."""
-    ax.set_title("\n".join(textwrap.wrap(text, 60)), fontsize=8)
+    ax.set_title("\n".join(textwrap.wrap(text, 50)))
 
 
 def _save(fig, path: Path) -> None:
@@ -86,7 +105,7 @@ def performance_profile(taus, curves: dict, intervals: dict, base: str, path: Pa
         ax.fill_between(taus, intervals[label][0], intervals[label][1], alpha=0.2)
     ax.set_xlabel(f"score / {base}'s mean (τ)")
     ax.set_ylabel("fraction of runs with score > τ")
-    ax.legend(fontsize=7)
+    ax.legend()
     _save(fig, path)
 
 
@@ -104,12 +123,11 @@ def learning_curves(runs: list[RunData], env: str, path: Path) -> None:
             _band(ax, steps, curves, f"{column_label(column)} (n={len(group)})")
         if many:
             _title(ax, f"{column_label(column)} (n={len(group)})")
-    ylabel = "success rate" if key == "success_rate" else "return"
     for ax in axes:
-        ax.set(xlabel="env steps", ylabel=ylabel)
+        ax.set(xlabel="env steps", ylabel=_ylabel(key))
     if not many:
         axes[0].set_title(env)
-        axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+        axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.18))
     _save(fig, path)
 
 
@@ -138,10 +156,10 @@ def basic_policies(runs: list[RunData], env: str, path: Path) -> bool:
         others = ((f"{p}_{key}", l) for p, l in other_evaluations(column[0]).items())
         for name, label in ((key, labels["main"]), *others):
             steps, curves = _common(group, name)
-            _band(ax, steps, curves, label)
-        ax.set(xlabel="env steps", ylabel=key)
+            _band(ax, steps, curves, _math(label))
+        ax.set(xlabel="env steps", ylabel=_ylabel(key))
         _title(ax, f"{column_label(column)} (n={len(group)})")
-    axes[0].legend(fontsize=7)
+    axes[0].legend()
     fig.suptitle(f"{env}: {_names(columns)}'s evaluation policies")
     _save(fig, path)
     return True
@@ -173,7 +191,7 @@ def selection_proportions(runs: list[RunData], env: str, path: Path, points: int
                 ax.plot(grid, np.nanmean(per_run, axis=0), label=label)
         ax.set(xlabel="env steps", ylabel="share of the window's episodes", ylim=(0, 1))
         _title(ax, f"{column_label(column)} (n={len(group)})")
-    axes[0].legend(fontsize=7)
+    axes[0].legend()
     fig.suptitle(f"{env}: {_names(columns)}'s policy selection")
     _save(fig, path)
     return True

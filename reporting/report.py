@@ -87,6 +87,10 @@ from reporting.results import (
 from reporting.stats import REPS, aggregates, difference, improvement, mean_ci, profile
 
 
+def score_text(mean: float, lo: float, hi: float, n: int) -> str:
+    """A cell's mean with its 95% interval and seed count; one seed has no interval to show: its value alone."""
+    return f"{mean:.2f} (n=1)" if n == 1 else f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={n})"
+
 def measured_cost(path: Path) -> tuple[dict[str, float], dict]:
     """`bench/cost.py`'s measured cost per method from the JSON it wrote (seconds per env step relative to
     DQN's, as a fraction), and where it was measured (its environment, device, runtime, actors, CPU, GPU and
@@ -156,7 +160,7 @@ def table(runs: list[RunData], reps: int | None = None, measured: dict[str, floa
             for column in columns:
                 if (env, column) in cells:
                     mean, lo, hi, n = cells[env, column]
-                    row.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={n})")
+                    row.append(score_text(mean, lo, hi, n))
                 else:
                     row.append("—")
             rows.append(row)
@@ -288,7 +292,7 @@ def variant_rows(runs: list[RunData], env: str, reps: int | None = None) -> list
     for column in columns_of([r for r in runs if r.env == env]):
         group = [r for r in runs if r.env == env and r.column == column]
         mean, lo, hi = mean_ci([final_score(r) for r in group], reps)
-        cells = [column_label(column), f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(group)})"]
+        cells = [column_label(column), score_text(mean, lo, hi, len(group))]
         if success:
             firsts = [f for f in (first_solved(r) for r in group) if f is not None]
             cells.append(f"{sum(final_score(r) >= SOLVED for r in group)} of {len(group)}")
@@ -297,7 +301,7 @@ def variant_rows(runs: list[RunData], env: str, reps: int | None = None) -> list
         trained = [t for t in (train_score(r) for r in group) if t is not None]
         if trained:
             mean, lo, hi = mean_ci(trained, reps)
-            cells.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={len(trained)})")
+            cells.append(score_text(mean, lo, hi, len(trained)))
         else:
             cells.append("—")
         shares = [s for s in (window_shares(r) for r in group) if s]
@@ -472,7 +476,8 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         + (f" ({'; '.join(left)})" if left else "") + ". "
         "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
         f"{' and '.join(SUCCESS_DOMAINS)}, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
-        "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range). "
+        "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range); one "
+        "seed's cell is its value alone. "
         "A column is a method and, in a grid with axes besides --env, --algo and --seeds (or for the flags "
         "--column-by names), its variant. "
         + ("Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
