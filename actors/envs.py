@@ -43,18 +43,34 @@ class UnknownEnvError(ValueError):
     pass
 
 
+_JSON_KINDS = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "true or false", type(None): "null"}
+
+
+def _unique_keys(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    if twice is not None:
+        raise UnknownEnvError(f"the key {twice!r} appears twice")
+    return dict(pairs)
+
+
 def parse_env_kwargs(text: str) -> dict:
     """`--env-kwargs` as a dict: a JSON object (empty text: none); anything else, one line saying why."""
+    if not isinstance(text, str):
+        raise UnknownEnvError(f"{text!r} is not text: give a JSON object as text, e.g. '{{\"size\": 8}}'")
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except UnknownEnvError as e:
+        raise UnknownEnvError(f"{text!r}: {e}") from None
     except ValueError as e:
         raise UnknownEnvError(f"{text!r} is not JSON ({e}); give an object, e.g. "
                               "'{\"size\": 8}'") from None
     if not isinstance(value, dict):
-        raise UnknownEnvError(f"{text!r} is a JSON {type(value).__name__}, not an object of keyword "
-                              "arguments, e.g. '{\"size\": 8}'")
+        raise UnknownEnvError(f"{text!r} is {_JSON_KINDS.get(type(value), 'not an object')} in JSON, not an object "
+                              "of keyword arguments, e.g. '{\"size\": 8}'")
     return value
 
 

@@ -1,6 +1,6 @@
 """Our serial runtime against CleanRL's `dqn.py` on CartPole-v1, at CleanRL's hyperparameters, in one sitting.
 
-    python bench/cleanrl.py --cleanrl DIR --cleanrl-python PY              # 3 seeds × 100k steps each; ~8 min
+    python bench/cleanrl.py --cleanrl DIR --cleanrl-python PY       # 3 seeds × 100k steps each; ~2 min, 2 cores
     python bench/cleanrl.py --cleanrl DIR --cleanrl-python PY --steps 50000 --seeds 0
 
 DIR is a checkout of github.com/vwxyzjn/cleanrl (its `cleanrl/dqn.py` and `cleanrl_utils/`); PY an interpreter
@@ -13,14 +13,16 @@ and pygame), e.g.:
 Both sides run the same DQN: CleanRL's defaults for CartPole-v1 (batch 128, one update every 10 env steps,
 a hard target copy every 500, replay of 10,000, Adam at 2.5e-4, MSE loss, γ 0.99, ε 1 → 0.05 over half the run
 after 10,000 steps of warm-up) set by our flags on ours (`--runtime serial --actors 1 --envs-per-actor 1`: one
-environment, as CleanRL's). The networks differ: CleanRL's 120-84 MLP, ours spec §5's one hidden layer of 128.
+environment, as CleanRL's). The networks differ: CleanRL's 120-84 MLP (10,934 parameters on CartPole), ours
+spec §5's one hidden layer of 128 (898): ours does less arithmetic per update.
 Both sides' torch on one thread (CleanRL's through `OMP_NUM_THREADS=1`; ours `--learner-threads 1`).
 
 Per seed, alternating (CleanRL, ours): each side's env steps/s over its training (CleanRL's own last `SPS:`
 line; ours its steady rate and its whole-run rate), each process's wall clock, and the final greedy return
 over 10 episodes (ours: its final evaluation at `--eval-epsilon 0`; CleanRL: its saved network, loaded here
-with `torch.load(weights_only=True)` and run greedily on the same episode seeds; CleanRL's own evaluation, at
-ε 0.05, is recorded beside it). Prints a table and writes JSON.
+with `torch.load(weights_only=True)` and run greedily here on episode seeds of its own, 10,000 + 10 × seed + i:
+not the episodes our evaluator plays; CleanRL's own evaluation, at ε 0.05, is recorded beside it). Prints a
+table and writes JSON.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where one Ray run's CPU goes, and what its learner's update loses to the rest of the run.
 
-    python bench/contention.py                   # DQN and β-DQN, MinAtar/Breakout, 4 actors; ~5 min on 2 cores
+    python bench/contention.py                   # DQN and β-DQN, MinAtar/Breakout, 4 actors; ~4 min on 2 cores
     python bench/contention.py --algos dqn --steps 10000 --out /tmp/c.json
 
 For each method, one real `driver.run.Run` on a fresh local Ray cluster (4 actors, the defaults), in this

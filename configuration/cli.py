@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import typing
 from pathlib import Path
 
-from actors.envs import UnknownEnvError, canonical_kwargs
+from actors.envs import canonical_kwargs
 from configuration.errors import OneLineParser
 from configuration.flags import (
     ALGOS,
@@ -52,26 +51,12 @@ def _axis(conv):
     return convert
 
 
-def _env_kwargs(text: str):
-    """`--env-kwargs`: a JSON object, or a JSON list of objects (a grid axis: JSON has commas of its own, so a
-    comma list is not one here); each in its canonical spelling."""
+def _env_kwargs(text: str) -> str:
+    """`--env-kwargs`: one JSON object, in its canonical spelling. Not a grid axis: JSON has commas of its own,
+    and a run's name and its grid's command could not carry a list of objects."""
     try:
-        if text.lstrip().startswith("["):
-            try:
-                items = json.loads(text)
-            except ValueError as e:
-                raise UnknownEnvError(f"{text!r} is not JSON ({e})") from None
-            if not isinstance(items, list) or not items:
-                raise UnknownEnvError(f"{text!r} is an empty list")
-            if any(not isinstance(v, dict) for v in items):
-                raise UnknownEnvError(f"{text!r} is a list whose items are not all objects")
-            values = [canonical_kwargs(json.dumps(v)) for v in items]
-            repeated = [v for i, v in enumerate(values) if v in values[:i]]
-            if repeated:
-                raise UnknownEnvError(f"{repeated[0] or '{}'} appears twice in the list {text!r}")
-            return values if len(values) > 1 else values[0]
         return canonical_kwargs(text)
-    except ValueError as e:  # UnknownEnvError, and json's on a list that does not parse
+    except ValueError as e:  # UnknownEnvError
         raise argparse.ArgumentTypeError(str(e)) from None
 
 

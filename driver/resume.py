@@ -11,6 +11,7 @@ from actors.envs import env_spec
 from configuration.cli import build_parser
 from configuration.flags import (
     CHECKPOINT_FORMAT,
+    FIELDS,
     RESUME_MAY_CHANGE,
     Config,
     ConfigError,
@@ -70,7 +71,7 @@ def _check_checkpoint(ckpt: dict, saved: dict, path: Path) -> None:
         raise bad(f"its wall_seconds is {wall!r}, not a number of seconds")
     visits = ckpt.get("visits")
     if visits is not None:
-        cells = env_spec(saved["env"]).obs_shape[0]
+        cells = env_spec(saved["env"], saved.get("env_kwargs", "")).obs_shape[0]
         if not (isinstance(visits, list) and len(visits) == cells and all(_count(v) for v in visits)):
             raise bad(f"its state visits are not a list of {cells} counts")
     steps, total = counters["env_steps"], saved.get("total_steps")
@@ -128,8 +129,9 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     _check_checkpoint(ckpt, saved, path)
     metrics_until(run_dir / "metrics.jsonl", int(ckpt["counters"]["env_steps"]), warn=False)  # damaged: one line
     for key, value in given.items():
-        if key not in RESUME_MAY_CHANGE and key not in ("out", "resume") and saved.get(key) != value:
-            raise ConfigError(key, f"{value!r} differs from the run being resumed ({saved.get(key)!r}); "
+        was = saved.get(key, FIELDS[key].default if key in FIELDS else None)  # a field the checkpoint predates
+        if key not in RESUME_MAY_CHANGE and key not in ("out", "resume") and was != value:
+            raise ConfigError(key, f"{value!r} differs from the run being resumed ({was!r}); "
                                    "a resumed run keeps its configuration")
     if "replay" in given:  # a new address for the same Redis data, nothing else
         old, new = saved["replay"], given["replay"]

@@ -18,6 +18,8 @@ outputs in its directory) and returns its summary and directory. `load` reads a 
 from __future__ import annotations
 
 import dataclasses
+import json
+import typing
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,15 +51,15 @@ def train(config: Config | None = None, /, **flags) -> Trained:
         raise TypeError(f"train() got unknown settings {', '.join(unknown)}; the settings are the fields of "
                         "configuration.flags.Config, as the command line's flags with '_' for '-' "
                         "(total_steps=20_000 for --total-steps 20000)")
-    for name in ("seeds", "resume", "pack_seeds"):
-        if flags.get(name) not in (None, FIELDS[name].default):
-            raise ConfigError(name, "train() runs one run from its start: a grid, packed seeds or a resume run "
-                                    "from the shell (python -m learner.main)")
-    listed = [name for name, value in flags.items() if isinstance(value, (list, tuple))]
-    if listed:
-        raise ConfigError(listed[0], f"{flags[listed[0]]!r}: train() runs one run; a grid over a list of values "
-                                     "runs from the shell (python -m learner.main)")
+    if isinstance(flags.get("env_kwargs"), dict):  # the natural Python form of --env-kwargs
+        flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
+    for name, value in flags.items():
+        _check_type(name, value)
     cfg = dataclasses.replace(config or Config(), **flags)
+    for name in ("seeds", "resume", "pack_seeds"):
+        if getattr(cfg, name) != FIELDS[name].default:
+            raise ConfigError(name, f"{getattr(cfg, name)!r}: train() runs one run from its start; a grid, packed "
+                                    "seeds or a resume run from the shell (python -m learner.main)")
     cfg, spec = resolve(cfg)
     from driver.run import train as run_training
     from driver.state import check_run_dir
@@ -68,6 +70,24 @@ def train(config: Config | None = None, /, **flags) -> Trained:
         warnings.warn(warning.removeprefix("warning: "), stacklevel=2)
     summary = run_training(cfg, spec)
     return Trained(summary=summary, run_dir=Path(cfg.out))
+
+
+def _check_type(name: str, value) -> None:
+    """A keyword of `train` of its field's type (the command line's converters do this for text): a bool is not
+    a number, None only where the field allows it, a list (a grid's axis) never."""
+    kind = typing.get_type_hints(Config)[name]
+    allowed = typing.get_args(kind) or (kind,)
+    if isinstance(value, (list, tuple)):
+        raise ConfigError(name, f"{value!r}: train() runs one run; a grid over a list of values runs from the shell "
+                                "(python -m learner.main)")
+    ok = (value is None and type(None) in allowed) or (
+        isinstance(value, bool) if bool in allowed else
+        not isinstance(value, bool) and (isinstance(value, int) if int in allowed else
+                                         isinstance(value, (int, float)) if float in allowed else
+                                         isinstance(value, str)))
+    if not ok:
+        words = {int: "a whole number", float: "a number", str: "text", bool: "True or False", type(None): "None"}
+        raise ConfigError(name, f"{value!r}: give {' or '.join(words[a] for a in allowed)}")
 
 
 def load(run_dir: str | Path) -> Agent:
@@ -128,8 +148,10 @@ class Agent:
         the env must render `rgb_array` frames, and moviepy be installed)."""
         if not isinstance(episodes, int) or isinstance(episodes, bool) or not 1 <= episodes <= 100_000:
             raise ValueError(f"episodes={episodes!r}: give a whole number from 1 to 100,000")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+            raise ValueError(f"seed={seed!r}: give a whole number from 0 to 2**32 - 1")
         epsilon = self.config.eval_epsilon if epsilon is None else epsilon
-        if not 0.0 <= epsilon <= 1.0:
+        if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon={epsilon!r}: give a probability from 0 to 1")
         env = self._env(seed, video_dir)
         rng = np.random.default_rng(seed)

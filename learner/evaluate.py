@@ -37,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "directory; the env must render rgb_array)")
     p.add_argument("--json", type=_bool, default=False, help="the result as JSON on stdout (default: false)")
     args = p.parse_args(argv)
+    if not 1 <= args.episodes <= 100_000:
+        p.error(f"--episodes {args.episodes}: give a whole number from 1 to 100,000")
+    if not 0 <= args.seed < 2**32:
+        p.error(f"--seed {args.seed}: give a whole number from 0 to 2**32 - 1")
+    if args.epsilon is not None and not 0.0 <= args.epsilon <= 1.0:
+        p.error(f"--epsilon {args.epsilon}: give a probability from 0 to 1")
     from learner.api import load  # (after the command line: torch's import takes seconds)
 
     try:

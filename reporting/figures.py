@@ -198,6 +198,8 @@ def selection_proportions(runs: list[RunData], env: str, path: Path, points: int
 
 
 def _state_grid(env: str) -> tuple[int, int] | None:
+    if ":" in env:  # a module:Id env is the user's: a report imports no module and makes no env of theirs
+        return None
     try:
         return env_spec(env).state_grid
     except Exception:  # an environment this installation cannot build (the run came from elsewhere): no heatmap

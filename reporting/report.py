@@ -508,7 +508,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
     if summed:
         lines += ["## Aggregates over environments", "", *summed]
     for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
-        slug = env.replace("/", "-")
+        slug = env.replace("/", "-").replace(":", "-")
         lines += [f"## {env}", ""]
         if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs) or \
                 not any(r.env == env for r in drawn):  # a record's runs alone: no curve, so their numbers here

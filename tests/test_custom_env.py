@@ -68,9 +68,9 @@ def test_an_env_that_cannot_be_made_is_one_line_naming_what_was_tried(env, kwarg
     assert says in str(e.value) and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("text,says", [("[1", "is not JSON"), ("{1}", "is not JSON"), ("3", "a JSON int"),
-                                       ("[]", "an empty list"), ('[{"a":1},2]', "not all objects"),
-                                       ('[{"a":1},{"a":1}]', "appears twice")])
+@pytest.mark.parametrize("text,says", [("[1", "is not JSON"), ("{1}", "is not JSON"), ("3", "is a number in JSON"),
+                                       ("null", "is null in JSON"), ('[{"a":1},{"a":2}]', "is an array in JSON"),
+                                       ('{"a":1,"a":2}', "the key 'a' appears twice")])
 def test_bad_env_kwargs_are_one_line(text, says, capsys):
     with pytest.raises(SystemExit) as e:
         parse_config(["--env-kwargs", text])
@@ -79,11 +79,85 @@ def test_bad_env_kwargs_are_one_line(text, says, capsys):
     assert says in err and "--env-kwargs" in err and len(err.splitlines()) == 1
 
 
-def test_a_json_list_of_objects_is_a_grid_axis():
-    cfg = parse_config(["--env-kwargs", '[{"length": 4}, {"length": 6}]'])
-    assert cfg.env_kwargs == ['{"length":4}', '{"length":6}']
-    assert parse_config(["--env-kwargs", '[{"length": 4}]']).env_kwargs == '{"length":4}'
+def test_kwargs_are_one_object_in_one_spelling_with_commas_inside():
+    cfg = parse_config(["--env-kwargs", '{"length": 4, "zz": 1}', "--seeds", "0-1"])
+    assert cfg.env_kwargs == '{"length":4,"zz":1}'  # one value (not a grid axis split at its commas)
     assert canonical_kwargs("") == "" and canonical_kwargs("{}") == ""
+
+
+def test_workers_are_sent_the_users_module(user_dir, monkeypatch):
+    """What Ray is given (`runtime_env`'s py_modules): on one machine a worker finds a module of the driver's
+    working directory anyway, so the run on Ray below cannot tell; this can."""
+    from driver.runtime import _runtime_env
+
+    monkeypatch.syspath_prepend(str(user_dir))
+    env_spec("mycorridor:Corridor-v0")
+    given = _runtime_env(["mycorridor:Corridor-v0"], X="1")
+    assert [m.__name__ for m in given["py_modules"]] == ["mycorridor"] and given["env_vars"]["X"] == "1"
+    assert "py_modules" not in _runtime_env(["CartPole-v1"])
+
+
+GRID_ENV = """
+import gymnasium as gym
+import numpy as np
+
+
+class Row(gym.Env):
+    def __init__(self, length=8):
+        self.length, self.state_grid = length, (1, length)  # a one-hot grid: the run counts its visits
+        self.observation_space = gym.spaces.Box(0, 1, shape=(length,), dtype=np.uint8)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cell, self.t = 0, 0
+        return np.eye(self.length, dtype=np.uint8)[0], {}
+
+    def step(self, a):
+        self.cell, self.t = min(max(self.cell + (1 if a else -1), 0), self.length - 1), self.t + 1
+        done = self.cell == self.length - 1
+        return np.eye(self.length, dtype=np.uint8)[self.cell], float(done), done, self.t >= 20, {}
+
+
+gym.register(id="Row-v0", entry_point=Row)
+"""
+
+
+def test_a_run_of_kwargs_resumes_and_reports_without_its_module(user_dir, tmp_path):
+    """Resume checks a run's visit counts against the env as its kwargs made it; a report draws no heatmap of a
+    module:Id env (it imports no module of the user's), and runs where the module cannot be imported."""
+    (user_dir / "rowenv.py").write_text(GRID_ENV)
+    done = _main(user_dir, "--env", "rowenv:Row-v0", "--env-kwargs", '{"length": 4}', "--runtime", "serial",
+                 "--total-steps", "600", "--learning-starts", "200", "--eval-every", "600", "--eval-episodes", "1",
+                 "--checkpoint-every", "300", "--out", "run")
+    assert done.returncode == 0, done.stderr[-2000:]
+    import torch
+
+    from driver.resume import resume_config
+
+    ckpt = torch.load(user_dir / "run" / "checkpoint.pt", weights_only=True)
+    assert ckpt["visits"] is not None and len(ckpt["visits"]) == 4
+    import sys as _sys
+
+    _sys.path.insert(0, str(user_dir))
+    try:
+        cfg, _ = resume_config(["--resume", str(user_dir / "run")])
+        assert cfg.env_kwargs == '{"length":4}'
+        # a checkpoint from before the field: --env-kwargs '{}' (its default's spelling) is no change
+        del ckpt["config"]["env_kwargs"]
+        torch.save(ckpt, user_dir / "run" / "checkpoint.pt")
+        (user_dir / "run" / "config.json").write_text(json.dumps(
+            {k: v for k, v in json.loads((user_dir / "run" / "config.json").read_text()).items()
+             if k != "env_kwargs"}))
+        # (past the check of flags given again: its env is then made without the kwargs, 8 cells, not 4)
+        with pytest.raises(ConfigError, match="its state visits are not a list of 8 counts"):
+            resume_config(["--resume", str(user_dir / "run"), "--env-kwargs", "{}"])
+    finally:
+        _sys.path.remove(str(user_dir))
+    report = subprocess.run([sys.executable, "-m", "learner.report", str(user_dir / "run"), "--out",
+                             str(tmp_path / "report")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert not list((tmp_path / "report").glob("visits_*")) and not list((tmp_path / "report").glob("*:*"))
 
 
 def test_only_the_users_own_modules_are_shipped_to_ray(user_dir, monkeypatch):

@@ -41,12 +41,25 @@ def test_train_returns_the_summary_and_directory_and_load_acts_as_the_evaluator(
     agent = load(trained.run_dir)
     assert agent.env_steps == 1000 and agent.config.algo == "dqn" and agent.spec.obs_shape == (4,)
     assert agent.act(np.zeros(4, np.float32)) in (0, 1)
-    # the run's own final evaluation, replayed: the same policy, the same scores from the same seed
+    # the same seed, the same episodes; another seed, other episodes (CartPole's start state is random)
     first, again = agent.evaluate(episodes=4, seed=3), agent.evaluate(episodes=4, seed=3)
     assert first == again and first["episodes"] == 4 and len(first["returns"]) == 4
     assert first["success_rate"] is None and first["return_mean"] == np.mean(first["returns"])
-    greedy = agent.evaluate(episodes=2, seed=0, epsilon=0.0)
-    assert all(r >= 1 for r in greedy["returns"])
+    assert agent.evaluate(episodes=4, seed=4)["returns"] != first["returns"]
+    # greedy: the action is the argmax of the network's Q (torch, as the learner holds it)
+    import torch
+
+    from configuration.flags import settings
+    from learner.learner import Learner, LearnerSettings
+
+    ckpt = torch.load(trained.run_dir / "checkpoint.pt", weights_only=True)
+    learner = Learner.solo(settings(LearnerSettings, agent.config), agent.spec, torch.device("cpu"))
+    learner.load_state_dict(ckpt["learner"])
+    q_net = learner.nets["q"]
+    observations = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
+    with torch.no_grad():
+        expected = q_net(torch.as_tensor(observations)).argmax(dim=1).tolist()
+    assert [agent.act(o) for o in observations] == expected
 
 
 def test_train_from_a_config_with_keywords_over_it(tmp_path):
@@ -60,8 +73,14 @@ def test_what_train_refuses_is_one_line(tmp_path, trained):
         train(totl_steps=10)
     with pytest.raises(ConfigError, match="--algo: .*train\\(\\) runs one run"):
         train(**{**TINY, "algo": ["dqn", "beta_dqn"]}, out=str(tmp_path / "l"))
-    with pytest.raises(ConfigError, match="--seeds: train\\(\\) runs one run from its start"):
+    with pytest.raises(ConfigError, match="--seeds: '0-2': train\\(\\) runs one run from its start"):
         train(**TINY, seeds="0-2")
+    with pytest.raises(ConfigError, match="--seeds: '0-1': train\\(\\) runs one run"):  # in a Config too
+        train(Config(**TINY, seeds="0-1"))
+    with pytest.raises(ConfigError, match="--total-steps: True: give a whole number"):
+        train(**{**TINY, "total_steps": True})
+    with pytest.raises(ConfigError, match="--seed: None: give a whole number"):
+        train(**TINY, seed=None)
     with pytest.raises(ConfigError, match="--env: unknown env 'NoSuchEnv-v0'"):
         train(**{**TINY, "env": "NoSuchEnv-v0"})
     with pytest.raises(ConfigError, match="already holds a run"):  # an existing run is never replaced
@@ -84,12 +103,22 @@ def test_load_and_evaluate_refuse_in_one_line(tmp_path, trained):
         agent.evaluate(episodes=0)
     with pytest.raises(ValueError, match="epsilon=2"):
         agent.evaluate(epsilon=2)
+    with pytest.raises(ValueError, match="epsilon='0.1'"):
+        agent.evaluate(epsilon="0.1")
+    with pytest.raises(ValueError, match="seed=-1"):
+        agent.evaluate(seed=-1)
     full = tmp_path / "videos"
     full.mkdir()
     (full / "mine.mp4").write_bytes(b"x")
     with pytest.raises(ValueError, match="exists and is not an empty directory"):
         agent.evaluate(episodes=1, video_dir=full)
     assert (full / "mine.mp4").read_bytes() == b"x"
+
+
+def test_env_kwargs_as_a_dict(tmp_path):
+    run = train(**{**TINY, "env": "examples.corridor:Corridor-v0", "env_kwargs": {"length": 5}},
+                out=str(tmp_path / "corridor"))
+    assert load(run.run_dir).spec.obs_shape == (5,)
 
 
 def test_a_video_of_an_env_that_renders_nothing_is_refused(tmp_path):
@@ -112,7 +141,8 @@ def test_the_evaluate_command(trained, tmp_path):
     line = _evaluate(str(trained.run_dir), "--episodes", "2")
     assert line.returncode == 0 and line.stdout.startswith("dqn on CartPole-v1 after 1,000 env steps: return ")
     for args, says in (([str(tmp_path)], "no checkpoint.pt in"),
-                       ([str(trained.run_dir), "--episodes", "-1"], "episodes=-1"),
+                       ([str(trained.run_dir), "--episodes", "-1"], "--episodes -1: give a whole number"),
+                       ([str(trained.run_dir), "--seed", "-1"], "--seed -1: give a whole number"),
                        ([str(trained.run_dir), "--episodes", "x"], "invalid int value: 'x'")):
         bad = _evaluate(*args)
         assert bad.returncode == 2 and says in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
