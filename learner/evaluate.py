@@ -1,66 +1,8 @@
-"""`python -m learner.evaluate RUN_DIR`: a run's evaluation policy, from its last checkpoint, for N episodes.
+"""`python -m learner.evaluate RUN_DIR`: a trained run's policy for N episodes (`launcher.evaluate` does the work)."""
 
-    python -m learner.evaluate runs/CartPole-v1_dqn_s0 --episodes 10
-    python -m learner.evaluate runs/CartPole-v1_dqn_s0 --episodes 3 --video videos/cartpole   # where it renders
-
-The same as `learner.api.load(RUN_DIR).evaluate(...)`: ε as the run's own evaluations (`--eval-epsilon`)
-unless --epsilon says otherwise; environment and rng seeds from --seed.
-"""
-
-from __future__ import annotations
-
-import json
 import sys
 
-from configuration.errors import OneLineParser, user_error
-
-PROG = "python -m learner.evaluate"
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    raise ValueError(text)
-
-
-_bool.__name__ = "true/false"
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run's directory (its checkpoint.pt)")
-    p.add_argument("--episodes", type=int, default=10, help="episodes to play (default: 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the environment and of ε's draws (default: 0)")
-    p.add_argument("--epsilon", type=float, default=None, help="probability of a uniform action (default: the "
-                                                               "run's --eval-epsilon)")
-    p.add_argument("--video", default=None, metavar="DIR", help="record each episode there (a new or empty "
-                                                                "directory; the env must render rgb_array)")
-    p.add_argument("--json", type=_bool, default=False, help="the result as JSON on stdout (default: false)")
-    args = p.parse_args(argv)
-    if not 1 <= args.episodes <= 100_000:
-        p.error(f"--episodes {args.episodes}: give a whole number from 1 to 100,000")
-    if not 0 <= args.seed < 2**32:
-        p.error(f"--seed {args.seed}: give a whole number from 0 to 2**32 - 1")
-    if args.epsilon is not None and not 0.0 <= args.epsilon <= 1.0:
-        p.error(f"--epsilon {args.epsilon}: give a probability from 0 to 1")
-    from learner.api import load  # (after the command line: torch's import takes seconds)
-
-    try:
-        agent = load(args.run_dir)
-        result = agent.evaluate(episodes=args.episodes, seed=args.seed, video_dir=args.video, epsilon=args.epsilon)
-    except ValueError as e:  # ConfigError too: an unreadable run, a bad number, a video that cannot be made
-        return user_error(PROG, str(e))
-    if args.json:
-        print(json.dumps({"run_dir": args.run_dir, "env": agent.spec.name, "algo": agent.config.algo,
-                          "env_steps": agent.env_steps, **result}, indent=2))
-        return 0
-    success = "" if result["success_rate"] is None else f", success {result['success_rate']:.2f}"
-    video = f"; video in {result['video_dir']}" if "video_dir" in result else ""
-    print(f"{agent.config.algo} on {agent.spec.name} after {agent.env_steps:,} env steps: return "
-          f"{result['return_mean']:.2f} ± {result['return_std']:.2f} over {result['episodes']} episodes{success}"
-          f"{video}")
-    return 0
-
+from launcher.evaluate import main
 
 if __name__ == "__main__":
     sys.exit(main())
