@@ -361,6 +361,7 @@ def env_defaults(name: str) -> tuple[float, float]:
 def env_spec(name: str, kwargs: str = "") -> EnvSpec:
     name, kwargs = canonical_name(name), canonical_kwargs(kwargs)
     env, has_success = _build(name, kwargs)
+    gamma, learning_rate = env_defaults(name)
     space = env.observation_space
     grid = getattr(env.unwrapped, "state_grid", None)
     spec = EnvSpec(
@@ -368,8 +369,8 @@ def env_spec(name: str, kwargs: str = "") -> EnvSpec:
         obs_shape=tuple(int(d) for d in space.shape),
         obs_dtype=np.dtype(space.dtype).name,
         n_actions=int(env.action_space.n),
-        gamma=env_defaults(name)[0],
-        learning_rate=env_defaults(name)[1],
+        gamma=gamma,
+        learning_rate=learning_rate,
         has_success=has_success,
         binary_obs=bool(np.dtype(space.dtype) == np.bool_ or grid),
         state_grid=grid,

@@ -27,6 +27,29 @@ class EvaluatorSettings:
     method: MethodSettings  # what the method's acting reads
 
 
+def play(acting, nets: dict[str, NumpyNet], env, rng: np.random.Generator, episodes: int, epsilon: float,
+         n_actions: int, policy: str = "main") -> tuple[list[float], list[bool]]:
+    """`episodes` episodes of `acting`'s evaluation `policy` on `env`, with probability `epsilon` of a uniform
+    action: each episode's return and whether it ended in success. (The run's evaluator and a loaded agent's
+    `evaluate`, `launcher.api`, both play this way.)"""
+    returns, successes = [], []
+    for _ in range(episodes):
+        obs, _ = env.reset()
+        ret, done, info = 0.0, False, {}
+        while not done:
+            if rng.random() < epsilon:
+                a = int(rng.integers(n_actions))
+            else:
+                values = acting.outputs(nets, obs[None])
+                a = acting.evaluate(policy, {k: v[0] for k, v in values.items()}, rng)
+            obs, r, terminated, truncated, info = env.step(a)
+            ret += float(r)
+            done = terminated or truncated
+        returns.append(ret)
+        successes.append(bool(info.get("success", False)))
+    return returns, successes
+
+
 class Evaluator:
     def __init__(self, cfg: EvaluatorSettings, spec, seed: int):
         self.cfg, self.spec = cfg, spec
@@ -43,23 +66,8 @@ class Evaluator:
             self.rngs[policy] = np.random.default_rng(rng_stream)
 
     def _episodes(self, nets: dict[str, NumpyNet], policy: str) -> tuple[list[float], list[bool]]:
-        env, rng = self.envs[policy], self.rngs[policy]
-        returns, successes = [], []
-        for _ in range(self.cfg.eval_episodes):
-            obs, _ = env.reset()
-            ret, done, info = 0.0, False, {}
-            while not done:
-                if rng.random() < self.cfg.eval_epsilon:
-                    a = int(rng.integers(self.spec.n_actions))
-                else:
-                    values = self.acting.outputs(nets, obs[None])
-                    a = self.acting.evaluate(policy, {k: v[0] for k, v in values.items()}, rng)
-                obs, r, terminated, truncated, info = env.step(a)
-                ret += float(r)
-                done = terminated or truncated
-            returns.append(ret)
-            successes.append(bool(info.get("success", False)))
-        return returns, successes
+        return play(self.acting, nets, self.envs[policy], self.rngs[policy], self.cfg.eval_episodes,
+                    self.cfg.eval_epsilon, self.spec.n_actions, policy)
 
     def evaluate(self, weights: dict, env_steps: int) -> dict:
         nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}

@@ -43,7 +43,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine, write_result  # noqa: E402
+from bench.machine import machine, run_main, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 
 ENV = "CartPole-v1"
@@ -103,22 +103,16 @@ def _greedy(state: dict, seed: int) -> float:
 
 def ours(seed: int, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "learner.main", "--env", ENV, "--algo", "dqn", "--runtime", "serial",
-               "--actors", "1", "--envs-per-actor", "1", "--learner-threads", "1", *OURS, "--seed", str(seed),
-               "--total-steps", str(steps), "--eval-every", str(steps), "--eval-episodes", str(EPISODES),
-               "--eval-epsilon", "0", "--eval-basic", "false", "--wandb", "disabled", "--progress", "false",
-               "--json", "true", "--out", str(Path(tmp) / "r")]
-        start = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        if done.returncode != 0:
-            raise SystemExit(f"bench/cleanrl.py: our run (seed {seed}) failed ({done.returncode}): "
-                             f"{(done.stderr.strip().splitlines() or [''])[-1]}")
+        args = ["--env", ENV, "--algo", "dqn", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "1",
+                "--learner-threads", "1", *OURS, "--seed", str(seed), "--total-steps", str(steps), "--eval-every",
+                str(steps), "--eval-episodes", str(EPISODES), "--eval-epsilon", "0", "--eval-basic", "false",
+                "--wandb", "disabled", "--progress", "false", "--json", "true"]
+        done, wall = run_main("bench/cleanrl.py", f"our run (seed {seed})", [*args, "--out", str(Path(tmp) / "r")])
         summary = json.loads(done.stdout)
     return {"side": "ours", "seed": seed, "env_steps_per_s": summary["throughput"]["steady_env_steps_per_s"],
             "whole_run_env_steps_per_s": summary["env_steps_per_s"], "process_wall_seconds": round(wall, 2),
             "greedy_return": summary["final_eval"]["return_mean"],
-            "command": " ".join(["python", *cmd[1:-2]])}
+            "command": " ".join(["python", "-m", "learner.main", *args])}
 
 
 def main(argv: list[str] | None = None) -> int:

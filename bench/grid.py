@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine, write_result  # noqa: E402
+from bench.machine import machine, run_main, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve  # noqa: E402
 from driver.run import Run  # noqa: E402
@@ -107,35 +106,26 @@ def in_process(env: str, algo: str, steps: int, beta_thread: bool = False) -> di
 def grid(env: str, algo: str, runs: int, steps: int, mode: str) -> dict:
     """(b): a grid of `runs` seeds in a fresh process; its aggregate env steps per second, by its wall clock."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "learner.main", "--env", env, "--algo", algo, "--seeds", f"0-{runs - 1}",
-               "--total-steps", str(WARMUP + steps), "--eval-every", str(WARMUP + steps), "--eval-episodes", "2",
-               "--eval-basic", "false", "--wandb", "disabled", "--progress", "false", "--json", "true",
-               *MODES[mode], "--out", str(Path(tmp) / "g")]
-        start = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        if done.returncode != 0:
-            raise SystemExit(f"bench/grid.py: the {mode} grid of {algo} failed ({done.returncode}): "
-                             f"{(done.stderr.strip().splitlines() or [''])[-1]}")
+        args = ["--env", env, "--algo", algo, "--seeds", f"0-{runs - 1}", "--total-steps", str(WARMUP + steps),
+                "--eval-every", str(WARMUP + steps), "--eval-episodes", "2", "--eval-basic", "false", "--wandb",
+                "disabled", "--progress", "false", "--json", "true", *MODES[mode]]
+        _, wall = run_main("bench/grid.py", f"the {mode} grid of {algo}", [*args, "--out", str(Path(tmp) / "g")])
         rates = []
         for summary in Path(tmp, "g").glob("*/summary.json"):
             rates.append(json.loads(summary.read_text())["env_steps_per_s"])
     return {"algo": algo, "mode": mode, "runs": runs, "wall_seconds": round(wall, 2),
             "aggregate_env_steps_per_s": runs * (WARMUP + steps) / wall,
-            "per_run_env_steps_per_s": sorted(round(r, 1) for r in rates), "command": " ".join(cmd[1:-2])}
+            "per_run_env_steps_per_s": sorted(round(r, 1) for r in rates),
+            "command": " ".join(["-m", "learner.main", *args])}
 
 
 def one_ray_run(env: str, algo: str, steps: int) -> dict:
     """(c): one Ray run of 4 actors, in a fresh process; its steady env steps per second and update time."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "learner.main", "--env", env, "--algo", algo, "--runtime", "ray", "--total-steps",
-               str(WARMUP + steps), "--eval-every", str(WARMUP + steps), "--eval-episodes", "2",
-               "--eval-basic", "false", "--wandb", "disabled", "--progress", "false", "--json", "true",
-               "--out", str(Path(tmp) / "r")]
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"bench/grid.py: the Ray run of {algo} failed ({done.returncode}): "
-                             f"{(done.stderr.strip().splitlines() or [''])[-1]}")
+        done, _ = run_main("bench/grid.py", f"the Ray run of {algo}", [
+            "--env", env, "--algo", algo, "--runtime", "ray", "--total-steps", str(WARMUP + steps), "--eval-every",
+            str(WARMUP + steps), "--eval-episodes", "2", "--eval-basic", "false", "--wandb", "disabled", "--progress",
+            "false", "--json", "true", "--out", str(Path(tmp) / "r")])
         summary = json.loads(done.stdout)
     t = summary["throughput"]
     return {"algo": algo, "steady_env_steps_per_s": t["steady_env_steps_per_s"], "update_ms": t["update_ms"]}

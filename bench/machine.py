@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +40,18 @@ def machine() -> dict:
             "gpu": gpu, "python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__,
             "numpy": numpy.__version__, "gymnasium": gymnasium.__version__, "commit": commit,
             "date": time.strftime("%Y-%m-%d")}
+
+
+def run_main(prog: str, what: str, args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m learner.main ARGS` in a fresh process from the checkout: its result and its wall seconds; a run
+    that fails ends the bench with one line naming `what` failed and the run's last line."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "learner.main", *args], cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{prog}: {what} failed ({done.returncode}): "
+                         f"{(done.stderr.strip().splitlines() or [''])[-1]}")
+    return done, wall
 
 
 def write_result(out: Path, result: dict) -> None:

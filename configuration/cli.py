@@ -33,6 +33,9 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+read_bool = _bool  # true/false on any command line of the project (learner.evaluate's --json too)
+
+
 def _axis(conv):
     """A converter that reads a comma list as a grid axis: the list of the converted values."""
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from actors.envs import EnvSpec, UnknownEnvError, env_spec, make_env
+from actors.evaluator import play
 from configuration.flags import FIELDS, Config, ConfigError, fit_warning, resolve, settings, with_legacy
 from methods import acting
 from methods.numpy_net import NumpyNet, unflatten
@@ -81,11 +82,16 @@ def _check_type(name: str, value) -> None:
     if isinstance(value, (list, tuple)):
         raise ConfigError(name, f"{value!r}: train() runs one run; a grid over a list of values runs from the shell "
                                 "(python -m learner.main)")
-    ok = (value is None and type(None) in allowed) or (
-        isinstance(value, bool) if bool in allowed else
-        not isinstance(value, bool) and (isinstance(value, int) if int in allowed else
-                                         isinstance(value, (int, float)) if float in allowed else
-                                         isinstance(value, str)))
+    if value is None:
+        ok = type(None) in allowed
+    elif isinstance(value, bool):  # (a bool is an int to Python, never a count or a rate here)
+        ok = bool in allowed
+    elif int in allowed:
+        ok = isinstance(value, int)
+    elif float in allowed:
+        ok = isinstance(value, (int, float))
+    else:
+        ok = isinstance(value, str)
     if not ok:
         words = {int: "a whole number", float: "a number", str: "text", bool: "True or False", type(None): "None"}
         raise ConfigError(name, f"{value!r}: give {' or '.join(words[a] for a in allowed)}")
@@ -155,23 +161,9 @@ class Agent:
         if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon={epsilon!r}: give a probability from 0 to 1")
         env = self._env(seed, video_dir)
-        rng = np.random.default_rng(seed)
-        returns, successes = [], []
         try:
-            for _ in range(episodes):
-                obs, _ = env.reset()
-                total, over, info = 0.0, False, {}
-                while not over:
-                    if rng.random() < epsilon:
-                        a = int(rng.integers(self.spec.n_actions))
-                    else:
-                        values = self._acting.outputs(self._nets, obs[None])
-                        a = int(self._acting.evaluate("main", {k: v[0] for k, v in values.items()}, rng))
-                    obs, reward, terminated, truncated, info = env.step(a)
-                    total += float(reward)
-                    over = terminated or truncated
-                returns.append(total)
-                successes.append(bool(info.get("success", False)))
+            returns, successes = play(self._acting, self._nets, env, np.random.default_rng(seed), episodes, epsilon,
+                                      self.spec.n_actions)
         finally:
             env.close()
         return {"episodes": episodes, "return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),

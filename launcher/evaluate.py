@@ -12,18 +12,10 @@ from __future__ import annotations
 import json
 import sys
 
+from configuration.cli import read_bool
 from configuration.errors import OneLineParser, user_error
 
 PROG = "python -m learner.evaluate"
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    raise ValueError(text)
-
-
-_bool.__name__ = "true/false"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                "run's --eval-epsilon)")
     p.add_argument("--video", default=None, metavar="DIR", help="record each episode there (a new or empty "
                                                                 "directory; the env must render rgb_array)")
-    p.add_argument("--json", type=_bool, default=False, help="the result as JSON on stdout (default: false)")
+    p.add_argument("--json", type=read_bool, default=False, help="the result as JSON on stdout (default: false)")
     args = p.parse_args(argv)
     if not 1 <= args.episodes <= 100_000:
         p.error(f"--episodes {args.episodes}: give a whole number from 1 to 100,000")
