@@ -34,9 +34,6 @@ MINIGRID_TASKS = {
     "LavaCrossing-Easy": ("MiniGrid-LavaCrossingS9N1-v0", (_LEFT, _RIGHT, _FORWARD)),
     "LavaCrossing-Hard": ("MiniGrid-LavaCrossingS9N2-v0", (_LEFT, _RIGHT, _FORWARD)),
 }
-# Default learning rates (spec §4); every other environment uses 3e-4.
-_LEARNING_RATES = {"MinAtar/Asterix": 3e-5, "MinAtar/Seaquest": 1e-4,
-                   "SimpleCrossing-Easy": 1e-4, "LavaCrossing-Hard": 1e-4}
 
 
 class UnknownEnvError(ValueError):
@@ -152,8 +149,6 @@ class EnvSpec:
     obs_shape: tuple[int, ...]
     obs_dtype: str
     n_actions: int
-    gamma: float
-    learning_rate: float
     has_success: bool
     binary_obs: bool  # every observation entry is 0 or 1 (stored bit-packed): MinAtar's, a one-hot state's
     # (rows, columns) when the observation is a one-hot of a grid's cell (CliffWalk's): the run counts its
@@ -351,17 +346,9 @@ def make_env(name: str, seed: int | None = None, kwargs: str = "", render_mode: 
     return env
 
 
-def env_defaults(name: str) -> tuple[float, float]:
-    """An environment's default γ and learning rate (spec §4), by its name alone: nothing is imported or made
-    (a report of a `module:Id` run reads them where the user's module is not importable)."""
-    name = canonical_name(name)
-    return (0.9 if name == "CliffWalk" else 0.99), _LEARNING_RATES.get(name, 3e-4)
-
-
 def env_spec(name: str, kwargs: str = "") -> EnvSpec:
     name, kwargs = canonical_name(name), canonical_kwargs(kwargs)
     env, has_success = _build(name, kwargs)
-    gamma, learning_rate = env_defaults(name)
     space = env.observation_space
     grid = getattr(env.unwrapped, "state_grid", None)
     spec = EnvSpec(
@@ -369,8 +356,6 @@ def env_spec(name: str, kwargs: str = "") -> EnvSpec:
         obs_shape=tuple(int(d) for d in space.shape),
         obs_dtype=np.dtype(space.dtype).name,
         n_actions=int(env.action_space.n),
-        gamma=gamma,
-        learning_rate=learning_rate,
         has_success=has_success,
         binary_obs=bool(np.dtype(space.dtype) == np.bool_ or grid),
         state_grid=grid,

@@ -9,6 +9,8 @@ import typing
 from pathlib import Path
 
 from actors.envs import canonical_kwargs
+from configuration import config_file
+from configuration.config_file import Section
 from configuration.errors import OneLineParser
 from configuration.flags import (
     ALGOS,
@@ -71,7 +73,7 @@ _env_kwargs.__name__ = "JSON object"
 # is in exactly one group.
 HELP_GROUPS = {
     "what to run": ("env", "env_kwargs", "algo", "seed", "seeds", "total_steps", "runtime", "actors", "envs_per_actor",
-                    "chunk_steps", "resume"),
+                    "chunk_steps", "config", "resume"),
     "the method": (),
     "replay": ("replay", "replay_shards", "replay_capacity", "replay_password_file", "replay_timeout",
                "replay_persist", "run_id", "take_run_id"),
@@ -145,9 +147,19 @@ _EPILOG = ("A grid: any flag that changes what a run computes, given as a comma 
            "0-9). A flag a method does not read keeps its default for that method's runs.")
 
 
+def parse_command(argv: list[str] | None = None) -> tuple[dict, frozenset[str], tuple[Section, ...]]:
+    """The command line's values with `--config`'s file under them (every field), the flags the command line
+    named, and the file's sections for each run (`config_file.for_run`)."""
+    args = vars(build_parser().parse_args(argv))
+    named = frozenset(vars(build_parser(defaults=False).parse_args(argv)))
+    args, sections = config_file.apply(args, named)
+    return args, named, sections
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
-    args = build_parser().parse_args(argv)
-    return Config(**vars(args))
+    """One run's configuration from its command line (and `--config`'s file)."""
+    args, _, sections = parse_command(argv)
+    return Config(**config_file.for_run(args, sections))
 
 
 def is_grid(args: dict) -> bool:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from actors.envs import UnknownEnvError, canonical_kwargs, canonical_name, env_defaults, env_spec
+from actors.envs import UnknownEnvError, canonical_kwargs, canonical_name, env_spec
+from configuration.defaults import env_defaults
 from methods import METHODS
 from methods.contracts import MethodSettings
 from methods.dqn.acting import EpsilonGreedy
@@ -129,6 +130,9 @@ class CoreConfig:
                         "(default runs/grid-<time>)")
     seeds: str = _book("", "a grid over seeds: 0-9, 0,3,7 or 0-2,5 (with comma lists of other flags: every "
                            "combination)")
+    config: str = _book("", "a TOML (.toml) or YAML (.yaml, .yml) file of flags: its top level for every run, "
+                            "[algos.METHOD], [envs.ENV] and [envs.ENV.algos.METHOD] sections for the runs they "
+                            "name; the command line wins (docs/running.md#a-configuration-file)")
     grid: str = _book("", "the grid a run belongs to (set by the grid; a W&B tag)")
     variant: str = _book("", "the run's values of the grid's axes besides --env, --algo and the seed, e.g. "
                              "bandit-returns=raw (set by the grid; names the run's column in the report)")
@@ -182,8 +186,9 @@ class CoreConfig:
     replay_ratio: float = _opt(0.25, "learner updates per env step inserted")
     target_update: int = _opt(1000, "env steps between hard target copies")
     learning_starts: int = _opt(5000, "env steps of uniform random acting first")
-    gamma: float | None = _opt(None, "discount (default: 0.9 CliffWalk, else 0.99)")
-    lr: float | None = _opt(None, "Adam learning rate (default: per env, spec §4)")
+    gamma: float | None = _opt(None, "discount (default: the env's, configuration/defaults.toml: 0.9 CliffWalk, "
+                                     "else 0.99)")
+    lr: float | None = _opt(None, "Adam learning rate (default: the env's, configuration/defaults.toml, spec §4)")
     loss: str = _opt("huber", f"TD loss: {', '.join(LOSSES)}")
     eps_start: float = _opt(1.0, "DQN-family ε-greedy start", algos=EPSILON_ALGOS)
     eps_end: float = _opt(0.01, "DQN-family ε-greedy end", algos=EPSILON_ALGOS)
@@ -494,8 +499,8 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         cfg, env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, replay_shards=shards, run_id=run_id,
         replay_password_file=password_file,
         arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.arm_exchange),
-        gamma=spec.gamma if cfg.gamma is None else cfg.gamma,
-        lr=spec.learning_rate if cfg.lr is None else cfg.lr,
+        gamma=env_defaults(spec.name)[0] if cfg.gamma is None else cfg.gamma,
+        lr=env_defaults(spec.name)[1] if cfg.lr is None else cfg.lr,
         eps_decay_steps=epsilon_decay_steps(cfg))
     return cfg, spec
 

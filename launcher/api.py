@@ -10,10 +10,10 @@ evaluation policy, evaluate it.
     agent.evaluate(episodes=10, seed=0, video_dir="videos")  # scores; a video per episode where the env renders
 
 `train` takes the command line's settings as keywords (`total_steps=20_000` is `--total-steps 20000`) or as
-a `configuration.flags.Config`, runs one run as `python -m learner.main` does (the same checks, the same
-outputs in its directory) and returns its summary and directory. `load` reads a run directory's
-`checkpoint.pt` (tensors and plain data only: nothing is unpickled) on the CPU. The shell's form of
-`evaluate` is `python -m learner.evaluate RUN_DIR`.
+a `configuration.flags.Config` (and `config="hp.toml"`: a `--config` file under them), runs one run as
+`python -m learner.main` does (the same checks, the same outputs in its directory) and returns its summary and
+directory. `load` reads a run directory's `checkpoint.pt` (tensors and plain data only: nothing is unpickled)
+on the CPU. The shell's form of `evaluate` is `python -m learner.evaluate RUN_DIR`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np
 
 from actors.envs import EnvSpec, UnknownEnvError, env_spec, make_env
 from actors.evaluator import play
+from configuration import config_file
 from configuration.flags import FIELDS, Config, ConfigError, fit_warning, resolve, settings, with_legacy
 from methods import acting
 from methods.numpy_net import NumpyNet, unflatten
@@ -58,6 +59,14 @@ def train(config: Config | None = None, /, **flags) -> Trained:
     for name, value in flags.items():
         _check_type(name, value)
     cfg = dataclasses.replace(config or Config(), **flags)
+    if cfg.config:  # a configuration file under the settings given here (`config="hp.toml"`), as on the command line
+        given = set(flags) | {f for f in FIELDS if config is not None and getattr(config, f) != FIELDS[f].default}
+        values, sections = config_file.apply(dataclasses.asdict(cfg), frozenset(given))
+        axis = next((k for k, v in values.items() if isinstance(v, list)), None)
+        if axis:
+            raise ConfigError(axis, f"{cfg.config} lists values (a grid axis): train() runs one run; a grid runs "
+                                    "from the shell (python -m learner.main --config FILE)")
+        cfg = Config(**config_file.for_run(values, sections))
     for name in ("seeds", "resume", "pack_seeds"):
         if getattr(cfg, name) != FIELDS[name].default:
             raise ConfigError(name, f"{getattr(cfg, name)!r}: train() runs one run from its start; a grid, packed "

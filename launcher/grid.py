@@ -29,6 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 from configuration.cli import GRID_FILE, build_parser
+from configuration.config_file import Section, for_run
 from configuration.flags import (
     FIELDS,
     GRID_RESUME_MAY_CHANGE,
@@ -58,10 +59,12 @@ GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separ
 GRID_ACTOR_CPUS = 0.25  # an actor's CPUs in a grid unless --actor-cpus says otherwise (4 actors + 1 learner = 2)
 
 
-def expand(args: dict, grid_dir: Path) -> list[dict]:
+def expand(args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()) -> list[dict]:
     """One run's arguments per combination of the axes (the flags given as lists) and the seeds; a flag that a
     combination's method does not read keeps its default there (so DQN does not run once per value of a
-    β-DQN flag). Every combination is validated first: a mistake in any is one line before anything starts."""
+    β-DQN flag); `--config`'s sections for the combination's environment and method set what they name
+    (`config_file.for_run`). Every combination is validated first: a mistake in any is one line before
+    anything starts."""
     axes = [(name, value) for name, value in args.items() if isinstance(value, list)]
     for name, values in axes:
         if not values:
@@ -80,6 +83,7 @@ def expand(args: dict, grid_dir: Path) -> list[dict]:
                   for name, value in chosen.items()},
                "variant": ",".join(f"{flag(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
                                    if name not in ("env", "algo") and reads(algo, name, combined))}
+        one = for_run(one, sections)
         # (grid_from_args settles a new grid's auto; one written while grid.json kept it is settled here alike)
         one["runtime"] = settled_runtime(one["runtime"], True, bool(args["address"] or os.environ.get("RAY_ADDRESS")))
         for seed in seeds:
@@ -205,11 +209,11 @@ def _made_by_a_grid(out: Path) -> bool:
 
 
 class Grid:
-    def __init__(self, args: dict, grid_dir: Path):
-        self.args, self.dir = args, grid_dir
+    def __init__(self, args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()):
+        self.args, self.dir, self.sections = args, grid_dir, sections
         if args.get("pack_seeds", 1) < 1:
             raise ConfigError("pack_seeds", f"must be >= 1, got {args['pack_seeds']}")
-        self.runs = expand(args, grid_dir)
+        self.runs = expand(args, grid_dir, sections)
 
         warnings = []
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
@@ -240,6 +244,8 @@ class Grid:
             raise OutputError.of(self.dir, e) from None
         args = public({k: v for k, v in self.args.items() if k != "resume"})  # no password on disk
         spec = {"format": GRID_FORMAT, "args": args,
+                # --config's sections as the grid read them: a resume runs what the grid ran, whatever the file is now
+                "sections": [section.as_json() for section in self.sections],
                 "runs": [{k: r[k] for k in ("env", "algo", "variant", "seed", "out")} for r in self.runs]}
         write_whole(self.dir / GRID_FILE, json.dumps(spec, indent=2) + "\n")
 
@@ -535,11 +541,12 @@ def _check_writable(grid_dir: Path) -> None:
         raise ConfigError("out", f"cannot make the grid directory {grid_dir} ({e.strerror or e})") from None
 
 
-def grid_from_args(args: dict, named: frozenset[str] | None = None) -> Grid:
+def grid_from_args(args: dict, named: frozenset[str] | None = None, sections: tuple[Section, ...] = ()) -> Grid:
     """A new grid (`--out` is its directory, default runs/grid-<time>) or, with `--resume GRID_DIR`, the
     one written there (a flag given again may change only how it runs: GRID_RESUME_MAY_CHANGE). `named`: the
     flags the command line gave, so that β's thread, which a grid of serial runs turns off, stays on where
-    `--beta-thread` was given (None: not known, and it stays as `args` has it)."""
+    `--beta-thread` was given (None: not known, and it stays as `args` has it); `sections`: `--config`'s
+    (`configuration.cli.parse_command`)."""
     parser = build_parser()
     # what the command line gives: values off their default, and (where known) any flag it names, a default's
     # value too (`--beta-thread true` on a resume of a grid that saved false is a change, never a no-op)
@@ -576,7 +583,7 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None) -> Grid:
             merged["seeds"] = ",".join(map(str, parse_seeds(merged["seeds"], repeats=True)))
         # grid.json keeps no passwords
         merged["replay"] = restore_password(merged["replay"], "grid", merged.get("replay_password_file", ""))
-        return Grid(merged, Path(resume).resolve())
+        return Grid(merged, Path(resume).resolve(), tuple(Section.from_json(d) for d in saved.get("sections", [])))
     grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     _check_writable(grid_dir)
     if (grid_dir / GRID_FILE).exists():
@@ -594,7 +601,7 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None) -> Grid:
             # one serial run a core: β's second thread would have no core of its own (the same math)
             args = {**args, "beta_thread": False}
         args = {**args, "runtime": runtime}
-    grid = Grid(args, grid_dir)
+    grid = Grid(args, grid_dir, sections)
     taken = [Path(r["out"]) for r in grid.runs if any((Path(r["out"]) / n).exists() for n in RUN_FILES)]
     if taken:
         raise ConfigError("out", f"{taken[0]} already holds a run, and the new grid would write there: give the "

@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from configuration.cli import PROG, build_parser, is_grid, parse_config
+from configuration.cli import PROG, is_grid, parse_command, parse_config
 from configuration.errors import user_error
 from configuration.flags import ConfigError, OutputError, fit_warning, resolve
 from driver.outputs import NonFiniteLoss, describe_run
@@ -87,15 +87,15 @@ def _quiet_stdout(log: Path):
 
 def _grid(argv: list[str] | None) -> int | None:
     """Run a grid if the command line asks for one (lists, --seeds, or --resume of a grid directory)."""
-    args = vars(build_parser().parse_args(argv))
+    args, named, sections = parse_command(argv)
     if not is_grid(args):
         return None
-    if args.get("seeds") and "seed" in vars(build_parser(defaults=False).parse_args(argv)):
+    if args.get("seeds") and "seed" in named:
         raise ConfigError("seed", f"{args['seed']} with --seeds {args['seeds']}: a grid's seeds are --seeds; give "
                                   "one of them")
     from launcher.grid import describe_grid, grid_from_args, grid_interrupted_line
 
-    grid = grid_from_args(args, frozenset(vars(build_parser(defaults=False).parse_args(argv))))
+    grid = grid_from_args(args, named, sections)
     try:
         with _quiet_stdout(grid.dir / "ray_warnings.log"):
             summary = grid.run()

@@ -16,8 +16,9 @@ import math
 import shlex
 from pathlib import Path
 
-from actors.envs import UnknownEnvError, env_defaults, env_spec
+from actors.envs import UnknownEnvError, env_spec
 from configuration.cli import build_parser
+from configuration.defaults import env_defaults
 from configuration.flags import BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, run_name, settled_arm_exchange
 from methods import METHODS
 from replay_service.files import write_atomically

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from actors.envs import UnknownEnvError, env_spec, make_env
+from configuration.defaults import env_defaults
 
 
 def test_cliffwalk_shapes_rewards_and_limits():
@@ -28,15 +29,15 @@ def test_cliffwalk_shapes_rewards_and_limits():
         _, r, term, trunc, _ = env.step(0)  # bumping into the top wall
     assert (term, trunc) == (False, True)
     spec = env_spec("CliffWalk")
-    assert spec.gamma == 0.9 and spec.n_actions == 4 and spec.has_success
+    assert env_defaults("CliffWalk") == (0.9, 3e-4) and spec.n_actions == 4 and spec.has_success
 
 
 def test_minatar_breakout():
     spec = env_spec("MinAtar/Breakout")
     assert spec.obs_shape == (10, 10, 4) and spec.obs_dtype == "bool" and spec.n_actions == 6
-    assert spec.gamma == 0.99 and spec.learning_rate == 3e-4 and not spec.has_success
+    assert env_defaults("MinAtar/Breakout") == (0.99, 3e-4) and not spec.has_success
     assert env_spec("MinAtar/Breakout-v0").name == "MinAtar/Breakout"
-    assert env_spec("MinAtar/Asterix").learning_rate == 3e-5
+    assert env_defaults("MinAtar/Asterix") == env_defaults("MinAtar/Asterix-v0") == (0.99, 3e-5)
     env = make_env("MinAtar/Breakout", seed=1)
     obs, _ = env.reset()
     assert obs.shape == (10, 10, 4) and obs.dtype == bool
@@ -79,7 +80,7 @@ def test_minigrid_paper_rewards_and_action_sets():
     assert spec.obs_shape == (9, 9, 3) and spec.n_actions == 3 and spec.has_success
     assert env_spec("DoorKey").n_actions == 5 and env_spec("DoorKey").obs_shape == (6, 6, 3)
     assert env_spec("Unlock").n_actions == 5
-    assert env_spec("SimpleCrossing-Easy").learning_rate == 1e-4
+    assert env_defaults("SimpleCrossing-Easy") == (0.99, 1e-4)
     env = _lava_crossing_env()
     max_steps = env.unwrapped.max_steps
     assert max_steps == 4 * 9 * 9

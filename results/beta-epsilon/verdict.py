@@ -89,13 +89,13 @@ def collect(roots: list[Path]) -> dict[tuple[str, str, int], object]:
 def _normal(config, env: str, key: str):
     """A field of a configuration as the run used it: γ and the learning rate resolved to the environment's
     default where left to it, the ε decay to its steps."""
-    from actors.envs import env_spec
+    from configuration.defaults import env_defaults
     from configuration.flags import epsilon_decay_steps
 
     value = config(key)
     if value is None and key in ("gamma", "lr"):
-        spec = env_spec(env)
-        return spec.gamma if key == "gamma" else spec.learning_rate
+        gamma, lr = env_defaults(env)
+        return gamma if key == "gamma" else lr
     if value is None and key == "eps_decay_steps":
         return epsilon_decay_steps(SimpleNamespace(eps_decay_steps=None, total_steps=config("total_steps"),
                                                    eps_decay_fraction=config("eps_decay_fraction")))

@@ -1,0 +1,250 @@
+"""`--config FILE`: the command line's flags from a TOML (.toml) or YAML (.yaml, .yml) file.
+
+    total_steps = 500000                 # top level: every run (a list is a grid axis, as a comma list is)
+    algo = ["beta_dqn", "dqn"]
+    [algos.dqn]                          # the runs of one method
+    eps_decay_fraction = 0.1
+    [envs."MinAtar/Asterix"]             # the runs of one environment
+    lr = 3e-5
+    [envs.DoorKey.algos.beta_dqn]        # one method on one environment
+    bandit_window = 500
+
+A key is a flag without its dashes (`total_steps` or `total-steps`). The more specific wins: the top level,
+then `algos.<method>`, then `envs.<env>`, then `envs.<env>.algos.<method>`; the command line wins over all of
+the file. A section sets only what its run's method reads (as a grid gives the others their default). Below
+every file lie the environments' own γ and learning rates (`configuration/defaults.toml`, the same format,
+shipped with the project). A run's `config.json` records what the file gave it; a grid keeps the file's
+sections in grid.json, so a resume runs what the grid ran whatever became of the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import stat
+import tomllib
+import typing
+from pathlib import Path
+
+from actors.envs import canonical_kwargs, canonical_name
+from configuration.flags import AXES, FIELDS, Config, ConfigError, reads
+from methods import METHODS
+
+MAX_BYTES = 1 << 20  # a configuration file is a page of settings, not data
+SUFFIXES = (".toml", ".yaml", ".yml")
+# not in a file: the file itself, what a grid sets for its runs, and (in a section) what names a run
+NOT_IN_FILE = frozenset({"config", "resume", "grid", "variant"})
+NOT_IN_SECTION = NOT_IN_FILE | {"env", "algo", "seed", "seeds", "out", "run_id"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """Settings for the runs of one environment, one method, or both (None: any)."""
+
+    env: str | None
+    algo: str | None
+    values: dict
+
+    def matches(self, env: str, algo: str) -> bool:
+        return (self.env is None or self.env == canonical_name(env)) and (self.algo is None or self.algo == algo)
+
+    @property
+    def rank(self) -> int:  # the more specific wins: top level < method < environment < both
+        return (self.algo is not None) + 2 * (self.env is not None)
+
+    def header(self) -> str:
+        env = f'envs."{self.env}"' if self.env is not None else ""
+        algo = f"algos.{self.algo}" if self.algo is not None else ""
+        return f"[{'.'.join(x for x in (env, algo) if x)}]"
+
+    def as_json(self) -> dict:
+        return {"env": self.env, "algo": self.algo, "values": self.values}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Section:
+        return cls(d.get("env"), d.get("algo"), dict(d.get("values", {})))
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigFile:
+    path: str
+    top: dict  # field -> value (a list: a grid axis)
+    sections: tuple[Section, ...]
+
+
+def _fail(path, message: str) -> ConfigError:
+    return ConfigError("config", f"{path}: {message}")
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: a regular file of at most MAX_BYTES, UTF-8; anything else one line."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
+    except OSError as e:
+        raise _fail(path, f"cannot be read ({e.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _fail(path, "is not a regular file")
+        data = os.read(fd, MAX_BYTES + 1)
+    except OSError as e:
+        raise _fail(path, f"cannot be read ({e.strerror})") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise _fail(path, f"is larger than {MAX_BYTES // 1024} KiB; a configuration file holds settings")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _fail(path, f"is not UTF-8 text (byte {e.start})") from None
+
+
+def _parse(path: Path) -> dict:
+    if path.suffix not in SUFFIXES:
+        raise _fail(path, f"unknown format {path.suffix or '(no suffix)'!r}; allowed: {', '.join(SUFFIXES)}")
+    text = _read_text(path)
+    if path.suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise _fail(path, f"is not valid TOML ({e})") from None
+    else:
+        import yaml  # (PyYAML: Ray's dependency)
+
+        try:
+            data = yaml.safe_load(text)  # plain data only: no object a file could name is built
+        except yaml.YAMLError as e:
+            raise _fail(path, f"is not valid YAML ({str(e).splitlines()[0]})") from None
+        data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise _fail(path, "must hold a table of settings (key = value)")
+    return data
+
+
+def _kind(name: str):
+    hint = typing.get_type_hints(Config)[name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return (args[0] if args else hint), bool(args)  # the value's type, whether None is allowed
+
+
+def _value(path, where: str, name: str, value, axis_ok: bool):
+    """`value` for field `name`, as the field's type (a list where it may be a grid axis)."""
+    if isinstance(value, list):
+        if not axis_ok or name not in AXES:
+            allowed = ("lists (grid axes) go at the top level of the file or on the command line" if not axis_ok
+                       else "only a flag that changes what a run computes may be a list (a grid axis)")
+            raise _fail(path, f"{where}{name} is a list; {allowed}")
+        if not value:
+            raise _fail(path, f"{where}{name} is an empty list")
+        values = [_value(path, where, name, v, False) for v in value]
+        repeated = [v for i, v in enumerate(values) if v in values[:i]]
+        if repeated:
+            raise _fail(path, f"{where}{name} lists {repeated[0]!r} twice")
+        return values
+    kind, optional = _kind(name)
+    if value is None and optional:
+        return None
+    if name == "env_kwargs" and isinstance(value, dict):  # the natural form in a file
+        value = json.dumps(value)
+    if name == "env_kwargs" and isinstance(value, str):
+        try:
+            return canonical_kwargs(value)
+        except ValueError as e:
+            raise _fail(path, f"{where}env_kwargs: {e}") from None
+    ok = (isinstance(value, bool) if kind is bool else
+          isinstance(value, int) and not isinstance(value, bool) if kind is int else
+          isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
+          isinstance(value, str))
+    if not ok:
+        names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+        raise _fail(path, f"{where}{name} = {value!r}: expected {names[kind]}")
+    if kind is float:
+        if not math.isfinite(value):
+            raise _fail(path, f"{where}{name} = {value!r}: expected a finite number")
+        return float(value)
+    return value
+
+
+def _settings(path, where: str, table: dict, forbidden: frozenset[str], axis_ok: bool) -> dict:
+    out = {}
+    for key, value in table.items():
+        name = str(key).replace("-", "_")
+        if name not in FIELDS:
+            raise _fail(path, f"unknown setting {where}{key!r}; a key is a flag without its dashes "
+                              "(total_steps or total-steps; python -m learner.main --help lists them)")
+        if name in forbidden:
+            reason = ("a section names its runs by its header" if name in NOT_IN_SECTION - NOT_IN_FILE
+                      else "it is given on the command line")
+            raise _fail(path, f"{where}{name} cannot be set in a file here ({reason})")
+        if name in out:
+            raise _fail(path, f"{where}{name} is given twice")
+        out[name] = _value(path, where, name, value, axis_ok)
+    return out
+
+
+def _tables(path, where: str, value) -> dict:
+    if not isinstance(value, dict):
+        raise _fail(path, f"{where} must be a table of sections ([{where}.NAME])")
+    return value
+
+
+def read(path: str | Path) -> ConfigFile:
+    """A configuration file, checked: every key a flag, every value of its type; one line for any mistake."""
+    path = Path(path)
+    data = _parse(path)
+    top_keys = {k: v for k, v in data.items() if k not in ("envs", "algos")}
+    top = _settings(path, "", top_keys, NOT_IN_FILE, axis_ok=True)
+    sections = []
+
+    def method_sections(where: str, env: str | None, table) -> None:
+        for algo, values in _tables(path, where, table).items():
+            if algo not in METHODS:
+                raise _fail(path, f"[{where}.{algo}]: unknown method; known: {', '.join(METHODS)}")
+            here = f"[{where}.{algo}] "
+            if not isinstance(values, dict):
+                raise _fail(path, f"{here}must be a table of settings")
+            sections.append(Section(env, algo, _settings(path, here, values, NOT_IN_SECTION, axis_ok=False)))
+
+    method_sections("algos", None, data.get("algos", {}))
+    for env, table in _tables(path, "envs", data.get("envs", {})).items():
+        here = f'[envs."{env}"] '
+        if not isinstance(table, dict):
+            raise _fail(path, f"{here}must be a table of settings")
+        values = {k: v for k, v in table.items() if k != "algos"}
+        sections.append(Section(canonical_name(env), None,
+                                _settings(path, here, values, NOT_IN_SECTION, axis_ok=False)))
+        if "algos" in table:
+            method_sections(f'envs."{env}".algos', canonical_name(env), table["algos"])
+    return ConfigFile(str(path), top, tuple(sections))
+
+
+def apply(args: dict, named: frozenset[str]) -> tuple[dict, tuple[Section, ...]]:
+    """The command line's values (`args`, every field; `named`: the flags it gave) with `--config`'s file
+    under them: its top level set where the command line is silent, and its sections, less what the command
+    line gave, to be applied to each run by `for_run` once its environment and method are known."""
+    if not args.get("config"):
+        return args, ()
+    if args.get("resume"):
+        raise ConfigError("config", "with --resume: a resumed run or grid keeps the configuration it started with")
+    file = read(args["config"])
+    merged = {**args, **{k: v for k, v in file.top.items() if k not in named}}
+    sections = tuple(Section(s.env, s.algo, {k: v for k, v in s.values.items() if k not in named})
+                     for s in file.sections)
+    for section in sections:
+        axis = next((k for k in section.values if isinstance(merged.get(k), list)), None)
+        if axis:
+            raise _fail(file.path, f"{section.header()} sets {axis}, which is a grid axis (a list); a run's value "
+                                   "of an axis is the axis's")
+    return merged, tuple(s for s in sections if s.values)
+
+
+def for_run(run: dict, sections: tuple[Section, ...]) -> dict:
+    """One run's values with the sections that match its environment and method, the more specific last;
+    a section sets only what the run's method reads."""
+    out = dict(run)
+    for section in sorted((s for s in sections if s.matches(run["env"], run["algo"])), key=lambda s: s.rank):
+        for name, value in section.values.items():
+            if reads(run["algo"], name, {**out, **section.values}):
+                out[name] = value
+    return out

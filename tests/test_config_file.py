@@ -1,0 +1,172 @@
+"""`--config FILE`: the command line's flags from TOML or YAML, with per-method and per-environment sections; the
+command line wins; a grid keeps the file's sections; the environments' own γ and learning rates come from the
+shipped file of the same format."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from configuration import config_file
+from configuration.cli import parse_command, parse_config
+from configuration.defaults import DEFAULTS, env_defaults
+from configuration.flags import ConfigError, resolve
+from launcher.api import train
+from launcher.grid import grid_from_args
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HP = """
+total_steps = 4000
+learning_starts = 500
+algo = ["beta_dqn", "dqn"]
+[algos.dqn]
+eps_decay_fraction = 0.5
+bandit_window = 10      # not DQN's: DQN's runs keep the default
+[envs.CliffWalk]
+lr = 1e-3
+[envs.CliffWalk.algos.beta_dqn]
+lr = 5e-4
+bandit_window = 77
+[envs."MinAtar/Asterix"]
+lr = 2e-5
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_the_more_specific_section_wins_and_the_command_line_wins_over_the_file(tmp_path):
+    hp = write(tmp_path, "hp.toml", HP)
+    beta = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn"])
+    assert (beta.total_steps, beta.learning_starts, beta.lr, beta.bandit_window) == (4000, 500, 5e-4, 77)
+    dqn = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "dqn"])
+    assert (dqn.lr, dqn.eps_decay_fraction, dqn.bandit_window) == (1e-3, 0.5, 1000)  # env section, method section
+    asterix = parse_config(["--config", hp, "--env", "MinAtar/Asterix-v0", "--algo", "dqn"])
+    assert asterix.lr == 2e-5  # a section's env matches its canonical name
+    given = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn", "--lr", "0.01",
+                          "--total-steps", "3000"])
+    assert (given.lr, given.total_steps, given.bandit_window) == (0.01, 3000, 77)
+    # a value at its default given on the command line wins too
+    assert parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn",
+                         "--bandit-window", "1000"]).bandit_window == 1000
+    # no section for the env: the environment's own learning rate (the shipped defaults) after resolve
+    plain = parse_config(["--config", hp, "--env", "SimpleCrossing-Easy", "--algo", "dqn"])
+    assert plain.lr is None and resolve(plain)[0].lr == 1e-4
+
+
+def test_yaml_reads_as_toml_does_and_a_top_level_list_is_a_grid_axis(tmp_path):
+    hp = write(tmp_path, "hp.yaml", "total-steps: 4000\nlr: [0.001, 0.0003]\nenvs:\n  CliffWalk:\n"
+                                    "    algos:\n      beta_dqn:\n        bandit_window: 77\n"
+                                    "env_kwargs: {}\n")
+    args, named, sections = parse_command(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn,dqn",
+                                           "--seeds", "0", "--out", str(tmp_path / "g")])
+    assert args["lr"] == [0.001, 0.0003] and args["total_steps"] == 4000 and "lr" not in named
+    grid = grid_from_args(args, named, sections)
+    runs = {(r["algo"], r["lr"]): r for r in grid.runs}
+    assert sorted(runs) == [("beta_dqn", 0.0003), ("beta_dqn", 0.001), ("dqn", 0.0003), ("dqn", 0.001)]
+    assert runs["beta_dqn", 0.001]["bandit_window"] == 77 and runs["dqn", 0.001]["bandit_window"] == 1000
+    assert runs["beta_dqn", 0.001]["variant"] == "lr=0.001"  # the file's sections name no column
+
+
+def test_a_resumed_grid_runs_the_sections_it_saved_whatever_became_of_the_file(tmp_path):
+    hp = write(tmp_path, "hp.toml", HP)
+    out = tmp_path / "g"
+    args, named, sections = parse_command(["--config", hp, "--env", "CliffWalk", "--seeds", "0,1", "--out", str(out)])
+    grid = grid_from_args(args, named, sections)
+    grid.write_spec()
+    before = sorted((r["algo"], r["seed"], r["lr"], r["bandit_window"]) for r in grid.runs)
+    Path(hp).write_text("lr = 0.1\n")
+    args, named, sections = parse_command(["--resume", str(out)])
+    again = grid_from_args(args, named, sections)
+    assert sorted((r["algo"], r["seed"], r["lr"], r["bandit_window"]) for r in again.runs) == before
+    assert (0, 5e-4, 77) in {(s, lr, w) for a, s, lr, w in before if a == "beta_dqn"}
+    with pytest.raises(ConfigError, match="--config: with --resume: a resumed run or grid keeps"):
+        parse_command(["--resume", str(out), "--config", hp])
+
+
+@pytest.mark.parametrize("text, said", [
+    ("foo = 1\n", "unknown setting 'foo'; a key is a flag without its dashes"),
+    ('lr = "x"\n', "lr = 'x': expected a number"),
+    ("total_steps = 1.5\n", "total_steps = 1.5: expected an integer"),
+    ("beta_epsilon = 1\n", "beta_epsilon = 1: expected true or false"),
+    ("lr = nan\n", "lr = nan: expected a finite number"),
+    ("[envs.DoorKey]\nlr = [1e-4, 3e-4]\n", '[envs."DoorKey"] lr is a list; lists (grid axes) go at the top level'),
+    ("lr = [1e-4, 3e-4]\n[envs.DoorKey]\nlr = 1e-4\n", '[envs."DoorKey"] sets lr, which is a grid axis'),
+    ("lr = [1e-4, 1e-4]\n", "lr lists 0.0001 twice"),
+    ("lr = []\n", "lr is an empty list"),
+    ("out = ['a', 'b']\n", "only a flag that changes what a run computes may be a list"),
+    ("[algos.nope]\nlr = 1e-4\n", "[algos.nope]: unknown method; known: beta_dqn, dqn"),
+    ("[envs.DoorKey]\nalgo = 'dqn'\n", '[envs."DoorKey"] algo cannot be set in a file here (a section names its'),
+    ("resume = 'runs/x'\n", "resume cannot be set in a file here"),
+    ("config = 'other.toml'\n", "config cannot be set in a file here"),
+    ("envs = 3\n", "envs must be a table of sections"),
+    ("lr = \n", "is not valid TOML"),
+    ('env_kwargs = "[1]"\n', "env_kwargs:"),
+])
+def test_every_mistake_in_a_file_is_one_line_naming_the_file_and_the_key(tmp_path, text, said):
+    hp = write(tmp_path, "hp.toml", text)
+    with pytest.raises(ConfigError) as e:
+        parse_command(["--config", hp, "--env", "DoorKey"])
+    message = str(e.value)
+    assert message.startswith(f"--config: {hp}: ") and said in message and "\n" not in message, message
+
+
+def test_a_file_that_is_not_a_small_regular_utf8_file_is_refused_in_one_line(tmp_path):
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # opened without waiting for a writer
+    big = write(tmp_path, "big.toml", "# " + "x" * config_file.MAX_BYTES + "\n")
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b"name = '\xe9'\n")
+    for path, said in ((fifo, "is not a regular file"), (big, "is larger than 1024 KiB"),
+                       (latin, "is not UTF-8 text"), (tmp_path / "none.toml", "cannot be read .No such file"),
+                       (tmp_path, "unknown format"), (write(tmp_path, "hp.ini", "lr = 1\n"), "unknown format '.ini'")):
+        with pytest.raises(ConfigError, match=said):
+            config_file.read(path)
+
+
+def test_the_shipped_defaults_are_a_config_file_of_the_spec_learning_rates():
+    shipped = config_file.read(DEFAULTS)
+    assert set(shipped.top) == {"gamma", "lr"}
+    assert all(set(s.values) <= {"gamma", "lr"} and s.algo is None for s in shipped.sections)
+    assert env_defaults("CliffWalk") == (0.9, 3e-4)
+    assert env_defaults("MinAtar/Asterix") == (0.99, 3e-5)
+    for name in ("MinAtar/Seaquest", "SimpleCrossing-Easy", "LavaCrossing-Hard"):
+        assert env_defaults(name) == (0.99, 1e-4)
+    for name in ("MinAtar/Breakout", "DoorKey", "CartPole-v1", "examples.corridor:Corridor-v0"):
+        assert env_defaults(name) == (0.99, 3e-4)
+
+
+def test_a_run_from_a_file_records_what_the_file_gave_it(tmp_path):
+    hp = write(tmp_path, "hp.toml", "total_steps = 1200\nlearning_starts = 200\neval_every = 600\n"
+                                    "eval_episodes = 2\nactors = 1\nenvs_per_actor = 1\n"
+                                    "[envs.CliffWalk.algos.dqn]\nlr = 2e-3\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "learner.main", "--config", hp, "--env", "CliffWalk", "--algo", "dqn",
+                           "--runtime", "serial", "--out", str(out), "--wandb", "disabled", "--progress", "false"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    config = json.loads((out / "config.json").read_text())
+    assert (config["total_steps"], config["lr"], config["config"]) == (1200, 2e-3, hp)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["env_steps"] >= 1200
+
+
+def test_train_takes_a_file_under_its_keywords(tmp_path):
+    hp = write(tmp_path, "hp.toml", "total_steps = 1200\nlearning_starts = 200\neval_every = 600\n"
+                                    "eval_episodes = 1\nactors = 1\nenvs_per_actor = 1\nruntime = 'serial'\n"
+                                    "[envs.CliffWalk]\nlr = 2e-3\n")
+    run = train(config=hp, env="CliffWalk", algo="dqn", total_steps=1000, out=str(tmp_path / "r"), wandb="disabled",
+                progress=False)
+    config = json.loads((run.run_dir / "config.json").read_text())
+    assert (config["total_steps"], config["lr"], config["learning_starts"]) == (1000, 2e-3, 200)
+    write(tmp_path, "grid.toml", "lr = [1e-3, 2e-3]\n")
+    with pytest.raises(ConfigError, match="lists values .a grid axis.: train.. runs one run"):
+        train(config=str(tmp_path / "grid.toml"), env="CliffWalk", out=str(tmp_path / "q"))
