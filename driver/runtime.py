@@ -317,10 +317,13 @@ class RayBackend:
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
-                ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
-                         dashboard_host="127.0.0.1", log_to_driver=False,
-                         runtime_env=_runtime_env(envs, **{THIS_MACHINE_VAR: "1"}),
-                         logging_level=logging.WARNING)
+                try:
+                    ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
+                             dashboard_host="127.0.0.1", log_to_driver=False,
+                             runtime_env=_runtime_env(envs, **{THIS_MACHINE_VAR: "1"}),
+                             logging_level=logging.WARNING)
+                except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
+                    raise ClusterStartError.of(e) from None
                 self.reaper = _start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 
@@ -651,6 +654,18 @@ def _write_line(text: str) -> None:
                 part.release()
     except Exception:  # noqa: BLE001
         pass
+
+
+class ClusterStartError(RuntimeError):
+    """The local Ray cluster did not start (its processes did not come up in the time Ray gives them)."""
+
+    @classmethod
+    def of(cls, e: BaseException) -> BaseException:
+        if "timed out during startup" not in str(e):
+            return e
+        load = os.getloadavg()[0]
+        return cls(f"Ray's local cluster did not start: its node timed out during startup (this machine's load "
+                   f"average is {load:.1f} on {os.cpu_count()} cores); try again when it is less busy")
 
 
 class Interrupted(KeyboardInterrupt):

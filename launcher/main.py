@@ -17,7 +17,7 @@ from configuration.cli import PROG, is_grid, parse_command, parse_config
 from configuration.errors import user_error
 from configuration.flags import ConfigError, OutputError, fit_warning, resolve
 from driver.outputs import NonFiniteLoss, describe_run
-from driver.runtime import Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
+from driver.runtime import ClusterStartError, Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from replay_service.files import open_append
 from replay_service.local_redis import RedisSetupError
 from replay_service.redis_shard import ReplayUnavailable
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
                   f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
             return 1
-        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError)):
+        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError, ClusterStartError)):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1

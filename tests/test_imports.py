@@ -17,7 +17,7 @@ FLOORS = (("replay_service", "meta_controller"), ("methods",), ("learner", "acto
 PACKAGES = tuple(package for floor in FLOORS for package in floor)
 # shims: all they import (`learner.api` is the Python API's public name)
 ENTRY_POINTS = {"learner.main": "launcher.main", "learner.report": "reporting.report", "learner.api": "launcher.api",
-                "learner.evaluate": "launcher.evaluate"}
+                "learner.evaluate": "launcher.evaluate", "learner.search": "launcher.search"}
 
 
 def modules() -> dict[str, Path]:

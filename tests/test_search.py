@@ -1,0 +1,70 @@
+"""`python -m learner.search`: a grid's command line as a Ray Tune search, each trial one serial run; the best
+per environment and method by mean final score over seeds."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from launcher.search import best, main, table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def trial(score, seed, **flags):
+    return {"flags": {"env": "CliffWalk", "algo": "dqn", "seed": seed, "batch_size": 64, **flags}}, score
+
+
+def test_best_is_the_highest_mean_over_seeds_of_the_values_that_vary_and_counts_failures():
+    rows = best([trial(1.0, 0, lr=1e-3), trial(3.0, 1, lr=1e-3), trial(2.5, 0, lr=3e-4), trial(1.0, 1, lr=3e-4),
+                 trial(float("nan"), 2, lr=3e-4), trial(0.5, 0, lr=1e-3, algo="beta_dqn")])
+    by_algo = {r["algo"]: r for r in rows}
+    dqn = by_algo["dqn"]
+    assert dqn["best"] == {"lr": 0.001} and dqn["score"] == 2.0 and dqn["seeds"] == 2  # batch_size never varied
+    assert dqn["runner_up"] == 1.75 and dqn["candidates"] == 2 and dqn["failed"] == 1
+    assert by_algo["beta_dqn"]["best"] == {} and by_algo["beta_dqn"]["candidates"] == 1
+    assert "| CliffWalk | dqn | --lr 0.001 | 2.000 | 2 | 1.750 | 2 | 1 |" in table(rows)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--env", "CliffWalk"], "nothing to search: give a flag as a list"),
+    (["--env", "CliffWalk", "--lr", "1e-3,1e-3"], "appears twice"),
+    (["--resume", "runs/x"], "a search starts anew"),
+    (["--lr", "1e-3,3e-4", "--cpus", "-1"], "--cpus -1: give 0"),
+])
+def test_a_search_mistake_is_one_line(argv, said, capsys, tmp_path):
+    try:
+        status = main([*argv, "--out", str(tmp_path / "s")])
+    except SystemExit as e:  # the command line's own parser (a list's mistake)
+        status = e.code
+    err = capsys.readouterr().err
+    assert status == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_used_directory_is_refused(tmp_path, capsys):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "mine.txt").write_text("x")
+    assert main(["--env", "CliffWalk", "--lr", "1e-3,3e-4", "--out", str(tmp_path / "s")]) == 2
+    assert "is not empty: give a search a directory of its own" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_a_search_runs_every_trial_as_a_run_and_names_the_best(tmp_path):
+    out = tmp_path / "search"
+    done = subprocess.run([sys.executable, "-m", "learner.search", "--env", "CliffWalk", "--algo", "dqn",
+                           "--lr", "1e-3,3e-4", "--seeds", "0", "--total-steps", "1200", "--learning-starts", "200",
+                           "--eval-every", "600", "--eval-episodes", "2", "--actors", "1", "--envs-per-actor", "1",
+                           "--cpus", "2", "--out", str(out)],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summaries = {json.loads((p.parent / "config.json").read_text())["lr"]: json.loads(p.read_text())
+                 for p in out.glob("*/run/summary.json")}
+    assert sorted(summaries) == [3e-4, 1e-3]
+    scores = {lr: s["final_eval"]["success_rate"] for lr, s in summaries.items()}
+    [row] = json.loads((out / "best.json").read_text())
+    assert (row["env"], row["algo"], row["candidates"], row["failed"]) == ("CliffWalk", "dqn", 2, 0)
+    assert row["score"] == max(scores.values()) and scores[row["best"]["lr"]] == row["score"]
+    assert "| CliffWalk | dqn | --lr" in done.stdout
