@@ -149,11 +149,11 @@ _EPILOG = ("A grid: any flag that changes what a run computes, given as a comma 
 
 def parse_command(argv: list[str] | None = None) -> tuple[dict, frozenset[str], tuple[Section, ...]]:
     """The command line's values with `--config`'s file under them (every field), the flags the command line
-    named, and the file's sections for each run (`config_file.for_run`)."""
+    or the file's top level named, and the file's sections for each run (`config_file.for_run`)."""
     args = vars(build_parser().parse_args(argv))
     named = frozenset(vars(build_parser(defaults=False).parse_args(argv)))
-    args, sections = config_file.apply(args, named)
-    return args, named, sections
+    args, sections, from_file = config_file.apply(args, named)
+    return args, named | from_file, sections
 
 
 def parse_config(argv: list[str] | None = None) -> Config:

@@ -28,15 +28,17 @@ import tomllib
 import typing
 from pathlib import Path
 
-from actors.envs import canonical_kwargs, canonical_name
+from actors.envs import canonical_kwargs, canonical_name, known_names
 from configuration.flags import AXES, FIELDS, Config, ConfigError, reads
 from methods import METHODS
 
 MAX_BYTES = 1 << 20  # a configuration file is a page of settings, not data
 SUFFIXES = (".toml", ".yaml", ".yml")
-# not in a file: the file itself, what a grid sets for its runs, and (in a section) what names a run
+# not in a file: the file itself and what a grid sets for its runs. A section sets only what changes what a
+# run computes (`AXES`: where and how runs execute is the command's, or the file's top level), less what names
+# its runs (`env`, `algo`)
 NOT_IN_FILE = frozenset({"config", "resume", "grid", "variant"})
-NOT_IN_SECTION = NOT_IN_FILE | {"env", "algo", "seed", "seeds", "out", "run_id"}
+IN_SECTION = AXES - {"env", "algo"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +66,9 @@ class Section:
 
     @classmethod
     def from_json(cls, d: dict) -> Section:
-        return cls(d.get("env"), d.get("algo"), dict(d.get("values", {})))
+        """A section as grid.json saved it (a field this program no longer has is left out, as grid.json's own
+        arguments' are)."""
+        return cls(d.get("env"), d.get("algo"), {k: v for k, v in d.get("values", {}).items() if k in FIELDS})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,13 +117,37 @@ def _parse(path: Path) -> dict:
         import yaml  # (PyYAML: Ray's dependency)
 
         try:
-            data = yaml.safe_load(text)  # plain data only: no object a file could name is built
+            data = yaml.load(text, Loader=_yaml_loader())  # plain data only: no object a file could name is built
         except yaml.YAMLError as e:
             raise _fail(path, f"is not valid YAML ({str(e).splitlines()[0]})") from None
         data = {} if data is None else data
     if not isinstance(data, dict):
         raise _fail(path, "must hold a table of settings (key = value)")
     return data
+
+
+def _yaml_loader():
+    """PyYAML's safe loader with YAML 1.2's plain scalars: true/false only as booleans (not yes, no, on, off),
+    decimal integers only (not 0x10, 010 or 1:40, which YAML 1.1 reads as 16, 8 and 100), and floats with or
+    without a point (1e-4 too, which YAML 1.1 reads as text)."""
+    import re
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    tags = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+    Loader.yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if tag not in tags]
+                                      for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"),
+                                 list("-+0123456789"))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
+        r"^[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
+        list("-+0123456789."))
+    return Loader
 
 
 def _kind(name: str):
@@ -166,20 +194,25 @@ def _value(path, where: str, name: str, value, axis_ok: bool):
     return value
 
 
-def _settings(path, where: str, table: dict, forbidden: frozenset[str], axis_ok: bool) -> dict:
+def _settings(path, where: str, table: dict, in_section: bool, algo: str | None = None) -> dict:
     out = {}
     for key, value in table.items():
         name = str(key).replace("-", "_")
         if name not in FIELDS:
             raise _fail(path, f"unknown setting {where}{key!r}; a key is a flag without its dashes "
                               "(total_steps or total-steps; python -m learner.main --help lists them)")
-        if name in forbidden:
-            reason = ("a section names its runs by its header" if name in NOT_IN_SECTION - NOT_IN_FILE
-                      else "it is given on the command line")
-            raise _fail(path, f"{where}{name} cannot be set in a file here ({reason})")
+        if name in NOT_IN_FILE or (in_section and name not in IN_SECTION):
+            reason = ("it is given on the command line" if name in NOT_IN_FILE
+                      else "a section names its runs by its header" if name in ("env", "algo")
+                      else "a section sets only what changes what a run computes; put it at the top level")
+            raise _fail(path, f"{where}{name} cannot be set {'in a section' if in_section else 'in a file'} "
+                              f"({reason})")
+        if algo is not None and not reads(algo, name):
+            raise _fail(path, f"{where}{name}: {algo} does not read it (read by "
+                              f"{', '.join(FIELDS[name].metadata['algos'])})")
         if name in out:
             raise _fail(path, f"{where}{name} is given twice")
-        out[name] = _value(path, where, name, value, axis_ok)
+        out[name] = _value(path, where, name, value, axis_ok=not in_section)
     return out
 
 
@@ -189,12 +222,24 @@ def _tables(path, where: str, value) -> dict:
     return value
 
 
+def _check_env(path, where: str, env: str) -> None:
+    """A section's environment is one a run can name: a known name, a registered Gymnasium id, or module:Id
+    (a misspelt name would match no run, and its settings would be lost without a word)."""
+    if ":" in env or canonical_name(env) in known_names():
+        return
+    import gymnasium as gym
+
+    if env not in gym.registry:
+        raise _fail(path, f"{where}names no environment a run can have; known: {', '.join(known_names())}, a "
+                          "registered Gymnasium id, or module:Id")
+
+
 def read(path: str | Path) -> ConfigFile:
     """A configuration file, checked: every key a flag, every value of its type; one line for any mistake."""
     path = Path(path)
     data = _parse(path)
     top_keys = {k: v for k, v in data.items() if k not in ("envs", "algos")}
-    top = _settings(path, "", top_keys, NOT_IN_FILE, axis_ok=True)
+    top = _settings(path, "", top_keys, in_section=False)
     sections = []
 
     def method_sections(where: str, env: str | None, table) -> None:
@@ -204,27 +249,28 @@ def read(path: str | Path) -> ConfigFile:
             here = f"[{where}.{algo}] "
             if not isinstance(values, dict):
                 raise _fail(path, f"{here}must be a table of settings")
-            sections.append(Section(env, algo, _settings(path, here, values, NOT_IN_SECTION, axis_ok=False)))
+            sections.append(Section(env, algo, _settings(path, here, values, in_section=True, algo=algo)))
 
     method_sections("algos", None, data.get("algos", {}))
     for env, table in _tables(path, "envs", data.get("envs", {})).items():
         here = f'[envs."{env}"] '
         if not isinstance(table, dict):
             raise _fail(path, f"{here}must be a table of settings")
+        _check_env(path, here, env)
         values = {k: v for k, v in table.items() if k != "algos"}
-        sections.append(Section(canonical_name(env), None,
-                                _settings(path, here, values, NOT_IN_SECTION, axis_ok=False)))
+        sections.append(Section(canonical_name(env), None, _settings(path, here, values, in_section=True)))
         if "algos" in table:
             method_sections(f'envs."{env}".algos', canonical_name(env), table["algos"])
     return ConfigFile(str(path), top, tuple(sections))
 
 
-def apply(args: dict, named: frozenset[str]) -> tuple[dict, tuple[Section, ...]]:
+def apply(args: dict, named: frozenset[str]) -> tuple[dict, tuple[Section, ...], frozenset[str]]:
     """The command line's values (`args`, every field; `named`: the flags it gave) with `--config`'s file
     under them: its top level set where the command line is silent, and its sections, less what the command
-    line gave, to be applied to each run by `for_run` once its environment and method are known."""
+    line gave, to be applied to each run by `for_run` once its environment and method are known; and the
+    fields the file's top level gave (given, as the command line's are: a grid keeps them as given)."""
     if not args.get("config"):
-        return args, ()
+        return args, (), frozenset()
     if args.get("resume"):
         raise ConfigError("config", "with --resume: a resumed run or grid keeps the configuration it started with")
     file = read(args["config"])
@@ -236,15 +282,14 @@ def apply(args: dict, named: frozenset[str]) -> tuple[dict, tuple[Section, ...]]
         if axis:
             raise _fail(file.path, f"{section.header()} sets {axis}, which is a grid axis (a list); a run's value "
                                    "of an axis is the axis's")
-    return merged, tuple(s for s in sections if s.values)
+    return merged, tuple(s for s in sections if s.values), frozenset(k for k in file.top if k not in named)
 
 
 def for_run(run: dict, sections: tuple[Section, ...]) -> dict:
     """One run's values with the sections that match its environment and method, the more specific last;
     a section sets only what the run's method reads."""
-    out = dict(run)
+    merged: dict = {}
     for section in sorted((s for s in sections if s.matches(run["env"], run["algo"])), key=lambda s: s.rank):
-        for name, value in section.values.items():
-            if reads(run["algo"], name, {**out, **section.values}):
-                out[name] = value
-    return out
+        merged.update(section.values)
+    given = {**run, **merged}  # (whether a method reads a field may hang on a switch a section turns on)
+    return {**run, **{name: value for name, value in merged.items() if reads(run["algo"], name, given)}}

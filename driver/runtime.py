@@ -323,7 +323,10 @@ class RayBackend:
                              runtime_env=_runtime_env(envs, **{THIS_MACHINE_VAR: "1"}),
                              logging_level=logging.WARNING)
                 except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
-                    raise ClusterStartError.of(e) from None
+                    error = ClusterStartError.of(e)
+                    if error is e:
+                        raise
+                    raise error from None
                 self.reaper = _start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 
@@ -661,6 +664,7 @@ class ClusterStartError(RuntimeError):
 
     @classmethod
     def of(cls, e: BaseException) -> BaseException:
+        """The one line for Ray's startup timeout; any other error `e` itself (to be raised as it came)."""
         if "timed out during startup" not in str(e):
             return e
         load = os.getloadavg()[0]

@@ -61,7 +61,7 @@ def train(config: Config | None = None, /, **flags) -> Trained:
     cfg = dataclasses.replace(config or Config(), **flags)
     if cfg.config:  # a configuration file under the settings given here (`config="hp.toml"`), as on the command line
         given = set(flags) | {f for f in FIELDS if config is not None and getattr(config, f) != FIELDS[f].default}
-        values, sections = config_file.apply(dataclasses.asdict(cfg), frozenset(given))
+        values, sections, _ = config_file.apply(dataclasses.asdict(cfg), frozenset(given))
         axis = next((k for k, v in values.items() if isinstance(v, list)), None)
         if axis:
             raise ConfigError(axis, f"{cfg.config} lists values (a grid axis): train() runs one run; a grid runs "

@@ -74,8 +74,9 @@ def expand(args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()) -> li
     for combination in itertools.product(*(values for _, values in axes)):
         chosen = {name: value for (name, _), value in zip(axes, combination, strict=True)}
         algo = chosen.get("algo", args["algo"])
-        combined = {**args, **chosen}  # what the method reads may hang on a flag of its own (`reads`)
-        one = {**args, "seeds": "", "resume": "", "grid": grid_dir.name, "progress": False,
+        # what the method reads may hang on a flag of its own (`reads`), which a section may set
+        combined = for_run({**args, **chosen}, sections)
+        one = {**combined, "seeds": "", "resume": "", "grid": grid_dir.name, "progress": False,
                "pack_seeds": 1,  # a run's own config is a solo run's: packing is the grid's business
                # every actor declares its share (0 would mean "whatever the cluster has" for one run)
                "actor_cpus": args["actor_cpus"] or GRID_ACTOR_CPUS,
@@ -83,7 +84,6 @@ def expand(args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()) -> li
                   for name, value in chosen.items()},
                "variant": ",".join(f"{flag(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
                                    if name not in ("env", "algo") and reads(algo, name, combined))}
-        one = for_run(one, sections)
         # (grid_from_args settles a new grid's auto; one written while grid.json kept it is settled here alike)
         one["runtime"] = settled_runtime(one["runtime"], True, bool(args["address"] or os.environ.get("RAY_ADDRESS")))
         for seed in seeds:

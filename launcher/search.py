@@ -33,11 +33,14 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from actors.envs import canonical_name
 from configuration.cli import PROG as MAIN_PROG
 from configuration.cli import is_grid, parse_command
 from configuration.errors import OneLineParser, user_error
 from configuration.flags import FIELDS, ConfigError, flag, flag_text
-from driver.runtime import ClusterStartError
+from driver.outputs import write_whole
+from driver.runtime import ClusterStartError, RayBackend
+from replay_service.local_redis import redact_urls
 from reporting.results import metric
 
 PROG = "python -m learner.search"
@@ -45,12 +48,21 @@ NOT_SEARCHED = ("env", "algo", "seed", "out", "grid", "variant", "progress", "js
 
 
 def _flags(config: dict) -> dict:
-    """A trial's configuration as flags: `flags` (a run of a grid, as the shell's search gives) flattened."""
+    """A trial's configuration as flags: `flags` (a run of a grid, as the shell's search gives) flattened; a
+    dict of `env_kwargs` as its JSON."""
     flags = {**config.get("flags", {}), **{k: v for k, v in config.items() if k != "flags"}}
     unknown = sorted(set(flags) - set(FIELDS))
     if unknown:
         raise ConfigError(unknown[0], "is not a flag of python -m learner.main (a trial's keys are its flags "
                                       "without dashes, total_steps for --total-steps)")
+    for name in ("seeds", "resume", "config"):
+        if flags.get(name):
+            raise ConfigError(name, f"{flags[name]!r}: a trial runs one run from its start, its flags as values")
+    listed = next((k for k, v in flags.items() if isinstance(v, (list, tuple))), None)
+    if listed:
+        raise ConfigError(listed, f"{flags[listed]!r}: a trial's value is one value (Tune's grid_search lists them)")
+    if isinstance(flags.get("env_kwargs"), dict):
+        flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
     return flags
 
 
@@ -63,7 +75,8 @@ def trainable(config: dict) -> dict:
     flags["out"] = str(Path(_trial_dir()) / "run")
     argv = [a for name, value in flags.items() if value is not None for a in (flag(name), flag_text(value))]
     # in the directory the search started from (Tune moves a trial into its own): a relative path, or a
-    # module of `--env module:Id`, reads as the command line meant it
+    # module of `--env module:Id`, reads as the command line meant it (on one machine: on a cluster's other
+    # nodes, Tune's directory for the trial there)
     cwd = os.environ.get("TUNE_ORIG_WORKING_DIR") or os.getcwd()
     done = subprocess.run([sys.executable, "-m", "learner.main", *argv], capture_output=True, text=True, cwd=cwd)
     if done.returncode != 0:
@@ -94,21 +107,22 @@ def best(results) -> list[dict]:
         config, score = ((result.config, (result.metrics or {}).get("score")) if hasattr(result, "config")
                          else result)
         flags = _flags(config)
-        key = (flags.get("env", FIELDS["env"].default), flags.get("algo", FIELDS["algo"].default))
+        key = (canonical_name(flags.get("env", FIELDS["env"].default)), flags.get("algo", FIELDS["algo"].default))
         if getattr(result, "error", None) is not None or score is None or not math.isfinite(score):
             failed[key] += 1
             continue
         pairs.append((key, flags, float(score)))
     groups: dict = defaultdict(lambda: defaultdict(list))
-    searched: dict = defaultdict(set)
-    seen: dict = defaultdict(dict)
-    for key, flags, _ in pairs:
-        for k in set(flags) | set(seen[key]):
-            seen[key].setdefault(k, set()).add(json.dumps(flags.get(k), sort_keys=True))
-    for key in seen:
-        searched[key] = {k for k, values in seen[key].items() if len(values) > 1 and k not in NOT_SEARCHED}
+    searched: dict = {}
+    # a flag a trial does not name is at its default: every trial's flags in full before they are compared
+    names = {k for _, flags, _ in pairs for k in flags}
+    pairs = [(key, {k: flags.get(k, FIELDS[k].default) for k in names}, score) for key, flags, score in pairs]
+    for key in {key for key, _, _ in pairs}:  # the flags whose value differs between the group's trials
+        group = [flags for k, flags, _ in pairs if k == key]
+        searched[key] = {n for n in names if n not in NOT_SEARCHED
+                         and len({json.dumps(flags[n], sort_keys=True) for flags in group}) > 1}
     for key, flags, score in pairs:
-        values = tuple(sorted((k, json.dumps(flags.get(k), sort_keys=True)) for k in searched[key]))
+        values = tuple(sorted((k, json.dumps(flags[k], sort_keys=True)) for k in searched[key]))
         groups[key][values].append(score)
     rows = []
     for key in sorted(set(groups) | set(failed)):
@@ -132,6 +146,39 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _plan(rest: list[str]) -> tuple[Path, list[dict], dict]:
+    """The search's directory, its trials (each a run's flags: every flag off its default, and the grid's axes
+    whatever their value) and the command's values, checked as a grid's are (the same one-line mistakes)."""
+    args, named, sections = parse_command(rest)
+    if args.get("resume"):
+        raise ConfigError("resume", "a search starts anew; a finished trial's run directory is kept in --out")
+    if not is_grid(args):
+        raise ConfigError("seeds", "nothing to search: give a flag as a list (--lr 3e-4,1e-4) or --seeds")
+    if args["runtime"] == "ray" or args["pack_seeds"] != 1:
+        name = "runtime" if args["runtime"] == "ray" else "pack_seeds"
+        raise ConfigError(name, f"{flag_text(args[name])}: a trial is one serial run (Tune places the trials)")
+    if redact_urls(args["replay"]) != args["replay"]:  # a trial's flags reach Tune's files and a command line
+        raise ConfigError("replay", "a search takes the Redis password from --replay-password-file or "
+                                    "REDIS_PASSWORD, not from the URL")
+    out = Path(args["out"] or "runs/search").resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError("out", f"{out} is {'not a directory' if not out.is_dir() else 'not empty'}: give a "
+                                 "search a directory of its own")
+    # one serial run a core: β's second thread would have no core of its own (as a grid's serial runs)
+    args = {**args, "runtime": "serial", "beta_thread": args["beta_thread"] if "beta_thread" in named else False}
+    from launcher.grid import Grid
+
+    grid = Grid(args, out, sections)  # every run checked, and resolved (environments, Redis): a mistake is one line
+    axes = {name for name, value in args.items() if isinstance(value, list)}
+    trials = []
+    for run in grid.runs:
+        trial = {k: v for k, v in run.items() if k not in ("out", "grid", "variant", "seeds", "run_id", "config")
+                 and (v != FIELDS[k].default or k in ("env", "algo", "seed") or k in axes)}
+        trial["replay"] = args["replay"]  # (the grid put the password in; the trial's run reads it again)
+        trials.append(trial)
+    return out, trials, args
+
+
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog=PROG, description="A grid's command line as a Ray Tune search: every combination of "
                       "the lists and every seed a trial (a serial run); then the best per environment and method. "
@@ -139,53 +186,41 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpus", type=int, default=0, help="trials at once (default: this machine's cores; on a "
                                                       "cluster, --address or RAY_ADDRESS, as its CPUs allow)")
     own, rest = p.parse_known_args(argv)
-    try:
-        args, named, sections = parse_command(rest)
-        if args.get("resume"):
-            raise ConfigError("resume", "a search starts anew; a finished trial's run directory is kept in --out")
-        if not is_grid(args):
-            raise ConfigError("seeds", "nothing to search: give a flag as a list (--lr 3e-4,1e-4) or --seeds")
-        out = Path(args["out"] or "runs/search").resolve()
-        if out.exists() and any(out.iterdir()):
-            raise ConfigError("out", f"{out} is not empty: give a search a directory of its own")
-        from launcher.grid import expand
-
-        runs = expand(args, out, sections)
-    except ConfigError as e:
-        return user_error(PROG, str(e))
     if own.cpus < 0:
         return user_error(PROG, f"--cpus {own.cpus}: give 0 (this machine's cores) or more")
     try:
+        out, trials, args = _plan(rest)
         from ray import tune
+    except ConfigError as e:
+        return user_error(PROG, str(e))
     except ImportError:
         return user_error(PROG, 'Ray Tune is not installed: pip install -e ".[tune]"')
     import logging
 
-    import ray
-
     logging.getLogger("ray").setLevel(logging.ERROR)  # Tune's notes on its own bookkeeping's speed, per trial
-    trials = []
-    for run in runs:  # what a trial is given: the run's flags where they differ from the default, and its seed
-        # (the file of --config is not: its values are the run's, named)
-        trials.append({k: v for k, v in run.items() if k not in ("out", "grid", "variant", "seeds", "run_id", "config")
-                       and (v != FIELDS[k].default or k in ("env", "algo", "seed"))})
-    cpus = own.cpus or os.cpu_count() or 1
     address = args["address"] or os.environ.get("RAY_ADDRESS", "")
-    try:  # a cluster to join, or a local one for the trials
-        ray.init(address=address or "local", num_cpus=None if address else cpus, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
-    except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for a node that did not start
-        error = ClusterStartError.of(e)
-        if error is e:
-            raise
-        print(f"{PROG}: {error}", file=sys.stderr)
+    cpus = own.cpus or (None if address else os.cpu_count() or 1)
+    try:  # a local cluster, or the one to join: as a run's (the same one-line failures)
+        backend = RayBackend(address, envs=sorted({t["env"] for t in trials}))
+    except (ConfigError, ClusterStartError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 1
-    tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}), param_space={"flags": tune.grid_search(trials)},
-                       tune_config=tune.TuneConfig(max_concurrent_trials=own.cpus or (None if address else cpus)),
-                       run_config=tune.RunConfig(storage_path=str(out.parent), name=out.name, verbose=0))
-    results = tuner.fit()
-    rows = best(results)
-    (out / "best.json").write_text(json.dumps(rows, indent=2) + "\n")
-    print(table(rows))
-    print(f"\n{len(trials)} trials in {out} (best.json; each trial's run in its directory's run/)")
+    try:
+        tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}),
+                           param_space={"flags": tune.grid_search(trials)},
+                           tune_config=tune.TuneConfig(max_concurrent_trials=cpus,
+                                                       trial_dirname_creator=lambda trial: trial.trial_id),
+                           run_config=tune.RunConfig(storage_path=str(out.parent), name=out.name, verbose=0))
+        rows = best(tuner.fit())
+    finally:
+        backend.shutdown()
+    write_whole(out / "best.json", json.dumps(_json_safe(rows), indent=2, allow_nan=False) + "\n")
+    print(json.dumps(_json_safe(rows), indent=2) if args["json"] else table(rows))
+    if not args["json"]:
+        print(f"\n{len(trials)} trials in {out} (best.json; each trial's run in its directory's run/)")
     return 0 if all(r["failed"] == 0 for r in rows) else 1
+
+
+def _json_safe(rows: list[dict]) -> list[dict]:
+    """NaN (a group whose every trial failed) as null: best.json stays JSON."""
+    return [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in rows]

@@ -25,7 +25,6 @@ learning_starts = 500
 algo = ["beta_dqn", "dqn"]
 [algos.dqn]
 eps_decay_fraction = 0.5
-bandit_window = 10      # not DQN's: DQN's runs keep the default
 [envs.CliffWalk]
 lr = 1e-3
 [envs.CliffWalk.algos.beta_dqn]
@@ -67,7 +66,7 @@ def test_yaml_reads_as_toml_does_and_a_top_level_list_is_a_grid_axis(tmp_path):
                                     "env_kwargs: {}\n")
     args, named, sections = parse_command(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn,dqn",
                                            "--seeds", "0", "--out", str(tmp_path / "g")])
-    assert args["lr"] == [0.001, 0.0003] and args["total_steps"] == 4000 and "lr" not in named
+    assert args["lr"] == [0.001, 0.0003] and args["total_steps"] == 4000 and "lr" in named  # given by the file
     grid = grid_from_args(args, named, sections)
     runs = {(r["algo"], r["lr"]): r for r in grid.runs}
     assert sorted(runs) == [("beta_dqn", 0.0003), ("beta_dqn", 0.001), ("dqn", 0.0003), ("dqn", 0.001)]
@@ -103,9 +102,15 @@ def test_a_resumed_grid_runs_the_sections_it_saved_whatever_became_of_the_file(t
     ("lr = []\n", "lr is an empty list"),
     ("out = ['a', 'b']\n", "only a flag that changes what a run computes may be a list"),
     ("[algos.nope]\nlr = 1e-4\n", "[algos.nope]: unknown method; known: beta_dqn, dqn"),
-    ("[envs.DoorKey]\nalgo = 'dqn'\n", '[envs."DoorKey"] algo cannot be set in a file here (a section names its'),
-    ("resume = 'runs/x'\n", "resume cannot be set in a file here"),
-    ("config = 'other.toml'\n", "config cannot be set in a file here"),
+    ("[envs.DoorKey]\nalgo = 'dqn'\n", '[envs."DoorKey"] algo cannot be set in a section (a section names its'),
+    ("[algos.dqn]\nwandb = 'offline'\n", "[algos.dqn] wandb cannot be set in a section (a section sets only what "
+                                           "changes what a run computes"),
+    ("[envs.CliffWalk]\nreplay = 'redis://:pw@127.0.0.1:6379'\n", "replay cannot be set in a section"),
+    ("[algos.dqn]\nbandit_window = 10\n", "[algos.dqn] bandit_window: dqn does not read it (read by beta_dqn)"),
+    ("[envs.DoorKye]\nlr = 1e-4\n", '[envs."DoorKye"] names no environment a run can have; known: CliffWalk'),
+    ("[envs.Asterix]\nlr = 1e-4\n", '[envs."Asterix"] names no environment'),
+    ("resume = 'runs/x'\n", "resume cannot be set in a file (it is given on the command line)"),
+    ("config = 'other.toml'\n", "config cannot be set in a file"),
     ("envs = 3\n", "envs must be a table of sections"),
     ("lr = \n", "is not valid TOML"),
     ('env_kwargs = "[1]"\n', "env_kwargs:"),
@@ -170,3 +175,59 @@ def test_train_takes_a_file_under_its_keywords(tmp_path):
     write(tmp_path, "grid.toml", "lr = [1e-3, 2e-3]\n")
     with pytest.raises(ConfigError, match="lists values .a grid axis.: train.. runs one run"):
         train(config=str(tmp_path / "grid.toml"), env="CliffWalk", out=str(tmp_path / "q"))
+
+
+def test_sections_name_any_environment_a_run_can_have():
+    for env in ("MinAtar/Breakout-v0", "MiniGrid-DoorKey-6x6-v0", "CartPole-v1", "examples.corridor:Corridor-v0"):
+        assert config_file.read(_toml(f'[envs."{env}"]\nlr = 1e-4\n')).sections[0].values == {"lr": 1e-4}
+
+
+def _toml(text: str) -> Path:
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "hp.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_switch_a_section_turns_on_gates_what_the_other_sections_and_the_axes_set(tmp_path):
+    # β-DQN reads the ε schedule only with --beta-epsilon true: a section turning it on makes the axis its own
+    hp = write(tmp_path, "hp.toml", 'eps_end = [0.01, 0.05]\nalgo = ["beta_dqn", "dqn"]\n'
+                                    "[algos.beta_dqn]\nbeta_epsilon = true\n")
+    args, named, sections = parse_command(["--config", hp, "--env", "CliffWalk", "--out", str(tmp_path / "g")])
+    runs = sorted((r["algo"], r["beta_epsilon"], r["eps_end"], r["variant"])
+                  for r in grid_from_args(args, named, sections).runs)
+    assert runs == [("beta_dqn", True, 0.01, "eps-end=0.01"), ("beta_dqn", True, 0.05, "eps-end=0.05"),
+                    ("dqn", False, 0.01, "eps-end=0.01"), ("dqn", False, 0.05, "eps-end=0.05")]
+    # a less specific section's ε, gated by the more specific one's switch
+    hp = write(tmp_path, "two.toml", "[algos.beta_dqn]\neps_end = 0.05\n[envs.CliffWalk.algos.beta_dqn]\n"
+                                     "beta_epsilon = true\n")
+    one = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn"])
+    assert (one.beta_epsilon, one.eps_end) == (True, 0.05)
+
+
+def test_the_file_top_level_counts_as_given_as_the_command_line_does(tmp_path):
+    hp = write(tmp_path, "hp.toml", "beta_thread = true\n")
+    args, named, sections = parse_command(["--config", hp, "--env", "CliffWalk", "--seeds", "0,1",
+                                           "--out", str(tmp_path / "g")])
+    # a grid of serial runs turns β's thread off unless it is given: the file gave it
+    assert {r["beta_thread"] for r in grid_from_args(args, named, sections).runs} == {True}
+    from launcher.main import main
+
+    seeded = write(tmp_path, "seed.toml", "seed = 7\n")
+    assert main(["--config", seeded, "--env", "CliffWalk", "--seeds", "0,1", "--out", str(tmp_path / "h")]) == 2
+
+
+def test_yaml_scalars_read_as_yaml_1_2_reads_them(tmp_path):
+    ok = write(tmp_path, "ok.yaml", "lr: 1e-4\ntotal_steps: 1000\nbeta_epsilon: true\nwandb: off\n")
+    assert config_file.read(ok).top == {"lr": 1e-4, "total_steps": 1000, "beta_epsilon": True, "wandb": "off"}
+    for text, said in (("eval_every: 1:40\n", "eval_every = '1:40': expected an integer"),
+                       ("total_steps: 0x10\n", "total_steps = '0x10': expected an integer"),
+                       ("beta_epsilon: yes\n", "beta_epsilon = 'yes': expected true or false")):
+        with pytest.raises(ConfigError, match=said):
+            config_file.read(write(tmp_path, "bad.yaml", text))
+
+
+def test_a_saved_section_with_a_field_this_program_no_longer_has_resumes_without_it():
+    saved = {"env": "CliffWalk", "algo": None, "values": {"lr": 1e-3, "a_removed_flag": 1}}
+    assert config_file.Section.from_json(saved).values == {"lr": 1e-3}

@@ -29,7 +29,37 @@ def test_best_is_the_highest_mean_over_seeds_of_the_values_that_vary_and_counts_
     assert "| CliffWalk | dqn | --lr 0.001 | 2.000 | 2 | 1.750 | 2 | 1 |" in table(rows)
 
 
+def test_an_axis_value_at_its_default_is_a_configuration_of_its_own_and_names_are_canonical(tmp_path):
+    from launcher.search import _plan
+
+    _, trials, _ = _plan(["--env", "CliffWalk", "--algo", "dqn", "--eps-end", "0.01,0.05", "--seeds", "0-1",
+                          "--out", str(tmp_path / "s")])
+    assert sorted((t["eps_end"], t["seed"]) for t in trials) == [(0.01, 0), (0.01, 1), (0.05, 0), (0.05, 1)]
+    scores = {(0.01, 0): 1.0, (0.01, 1): 2.0, (0.05, 0): 0.0, (0.05, 1): 0.5}
+    [row] = best([({"flags": t}, scores[t["eps_end"], t["seed"]]) for t in trials])
+    assert row["best"] == {"eps_end": 0.01} and row["score"] == 1.5 and row["seeds"] == 2
+    # a trial that leaves a flag at its default, beside one that names it: two configurations, not one
+    rows = best([({"env": "MinAtar/Breakout", "algo": "dqn", "seed": 0}, 1.0),
+                 ({"env": "MinAtar/Breakout-v0", "algo": "dqn", "seed": 0, "eps_end": 0.05}, 2.0)])
+    assert len(rows) == 1 and rows[0]["best"] == {"eps_end": 0.05} and rows[0]["candidates"] == 2
+
+
+def test_a_trial_s_flags_reach_the_run_as_their_own_types():
+    from launcher.search import _flags, _json_safe
+
+    assert _flags({"env_kwargs": {"size": 8}})["env_kwargs"] == '{"size": 8}'
+    with pytest.raises(Exception, match="a trial's value is one value"):
+        _flags({"lr": [1e-3, 3e-4]})
+    with pytest.raises(Exception, match="a trial runs one run"):
+        _flags({"seeds": "0-2"})
+    assert _json_safe([{"score": float("nan"), "seeds": 0}]) == [{"score": None, "seeds": 0}]
+
+
 @pytest.mark.parametrize("argv, said", [
+    (["--lr", "1e-3,3e-4", "--runtime", "ray"], "--runtime: ray: a trial is one serial run"),
+    (["--seeds", "0-3", "--pack-seeds", "2"], "--pack-seeds: 2: a trial is one serial run"),
+    (["--lr", "1e-3,3e-4", "--replay", "redis://:hunter2@127.0.0.1:1"], "not from the URL"),
+    (["--env", "Nope", "--seeds", "0-1"], "--env: unknown env 'Nope'"),
     (["--env", "CliffWalk"], "nothing to search: give a flag as a list"),
     (["--env", "CliffWalk", "--lr", "1e-3,1e-3"], "appears twice"),
     (["--resume", "runs/x"], "a search starts anew"),
@@ -44,11 +74,13 @@ def test_a_search_mistake_is_one_line(argv, said, capsys, tmp_path):
     assert status == 2 and said in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_a_used_directory_is_refused(tmp_path, capsys):
+def test_a_used_directory_or_a_file_is_refused(tmp_path, capsys):
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "mine.txt").write_text("x")
     assert main(["--env", "CliffWalk", "--lr", "1e-3,3e-4", "--out", str(tmp_path / "s")]) == 2
     assert "is not empty: give a search a directory of its own" in capsys.readouterr().err
+    assert main(["--env", "CliffWalk", "--lr", "1e-3,3e-4", "--out", str(tmp_path / "s" / "mine.txt")]) == 2
+    assert "is not a directory: give a search a directory of its own" in capsys.readouterr().err
 
 
 @pytest.mark.integration
