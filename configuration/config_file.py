@@ -25,11 +25,10 @@ import math
 import os
 import stat
 import tomllib
-import typing
 from pathlib import Path
 
 from actors.envs import canonical_kwargs, canonical_name, known_names
-from configuration.flags import AXES, FIELDS, Config, ConfigError, reads
+from configuration.flags import AXES, FIELDS, ConfigError, fits, kinds, reads
 from methods import METHODS
 
 MAX_BYTES = 1 << 20  # a configuration file is a page of settings, not data
@@ -150,12 +149,6 @@ def _yaml_loader():
     return Loader
 
 
-def _kind(name: str):
-    hint = typing.get_type_hints(Config)[name]
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return (args[0] if args else hint), bool(args)  # the value's type, whether None is allowed
-
-
 def _value(path, where: str, name: str, value, axis_ok: bool):
     """`value` for field `name`, as the field's type (a list where it may be a grid axis)."""
     if isinstance(value, list):
@@ -170,9 +163,6 @@ def _value(path, where: str, name: str, value, axis_ok: bool):
         if repeated:
             raise _fail(path, f"{where}{name} lists {repeated[0]!r} twice")
         return values
-    kind, optional = _kind(name)
-    if value is None and optional:
-        return None
     if name == "env_kwargs" and isinstance(value, dict):  # the natural form in a file
         value = json.dumps(value)
     if name == "env_kwargs" and isinstance(value, str):
@@ -180,14 +170,10 @@ def _value(path, where: str, name: str, value, axis_ok: bool):
             return canonical_kwargs(value)
         except ValueError as e:
             raise _fail(path, f"{where}env_kwargs: {e}") from None
-    ok = (isinstance(value, bool) if kind is bool else
-          isinstance(value, int) and not isinstance(value, bool) if kind is int else
-          isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
-          isinstance(value, str))
-    if not ok:
-        names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-        raise _fail(path, f"{where}{name} = {value!r}: expected {names[kind]}")
-    if kind is float:
+    if not fits(name, value):
+        words = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
+        raise _fail(path, f"{where}{name} = {value!r}: expected {' or '.join(words[k] for k in kinds(name))}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and float in kinds(name):
         if not math.isfinite(value):
             raise _fail(path, f"{where}{name} = {value!r}: expected a finite number")
         return float(value)

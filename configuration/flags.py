@@ -495,12 +495,12 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     # a password file's absolute path: a resume from another working directory finds it
     password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
     runtime = settled_runtime(cfg.runtime, bool(cfg.grid), bool(cfg.address or os.environ.get("RAY_ADDRESS")))
+    gamma, lr = env_defaults(spec.name)
     cfg = dataclasses.replace(
         cfg, env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, replay_shards=shards, run_id=run_id,
         replay_password_file=password_file,
         arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.arm_exchange),
-        gamma=env_defaults(spec.name)[0] if cfg.gamma is None else cfg.gamma,
-        lr=env_defaults(spec.name)[1] if cfg.lr is None else cfg.lr,
+        gamma=gamma if cfg.gamma is None else cfg.gamma, lr=lr if cfg.lr is None else cfg.lr,
         eps_decay_steps=epsilon_decay_steps(cfg))
     return cfg, spec
 
@@ -554,6 +554,28 @@ RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "run" in f.m
 GRID_RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "grid" in f.metadata["resume"])
 # the flags a grid takes as axes when given as comma lists (--seeds is the seed's axis)
 AXES = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "computes" and name != "seed")
+
+
+def kinds(name: str) -> tuple[type, ...]:
+    """The Python types field `name` takes (`type(None)` where it may be None)."""
+    hint = typing.get_type_hints(Config)[name]
+    return typing.get_args(hint) or (hint,)
+
+
+def fits(name: str, value) -> bool:
+    """Whether a Python value (not text: the command line's converters read text) is of field `name`'s type: a
+    bool is not a number (Python's bool is an int, never a count or a rate here), an int is a float, None only
+    where the field allows it; a list never (a grid's axis is the caller's to allow)."""
+    allowed = kinds(name)
+    if value is None:
+        return type(None) in allowed
+    if isinstance(value, bool):
+        return bool in allowed
+    if int in allowed:
+        return isinstance(value, int)
+    if float in allowed:
+        return isinstance(value, (int, float))
+    return str in allowed and isinstance(value, str)
 
 
 def reads(algo: str, name: str, config=None) -> bool:

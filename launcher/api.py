@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import typing
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ import numpy as np
 from actors.envs import EnvSpec, UnknownEnvError, env_spec, make_env
 from actors.evaluator import play
 from configuration import config_file
-from configuration.flags import FIELDS, Config, ConfigError, fit_warning, resolve, settings, with_legacy
+from configuration.flags import FIELDS, Config, ConfigError, fit_warning, fits, kinds, resolve, settings, with_legacy
 from methods import acting
 from methods.numpy_net import NumpyNet, unflatten
 
@@ -84,26 +83,13 @@ def train(config: Config | None = None, /, **flags) -> Trained:
 
 
 def _check_type(name: str, value) -> None:
-    """A keyword of `train` of its field's type (the command line's converters do this for text): a bool is not
-    a number, None only where the field allows it, a list (a grid's axis) never."""
-    kind = typing.get_type_hints(Config)[name]
-    allowed = typing.get_args(kind) or (kind,)
+    """A keyword of `train` of its field's type (`configuration.flags.fits`); a list (a grid's axis) never."""
     if isinstance(value, (list, tuple)):
         raise ConfigError(name, f"{value!r}: train() runs one run; a grid over a list of values runs from the shell "
                                 "(python -m learner.main)")
-    if value is None:
-        ok = type(None) in allowed
-    elif isinstance(value, bool):  # (a bool is an int to Python, never a count or a rate here)
-        ok = bool in allowed
-    elif int in allowed:
-        ok = isinstance(value, int)
-    elif float in allowed:
-        ok = isinstance(value, (int, float))
-    else:
-        ok = isinstance(value, str)
-    if not ok:
+    if not fits(name, value):
         words = {int: "a whole number", float: "a number", str: "text", bool: "True or False", type(None): "None"}
-        raise ConfigError(name, f"{value!r}: give {' or '.join(words[a] for a in allowed)}")
+        raise ConfigError(name, f"{value!r}: give {' or '.join(words[a] for a in kinds(name))}")
 
 
 def load(run_dir: str | Path) -> Agent:
