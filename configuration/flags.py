@@ -17,7 +17,6 @@ import shlex
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 from actors.envs import UnknownEnvError, canonical_kwargs, canonical_name, env_spec
 from configuration.defaults import env_defaults
@@ -27,15 +26,8 @@ from methods.dqn.acting import EpsilonGreedy
 from methods.exploration import linear_epsilon
 from methods.flags import FlagError
 from methods.flags import values as flag_values
-from replay_service.local_redis import (
-    RedisSetupError,
-    given_password,
-    parse_urls,
-    ping,
-    redact_urls,
-    redis_server_binary,
-    with_password,
-)
+from replay_service.backends import backend_for, choices, masked
+from replay_service.contract import BackendError
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
@@ -243,24 +235,25 @@ def public(values: Config | dict) -> dict:
     """A configuration as written to config.json, checkpoints, grid.json and W&B: every field whose role is
     "secret" masked (Redis URLs: their passwords)."""
     out = dataclasses.asdict(values) if isinstance(values, Config) else dict(values)
-    return {k: redact_urls(v) if k in SECRETS and isinstance(v, str) else v for k, v in out.items()}
+    return {k: masked(v) if k in SECRETS and isinstance(v, str) else v for k, v in out.items()}
 
 
 def restore_password(replay: str, what: str, password_file: str = "") -> str:
-    """A saved --replay (passwords masked as ***) with the password given off the command line put back
-    (--replay-password-file, else REDIS_PASSWORD), for resuming `what` (a run or a grid); one line saying
-    what to provide when none is given."""
-    if "***" not in replay:
-        return replay
-
+    """A saved --replay with what its backend masked (a Redis URL's password, ***) given back from off the
+    command line (--replay-password-file, else REDIS_PASSWORD), for resuming `what` (a run or a grid); one line
+    saying what to provide when none is given."""
     try:
-        password = given_password(password_file)
-    except RedisSetupError as e:
-        raise ConfigError("replay_password_file", str(e)) from None
-    if not password:
-        raise ConfigError("replay", f"the {what}'s Redis URL has a password that was not saved: give --replay "
-                                    "with it again, --replay-password-file FILE, or set REDIS_PASSWORD")
-    return replay.replace("***", quote(password, safe=""))
+        return replay_backend(replay).unmask(replay, password_file, what)
+    except BackendError as e:
+        raise ConfigError(e.name, e.message) from None
+
+
+def replay_backend(value: str):
+    """The backend `--replay value` names (`replay_service.backends`); ConfigError when none takes it."""
+    backend = backend_for(value)
+    if backend is None:
+        raise ConfigError("replay", f"{masked(value)!r} is not a replay service; expected {choices()}")
+    return backend
 
 
 METHOD_CORE = ("algo", "loss")  # what every method reads of the core fields (besides the flags that name it)
@@ -348,18 +341,10 @@ def validate(cfg: Config) -> None:
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:  # past it, JSON readers round
             raise ConfigError(f.name, f"must be within ±2^53 = {2**53:,}, got {v}")
     _choice(cfg, "algo", ALGOS)
-    if cfg.replay not in ("memory", "redis-local"):
-        try:
-            urls = parse_urls(cfg.replay)
-        except RedisSetupError as e:
-            raise ConfigError("replay", f"{e}; expected memory, redis-local or redis:// URLs") from None
-        if cfg.replay_shards not in (1, len(urls)):
-            raise ConfigError("replay_shards", f"{cfg.replay_shards}, but --replay names {len(urls)} servers "
-                                               "(one shard per URL)")
-    if cfg.replay == "redis-local" and cfg.address.startswith("ray://") and not cfg.grid:
-        raise ConfigError("replay", "redis-local with a ray:// client: its servers would run on this machine, "
-                                    "out of the cluster's actors' reach; run the job on the cluster (ray exec, "
-                                    "ray job submit), or give --replay redis://host:port of a server they reach")
+    try:
+        replay_backend(cfg.replay).check(cfg)
+    except BackendError as e:
+        raise ConfigError(e.name, e.message + (f"; expected {choices()}" if e.name == "replay" else "")) from None
     _choice(cfg, "runtime", RUNTIMES)
     _choice(cfg, "device", DEVICES)
     _choice(cfg, "loss", LOSSES)
@@ -465,11 +450,6 @@ def with_legacy(config: dict) -> dict:
 
 def resolve(cfg: Config) -> tuple[Config, object]:
     """Fill environment defaults (γ, lr, out) and return (config, EnvSpec); unknown env -> ConfigError."""
-    if cfg.device == "cuda":
-        import torch  # here only: `learner.report` reads configurations without torch (2-3 s to import)
-
-        if not torch.cuda.is_available():
-            raise ConfigError("device", "cuda: no CUDA device is available here; use auto or cpu")
     try:
         kwargs = canonical_kwargs(cfg.env_kwargs)
     except UnknownEnvError as e:
@@ -479,29 +459,17 @@ def resolve(cfg: Config) -> tuple[Config, object]:
     except UnknownEnvError as e:
         raise ConfigError("env", str(e)) from None
     out = cfg.out or f"runs/{run_name(cfg.env, cfg.algo, cfg.seed)}"
-    shards = cfg.replay_shards
-    if cfg.replay != "memory":
-        try:
-            if cfg.replay == "redis-local":
-                redis_server_binary()
-            else:
-                urls = [with_password(u, cfg.replay_password_file) for u in parse_urls(cfg.replay)]
-                for url in urls:
-                    ping(url)
-                shards = len(urls)
-        except RedisSetupError as e:
-            raise ConfigError("replay", str(e)) from None
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
     # a password file's absolute path: a resume from another working directory finds it
     password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
     runtime = settled_runtime(cfg.runtime, bool(cfg.grid), bool(cfg.address or os.environ.get("RAY_ADDRESS")))
     gamma, lr = env_defaults(spec.name)
     cfg = dataclasses.replace(
-        cfg, env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, replay_shards=shards, run_id=run_id,
+        cfg, env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, run_id=run_id,
         replay_password_file=password_file,
         arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.arm_exchange),
         gamma=gamma if cfg.gamma is None else cfg.gamma, lr=lr if cfg.lr is None else cfg.lr,
-        eps_decay_steps=epsilon_decay_steps(cfg))
+        eps_decay_steps=epsilon_decay_steps(cfg), **replay_backend(cfg.replay).settle(cfg))
     return cfg, spec
 
 

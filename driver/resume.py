@@ -16,10 +16,12 @@ from configuration.flags import (
     Config,
     ConfigError,
     flag,
+    replay_backend,
     restore_password,
     with_legacy,
 )
 from driver.outputs import metrics_until
+from replay_service.backends import backend_for
 
 
 def _check_directory(run_dir: Path, saved: dict) -> None:
@@ -133,15 +135,15 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         if key not in RESUME_MAY_CHANGE and key not in ("out", "resume") and was != value:
             raise ConfigError(key, f"{value!r} differs from the run being resumed ({was!r}); "
                                    "a resumed run keeps its configuration")
-    if "replay" in given:  # a new address for the same Redis data, nothing else
+    backend = replay_backend(saved["replay"])
+    if "replay" in given:  # a new address for the same data, nothing else
         old, new = saved["replay"], given["replay"]
-        if (old in ("memory", "redis-local") or new in ("memory", "redis-local")
-                or len(old.split(",")) != len(new.split(","))):
+        if backend_for(new) is not backend or not backend.moves(old, new):
             raise ConfigError("replay", f"a resumed run keeps its replay ({old!r}); only the URLs of the same "
                                         "number of Redis servers may be given again")
-    if saved["replay"] == "redis-local" and not saved.get("replay_persist"):
-        raise ConfigError("resume", "this run's redis-local replay was not persisted (--replay-persist): its "
-                                    "data is gone, so the run cannot continue exactly")
+    why = backend.cannot_resume(saved)
+    if why:
+        raise ConfigError("resume", f"this run cannot continue exactly: {why}, so its data is gone")
     merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir),
               "resume": args["resume"]}
     # config.json and checkpoints keep no passwords

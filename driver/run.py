@@ -32,6 +32,7 @@ from configuration.flags import (
     epsilon_plan,
     method_settings,
     public,
+    replay_backend,
     settings,
 )
 from driver.outputs import (
@@ -45,7 +46,8 @@ from driver.outputs import (
     process_tree_rss,
     write_whole,
 )
-from driver.runtime import Backend, build, check_memory, check_room, make_backend, make_replay, sigterm_interrupts
+from driver.preflight import check_memory, check_room, preflight
+from driver.runtime import Backend, build, make_backend, make_replay, sigterm_interrupts
 from driver.state import RunState, check_run_dir, claim_run_dir, interrupted_line, legacy_entries, write_checkpoint
 from learner.learner import Learner, LearnerSettings, pick_device
 from methods import acting
@@ -72,19 +74,22 @@ class Run:
         self.clock = Clock()  # startup, steady-state rates and where the learner's time goes
         self.out = Path(cfg.out)
         check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident
+        preflight(cfg)  # a CUDA device where asked for, what the replay needs (a server that answers)
         check_memory(cfg, spec)  # a run that could never fit, refused before anything starts
         check_room(cfg)  # actors a cluster of this machine could never place, refused before it starts
         self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
         self.replay = self.directory = self.written = None
-        own_redis = False  # the redis-local servers' files are this run's to remove if it cannot start
+        own = []  # what the replay makes in the run directory (redis-local's servers' files): this run's to remove
+        # if it cannot start
         made = None  # the learner, when this run made it (a run that cannot start closes it: β's thread ends)
         try:
             self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
-            own_redis = resume is None and cfg.replay == "redis-local" and not (self.out / "redis").exists()
+            own = [e for e in replay_backend(cfg.replay).run_dir_entries(cfg)
+                   if resume is None and not (self.out / e).exists()]
             self.written = Written(self.out)  # what this run creates here: all it may prune or --overwrite remove
             if resume is not None and self.written.new:  # a run made before runs kept a record: its files by name
                 self.written.add(*legacy_entries(self.out))
-            self.written.add("ray_warnings.log", *(["redis/"] if own_redis else []))
+            self.written.add("ray_warnings.log", *own)
             torch.set_num_threads(cfg.learner_threads)
             if learner is None:
                 made = learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
@@ -103,7 +108,7 @@ class Run:
                 if made is not None:
                     made.close()
             finally:  # (even if the first are interrupted: a second Ctrl-C)
-                self._shutdown(leftovers=[self.out / "redis"] if own_redis else [], started=False)
+                self._shutdown(leftovers=[self.out / e for e in own], started=False)
             raise
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
@@ -122,8 +127,8 @@ class Run:
 
     def _shutdown(self, leftovers: list[Path] = (), started: bool = True) -> None:
         """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process.
-        A run that could not start (`started=False`) lets go of its Redis run id and removes `leftovers` (its
-        redis-local servers' files)."""
+        A run that could not start (`started=False`) lets go of its Redis run id and removes `leftovers` (what
+        its replay made in the run directory)."""
         self.backend.shutdown()
         if self.replay is not None:
             self.replay.close(started=started or self.resumed is not None)

@@ -29,23 +29,23 @@ import psutil
 from actors.actor import Actor, ActorSettings
 from actors.envs import env_modules
 from actors.evaluator import Evaluator, EvaluatorSettings
-from configuration.flags import ConfigError, method_settings, settings
-from methods import PLUGINS, acting, algorithm, extras
-from replay_service.buffer import ReplayBuffer, make_packer
-from replay_service.client import ReplaySampler, ShardedReplay, shard_of
-from replay_service.redis_replay import RedisReplay, RedisSettings
-from replay_service.schema import Schema
+from configuration.flags import ConfigError, method_settings, replay_backend, settings
+from methods import PLUGINS, acting, extras
+from replay_service.backends import PLUGINS as REPLAY_PLUGINS
+from replay_service.client import ReplaySampler, shard_of
+from replay_service.contract import BackendError
 
 MAX_RESTARTS = 10  # a process that keeps dying (out of memory, a crashing env) ends the run instead
 _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def _worker_vars() -> dict[str, str]:
-    """What Ray's workers are given: one thread per numeric library, and the methods registered from outside
-    `methods/` (`methods.PLUGINS`: a worker of a joined cluster inherits nothing of this process; the modules
-    must be importable there too, e.g. from the same checkout on PYTHONPATH)."""
-    plugins = os.environ.get(PLUGINS, "")
-    return {**_THREAD_VARS, **({PLUGINS: plugins} if plugins else {})}
+    """What Ray's workers are given: one thread per numeric library, and the methods and replay backends
+    registered from outside the project (`methods.PLUGINS`, `replay_service.backends.PLUGINS`: a worker of a joined
+    cluster inherits nothing of this process; the modules must be importable there too, e.g. from the same
+    checkout on PYTHONPATH)."""
+    plugins = {name: os.environ[name] for name in (PLUGINS, REPLAY_PLUGINS) if os.environ.get(name)}
+    return {**_THREAD_VARS, **plugins}
 # set in every process of a Ray cluster that a run or grid started on this machine (a grid's runs among them)
 THIS_MACHINE_VAR = "BETA_DQN_THIS_MACHINE"
 
@@ -458,7 +458,7 @@ def actor_cpus(cfg, total_cpus: float) -> float:
     return cfg.actor_cpus or min(1.0, max(0.01, (total_cpus - 1) / cfg.actors))
 
 
-def _room_problem(cfg, total_cpus: float) -> str:
+def room_problem(cfg, total_cpus: float) -> str:
     """"" when the run's actors fit the cluster's CPUs, else what is short."""
     cpus = actor_cpus(cfg, total_cpus)
     if cfg.actors * cpus <= total_cpus + 1e-9:
@@ -467,21 +467,11 @@ def _room_problem(cfg, total_cpus: float) -> str:
             f"{total_cpus:g} (--actors, --actor-cpus)")
 
 
-def check_room(cfg) -> None:
-    """A Ray run that will start a cluster of this machine (`cluster_to_start`) and whose actors that cluster
-    could never place is refused before it starts (the slow part of a run's start); a cluster joined or already
-    there is asked by `_check_room` once the backend has it."""
-    cpus = None if cfg.runtime == "serial" else cluster_to_start(cfg.address)
-    problem = "" if cpus is None else _room_problem(cfg, float(cpus))
-    if problem:
-        raise ConfigError("actors", problem)
-
-
 def _check_room(cfg, backend) -> None:
     """Actors that the cluster cannot place would wait forever: refuse them on a cluster this run started
     (a joined cluster may grow: a warning)."""
     total = getattr(backend, "total_cpus", None)
-    problem = "" if total is None else _room_problem(cfg, total)
+    problem = "" if total is None else room_problem(cfg, total)
     if not problem:
         return
     if backend.local:
@@ -489,126 +479,17 @@ def _check_room(cfg, backend) -> None:
     print(f"warning: {problem}; actors wait until the cluster grows", file=sys.stderr)
 
 
-def _gib(n: float) -> str:
-    return f"{n / 2**40:,.1f} TiB" if n >= 2**40 else f"{n / 2**30:,.1f} GiB"
-
-
-def machine_memory() -> int:
-    """This machine's memory in bytes, or its container's limit (cgroup v2 `memory.max`) where smaller."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit.isdigit():
-            total = min(total, int(limit))
-    except OSError:
-        pass
-    return total
-
-
-def check_memory(cfg, spec) -> None:
-    """A run on this machine (serial, or a Ray cluster it starts) that could never fit in its memory is refused
-    at once, naming what is too big: the in-memory replay (what `--total-steps` can fill of `--replay-capacity`,
-    or one shard's array, which the system must grant whole), the learner's networks (weights, gradients,
-    target copies, Adam's two moments; counted without allocating them), or their copies in `--actors` actors
-    and the evaluator. A joined cluster's memory is elsewhere: not checked."""
-    if cfg.runtime != "serial" and (cfg.address or os.environ.get("RAY_ADDRESS")):
-        return
-    machine = machine_memory()
-    if cfg.replay == "memory":
-        packer = make_packer(spec)
-        row = Schema(extras(cfg.algo)).row_bytes(packer.packed_shape, packer.packed_dtype)
-        filled, shard = min(cfg.replay_capacity, cfg.total_steps) * row, cfg.replay_capacity // cfg.replay_shards * row
-        if max(filled, shard) > machine:
-            raise ConfigError("replay_capacity", f"{cfg.replay_capacity:,} transitions of {spec.name} ({row} B each) "
-                                                 f"need {_gib(max(filled, shard))} of memory, more than this "
-                                                 f"machine's {_gib(machine)}")
-    # not at the top: every actor unpickles its ports (`_RemotePort`) from this module, and torch would cost each
-    # actor process about 180 MB (measured: 55 MB → 238 MB to import this module)
-    import torch
-
-    with torch.device("meta"):  # shapes only: nothing is allocated
-        params = sum(p.numel() for net in algorithm(cfg.algo).networks(spec, method_settings(cfg)).values()
-                     for p in net.parameters())
-    learner, copies = params * 4 * 5, params * 4 * (cfg.actors + 1)
-    if learner > machine:
-        raise ConfigError("algo", f"{cfg.algo}'s networks for {spec.name} have {params:,} parameters: "
-                                  f"{_gib(learner)} with the learner's targets, gradients and Adam moments, more "
-                                  f"than this machine's {_gib(machine)} of memory")
-    if learner + copies > machine:
-        raise ConfigError("actors", f"{cfg.actors} actors each hold a copy of {cfg.algo}'s networks "
-                                    f"({_gib(params * 4)}): {_gib(learner + copies)} with the learner's, more than "
-                                    f"this machine's {_gib(machine)} of memory")
-
-
-def _claimed_dir(owner: str, run_id: str) -> str:
-    """The run directory a claim of `run_id`'s namespace names, or "". Its text is `run <run_id> writing <dir>
-    since <time>, claim <id>`: read with the run id known and the last " since " (the time and claim id after it
-    have none), a run id or directory with those words in it is read right."""
-    prefix = f"run {run_id} writing "
-    if not owner.startswith(prefix):
-        return ""
-    directory, since, _ = owner[len(prefix):].rpartition(" since ")
-    return directory if since else ""
-
-
 def make_backend(cfg) -> Backend:
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address, envs=[cfg.env])
 
 
 def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> ReplaySampler:
-    """The run's replay: Redis servers (`--replay redis-local` or URLs), or in-memory shards hosted by the
-    backend (`ReplayBuffer`s: Ray actors, or objects in this process).
-
-    On a shared Redis a run owns its run id's namespace: a new run claims it (atomically: of two runs started at
-    once with one id, one goes on) and marks each ring with a claim id of its own, which its checkpoints keep.
-    A new run refuses an id that another run claimed or that holds transitions, unless told to replace them
-    (`--overwrite`), and takes another run directory's claim only with `--take-run-id`; a resumed run (`resume`:
-    its checkpoint) takes its namespace back only while the rings still carry its claim id."""
-    if cfg.replay != "memory":
-        replay = RedisReplay(settings(RedisSettings, cfg), spec, out, backend.concurrent, backend.reachable_address(),
-                             extras(cfg.algo))
-        try:
-            since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            kept = (resume or {}).get("replay_claim")
-            claim_id = kept or secrets.token_hex(8)
-            owner = f"run {cfg.run_id} writing {Path(out).resolve()} since {since}, claim {claim_id}"
-            if kept is not None:
-                strange = next((m for m in replay.marks() if m != kept), "")
-                if strange != "":
-                    carried = "no claim" if strange is None else f"claim {strange}"
-                    raise ConfigError("resume", f"the replay of run id {cfg.run_id!r} on this Redis is no longer "
-                                                f"this run's: its rings carry {carried}, not this checkpoint's {kept} "
-                                                f"(now held by {replay.holder() or 'no run'}); the transitions it "
-                                                "stored are gone: start it again with --overwrite true and "
-                                                "--take-run-id true, or with another --run-id")
-            elif cfg.overwrite and not cfg.take_run_id:
-                other = replay.holder()
-                if other is not None and _claimed_dir(other, cfg.run_id) != str(Path(out).resolve()):
-                    raise ConfigError("run_id", f"{cfg.run_id!r} is claimed on this Redis by another run directory "
-                                                f"({other}); --overwrite replaces this --out's own run only: give "
-                                                "another --run-id, or --take-run-id true to take it (that run can "
-                                                "then no longer resume)")
-            holder = replay.claim(owner, take=resume is not None or cfg.overwrite)
-            held = 0 if resume is not None else sum(st["inserted"] for st in replay.stats())
-            if holder is None and held and not cfg.overwrite:
-                replay.release(owner)
-                holder = f"no run claimed it, but it holds {held:,} transitions"
-            if holder is not None:
-                raise ConfigError("run_id", f"{cfg.run_id!r} already names a run's replay on this Redis: {holder}; "
-                                            "choose another --run-id, continue that run with --resume, or replace "
-                                            "it with --overwrite true")
-            for shard in replay.shards if held else []:
-                shard.rewind(0)
-            replay.mark(claim_id)
-        except BaseException:
-            replay.close(started=False)
-            raise
-        return replay
-    packer = make_packer(spec)
-    shard_capacity = cfg.replay_capacity // cfg.replay_shards
-    handles = [backend.make(ReplayBuffer, shard_capacity, packer.packed_shape, packer.packed_dtype.name,
-                            cfg.seed * 1000 + s, extras(cfg.algo), ported=True) for s in range(cfg.replay_shards)]
-    return ShardedReplay(backend, handles, cfg.replay_capacity, cfg.batch_size, cfg.seed)
+    """The run's replay, from its backend (`replay_service.backends`: `--replay` says which), continued from
+    `resume` (a checkpoint) where given."""
+    try:
+        return replay_backend(cfg.replay).open(cfg, spec, backend, out, resume, extras(cfg.algo))
+    except BackendError as e:
+        raise ConfigError(e.name, e.message) from None
 
 
 def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:

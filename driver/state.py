@@ -18,10 +18,14 @@ import numpy as np
 
 from configuration.flags import ConfigError, OutputError
 from driver.outputs import RUN_FILES, write_atomically
+from replay_service.backends import REPLAY_BACKENDS, backend_for
 from replay_service.files import RECORD, Written, remove_recorded
 
 # the names a run writes at its directory's top: each must be a file or directory of its own, never a link
-RUN_ENTRIES = RUN_FILES + ("checkpoint-nonfinite.pt", "replay", "redis", "wandb", "ray_warnings.log", ".lock", RECORD)
+# what a run directory may hold: the run's files, and what every replay backend may make there (memory's snapshots
+# in replay/, redis-local's servers' files in redis/)
+RUN_ENTRIES = (RUN_FILES + ("checkpoint-nonfinite.pt", "wandb", "ray_warnings.log", ".lock", RECORD)
+               + tuple(entry for backend in REPLAY_BACKENDS.values() for entry in backend.entries))
 # a run made before runs recorded their files (no OUT/.written): what `--overwrite` removes of it, by name
 _LEGACY_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")
 _LEGACY_PATTERNS = ("replay/shard*-*.npz", "redis/shard*")
@@ -271,9 +275,10 @@ def where_to_continue(out: Path) -> str:
         config = json.loads((out / "config.json").read_text())
     except (OSError, ValueError):
         config = {}
-    if isinstance(config, dict) and config.get("replay") == "redis-local" and not config.get("replay_persist"):
-        return (f"its redis-local replay was not persisted (--replay-persist), so it cannot be continued: start it "
-                f"again with --out {out} --overwrite true")
+    backend = backend_for(config.get("replay", "")) if isinstance(config, dict) else None
+    why = backend.cannot_resume(config) if backend is not None else ""
+    if why:
+        return f"{why}, so it cannot be continued: start it again with --out {out} --overwrite true"
     if (out / "checkpoint.pt").is_file():
         return f"continue with --resume {out} (from its last checkpoint)"
     return f"it had written no checkpoint yet: start it again with --out {out} --overwrite true"

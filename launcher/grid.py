@@ -44,14 +44,17 @@ from configuration.flags import (
     parse_seeds,
     public,
     reads,
+    replay_backend,
     resolve,
     restore_password,
     run_name,
     settled_runtime,
 )
 from driver.outputs import RUN_FILES, NonFiniteLoss, write_whole
+from driver.preflight import preflight
 from driver.runtime import RayBackend, cluster_to_start, interrupt_behind, sigterm_interrupts
-from replay_service.local_redis import RedisSetupError, parse_urls, with_password
+from replay_service.backends import masked
+from replay_service.contract import BackendError
 from replay_service.redis_shard import ReplayDamaged
 from reporting.results import column_label, metric
 
@@ -115,7 +118,7 @@ def _prepare(args: dict):
         from driver.resume import resume_config  # (torch: imported where a run is made, see the docstring)
 
         # the grid's Redis URLs again: a password given inline was not saved with the run
-        again = ["--replay", args["replay"]] if args["replay"] not in ("memory", "redis-local") else []
+        again = ["--replay", args["replay"]] if masked(args["replay"]) != args["replay"] else []
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false", *again])
     else:  # an earlier attempt of this grid's run that died before its first checkpoint is started over
         config, ckpt = Config(**{**args, "overwrite": args["overwrite"] or _made_by_a_grid(out)}), None
@@ -193,9 +196,9 @@ def packs(runs: list[dict], size: int) -> list[list[dict]]:
 
 
 def _resumable(args: dict) -> bool:
-    """Whether a run's checkpoint can be continued: not when its replay died with it (redis-local servers
-    without --replay-persist); such a run starts over."""
-    return not (args["replay"] == "redis-local" and not args["replay_persist"])
+    """Whether a run's checkpoint can be continued: not when its replay died with it (its backend's
+    `cannot_resume`: redis-local servers without --replay-persist); such a run starts over."""
+    return not replay_backend(args["replay"]).cannot_resume(args)
 
 
 def _made_by_a_grid(out: Path) -> bool:
@@ -215,9 +218,14 @@ class Grid:
             raise ConfigError("pack_seeds", f"must be >= 1, got {args['pack_seeds']}")
         self.runs = expand(args, grid_dir, sections)
 
-        warnings = []
+        warnings, asked = [], set()
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
-            warning = fit_warning(resolve(Config(**run))[0])
+            cfg = resolve(Config(**run))[0]
+            needs = (cfg.device, cfg.replay, cfg.replay_password_file)
+            if needs not in asked:  # (each Redis asked once, whatever the number of runs on it)
+                preflight(cfg)
+                asked.add(needs)
+            warning = fit_warning(cfg)
             if warning and warning not in warnings:  # each once, whatever the number of runs it concerns
                 warnings.append(warning)
         for warning in warnings:
@@ -225,12 +233,10 @@ class Grid:
         for run in self.runs:
             # a password given off the command line (a file, REDIS_PASSWORD) is read here, where the grid is
             # started: the nodes that run the runs need not have it (grid.json and run files keep it masked)
-            if run["replay"] not in ("memory", "redis-local"):
-                try:
-                    run["replay"] = ",".join(with_password(u, run["replay_password_file"])
-                                             for u in parse_urls(run["replay"]))
-                except RedisSetupError as e:
-                    raise ConfigError("replay", str(e)) from None
+            try:
+                run["replay"] = replay_backend(run["replay"]).fill_secrets(run["replay"], run["replay_password_file"])
+            except BackendError as e:
+                raise ConfigError(e.name, e.message) from None
         self.status = {Path(r["out"]).name: "queued" for r in self.runs}
         self.attempts = {name: 0 for name in self.status}
         self.results: dict[str, dict] = {}
@@ -321,8 +327,9 @@ class Grid:
                 self.results[name] = {"summary": json.loads((Path(run["out"]) / "summary.json").read_text())}
             else:
                 if (Path(run["out"]) / "checkpoint.pt").is_file() and not _resumable(run):
-                    print(f"grid: {name} starts again from the start: its redis-local replay was not persisted "
-                          "(--replay-persist), so its checkpoint cannot be continued", file=sys.stderr)
+                    print(f"grid: {name} starts again from the start: "
+                          f"{replay_backend(run['replay']).cannot_resume(run)}, so its checkpoint cannot be "
+                          "continued", file=sys.stderr)
                 todo.append(run)
         for unit in packs(todo, self.args["pack_seeds"]):
             self._launch(unit)

@@ -19,8 +19,8 @@ from configuration.flags import ConfigError, OutputError, fit_warning, resolve
 from driver.outputs import NonFiniteLoss, describe_run
 from driver.runtime import ClusterStartError, Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from replay_service.files import open_append
-from replay_service.local_redis import RedisSetupError
 from replay_service.redis_shard import ReplayUnavailable
+from replay_service.redis_urls import RedisSetupError
 
 # The training side (torch, the grid's book) is imported once the command line has been read: `--help` and a
 # mistyped flag answer in a second, not after torch's import (3-9 s on 2 cores, measured with `python -X

@@ -40,7 +40,7 @@ from configuration.errors import OneLineParser, user_error
 from configuration.flags import FIELDS, ConfigError, flag, flag_text
 from driver.outputs import write_whole
 from driver.runtime import ClusterStartError, RayBackend
-from replay_service.local_redis import redact_urls
+from replay_service.backends import masked
 from reporting.results import metric
 
 PROG = "python -m learner.search"
@@ -157,7 +157,7 @@ def _plan(rest: list[str]) -> tuple[Path, list[dict], dict]:
     if args["runtime"] == "ray" or args["pack_seeds"] != 1:
         name = "runtime" if args["runtime"] == "ray" else "pack_seeds"
         raise ConfigError(name, f"{flag_text(args[name])}: a trial is one serial run (Tune places the trials)")
-    if redact_urls(args["replay"]) != args["replay"]:  # a trial's flags reach Tune's files and a command line
+    if masked(args["replay"]) != args["replay"]:  # a trial's flags reach Tune's files and a command line
         raise ConfigError("replay", "a search takes the Redis password from --replay-password-file or "
                                     "REDIS_PASSWORD, not from the URL")
     out = Path(args["out"] or "runs/search").resolve()

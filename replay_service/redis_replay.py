@@ -18,8 +18,9 @@ import redis
 from replay_service.buffer import make_packer
 from replay_service.client import ShardIndex, concat
 from replay_service.codec import Codec
-from replay_service.local_redis import parse_urls, redact, start_local, with_password
+from replay_service.local_redis import start_local
 from replay_service.redis_shard import RedisShard
+from replay_service.redis_urls import parse_urls, redact, with_password
 
 PREFETCH_BATCHES = 16
 WAIT_ROUND_S = 0.1  # how often the learner, waiting for a batch, looks whether the prefetch thread has ended

@@ -22,7 +22,7 @@ import numpy as np
 import redis
 
 from replay_service.codec import Codec
-from replay_service.local_redis import redact
+from replay_service.redis_urls import redact
 
 log = logging.getLogger(__name__)
 

@@ -39,6 +39,7 @@ def two_cpu_machine(monkeypatch):
     """This machine as the checks made before a Ray cluster starts see it: 2 CPUs for a cluster started here
     (none for one joined); what would then make the cluster raises ClusterStarted. Returns that class."""
     import driver.pack
+    import driver.preflight
     import driver.run
     import driver.runtime
     import launcher.grid
@@ -47,7 +48,7 @@ def two_cpu_machine(monkeypatch):
         raise ClusterStarted
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    for module in (driver.runtime, launcher.grid):
+    for module in (driver.runtime, driver.preflight, launcher.grid):
         monkeypatch.setattr(module, "cluster_to_start", lambda address="": None if address else 2)
     for module, name in ((driver.run, "make_backend"), (driver.pack, "make_backend"), (driver.runtime, "RayBackend"),
                          (launcher.grid, "RayBackend")):

@@ -39,7 +39,10 @@ CASES = [
      "--address: '127.0.0.1:notaport' is not HOST:PORT: its port 'notaport' is not a number from 1 to 65535"),
     (["--address", "ray://127.0.0.1:70000"],
      "--address: 'ray://127.0.0.1:70000' is not HOST:PORT: its port '70000' is not a number from 1 to 65535"),
-    (["--replay", "http://127.0.0.1:6379"], "--replay: 'http://127.0.0.1:6379' is not redis://[:password@]host:port"),
+    (["--replay", "http://127.0.0.1:6379"], "--replay: 'http://127.0.0.1:6379' is not a replay service; expected "
+                                            "memory, redis-local or redis:// URLs"),
+    (["--replay", "http://:hunter2@127.0.0.1:6379"], "--replay: 'http://***@127.0.0.1:6379' is not a replay service"),
+    (["--replay", "memroy"], "--replay: 'memroy' is not a replay service"),
     (["--replay", "redis://127.0.0.1:1"], "--replay: no Redis answers at redis://127.0.0.1:1"),
     (["--replay", "redis://:hunter2@127.0.0.1:1"], "--replay: no Redis answers at redis://:***@127.0.0.1:1"),
     (["--replay", "redis://:hunter2/x@127.0.0.1:1"], "--replay: 'redis://***@127.0.0.1:1' is not redis://"),
@@ -152,7 +155,7 @@ def test_actors_a_local_cluster_cannot_place_are_one_line_and_leave_nothing(tmp_
     # ours, without Ray's own notices (e.g. its one-time "Token authentication is enabled" on a new machine)
     lines = [line for line in proc.stderr.strip().splitlines() if not RAY_LOG_LINE.match(line)]
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    from driver.runtime import machine_memory
+    from driver.preflight import machine_memory
 
     if machine_memory() > 13_576 * 4 * (5 + 100_001):  # the actors' copies of the networks fit: CPUs are short
         assert "--actors: 100000 actors × 0.01 CPUs need 1000 CPUs, but the cluster has" in lines[0]
@@ -289,14 +292,14 @@ def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line
 ])
 def test_every_form_of_a_redis_password_is_masked(url, shown):
     from configuration.flags import public
-    from replay_service.local_redis import redact
+    from replay_service.redis_urls import redact
 
     assert redact(url) == shown and "hunter2" not in public({"replay": url})["replay"]
 
 
 def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(tmp_path, monkeypatch):
     from configuration.flags import restore_password
-    from replay_service.local_redis import RedisSetupError, with_password
+    from replay_service.redis_urls import RedisSetupError, with_password
 
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
     secret = tmp_path / "redis.pass"

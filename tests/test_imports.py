@@ -158,6 +158,37 @@ def test_acting_loads_no_torch():
     assert proc.stdout.strip() == "6"
 
 
+CONNECTING = ("redis", "ray", "torch")  # clients of servers and devices; and the project's modules that use them:
+CONNECTING_MODULES = ("replay_service.local_redis", "replay_service.redis_replay", "replay_service.redis_shard",
+                      "driver", "launcher")
+
+
+def _imports_of(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_the_configuration_describes_and_checks_and_imports_nothing_that_connects():
+    """`configuration` says what a run is and whether it is valid; reaching Redis, CUDA or a cluster is the
+    driver's (`driver.preflight`). No module of it imports a client (even inside a function), and importing all
+    of it loads none (nor the replay backends' clients: they import theirs where they open or preflight)."""
+    wrong = {f"{path.name}: {name}" for path in (ROOT / "configuration").glob("*.py") for name in _imports_of(path)
+             if name.split(".")[0] in CONNECTING or name.startswith(CONNECTING_MODULES)}
+    assert not wrong, sorted(wrong)
+    code = ("import sys, configuration.flags, configuration.cli, configuration.config_file, configuration.defaults; "
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {CONNECTING!r} "
+            f"or m.startswith({CONNECTING_MODULES!r})))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 HEAVY = ("torch", "ray", "rliable", "matplotlib")
 RUN, REPORT = "launcher.main", "reporting.report"
 

@@ -547,7 +547,7 @@ def test_a_directory_that_only_looks_like_a_run_is_not_emptied_by_overwrite(tmp_
 
 
 def test_a_claims_directory_is_read_right_whatever_words_its_run_id_and_directory_hold():
-    from driver.runtime import _claimed_dir
+    from replay_service.redis_backend import claimed_dir as _claimed_dir
 
     text = "run a writing b writing /x since y since 2026-11-26 10:00 UTC, claim 0a1b"
     assert _claimed_dir(text, "a writing b") == "/x since y"
