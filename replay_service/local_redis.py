@@ -27,7 +27,9 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import redis
 from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
-from replay_service.files import write_atomically
+from replay_service.files import Unreadable, read_bounded, write_atomically
+
+PASSWORD_FILE_BYTES = 64 << 10  # a password file holds a line
 
 
 class RedisSetupError(RuntimeError):
@@ -81,15 +83,15 @@ def given_password(password_file: str = "") -> str | None:
     """The password given off the command line: the first line of `password_file` (--replay-password-file),
     else REDIS_PASSWORD; None when neither is given."""
     if password_file:
-        try:
-            with open(password_file) as f:
-                password = f.readline().rstrip("\r\n")
-        except OSError as e:
+        try:  # a regular file of at most PASSWORD_FILE_BYTES, UTF-8 (its bytes are never shown)
+            password = read_bounded(Path(password_file), PASSWORD_FILE_BYTES).split("\n", 1)[0].rstrip("\r")
+        except Unreadable as e:
+            said = str(e).replace("cannot be read", f"cannot read the password file {password_file}", 1) \
+                if e.cause else f"the password file {password_file} {e}"
             if os.environ.get("REDIS_PASSWORD"):  # e.g. a resume on another machine: the file is not there
-                print(f"warning: cannot read the password file {password_file} ({e.strerror or e}); using "
-                      "REDIS_PASSWORD", file=sys.stderr)
+                print(f"warning: {said}; using REDIS_PASSWORD", file=sys.stderr)
                 return os.environ["REDIS_PASSWORD"]
-            raise RedisSetupError(f"cannot read the password file {password_file} ({e.strerror or e})") from None
+            raise RedisSetupError(said) from None
         if not password:
             raise RedisSetupError(f"the password file {password_file} is empty")
         return password
@@ -199,7 +201,9 @@ class LocalServer:
             if path.is_symlink():
                 raise RedisSetupError(f"{path} is a symbolic link: a Redis server's directory and configuration are "
                                       "the run's own, never written through a link (remove the link)")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # replay data (the append-only file, a dump) is the owner's alone: the directory 0700, the server's umask 077
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.directory.chmod(0o700)
         self.port = self.port or _free_port(self.host)
         # the password goes in a file only we can read, not on the command line (visible in `ps`); written as a
         # new file renamed into place, never through a link planted there
@@ -215,7 +219,7 @@ class LocalServer:
         # the death signal follows the thread that starts the server: only the main thread's lives as
         # long as the run (a server started from another thread is stopped by `stop()` alone)
         main = threading.current_thread() is threading.main_thread()
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, umask=0o077,
                                         preexec_fn=_die_with_parent if main else None)
         deadline = time.monotonic() + timeout
         while True:

@@ -73,7 +73,7 @@ MESSAGES = [
     ("driver/state.py", "is this project's checkout"),
     ("driver/state.py", "a run writes into a directory of its own; give a new or empty one"),
     ("driver/state.py", "cannot write the run directory"),
-    ("configuration/flags.py", "cannot write {} ({})"),
+    ("replay_service/files.py", "cannot write {} ({})"),
     ("driver/state.py", "; the last checkpoint written is intact"),
     ("driver/state.py", "nothing was started, and that run is partly removed"),
     # resume
