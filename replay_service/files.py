@@ -21,6 +21,7 @@ driver above uses it too.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import glob
@@ -266,7 +267,8 @@ def lock_directory(directory: Path, name: str = ".lock"):
         lock.write(f"process {os.getpid()} on {socket.gethostname()}\n")
         lock.flush()
     except BaseException:
-        lock.close()
+        with contextlib.suppress(OSError):  # (closing flushes again what a full disk refused)
+            lock.close()
         if created:
             Path(path).unlink(missing_ok=True)
         raise

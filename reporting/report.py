@@ -163,7 +163,7 @@ def markdown_text(value, at_most: int = 120) -> str:
     text = " ".join(text.split())
     if len(text) > at_most:
         text = text[:at_most - 1] + "…"
-    return "".join("\\" + c if c in "\\`*_{}[]()<>#+-!|~" else c for c in text)
+    return "".join("\\" + c if c in "\\`*_[]<>#|~" else c for c in text)
 
 
 def finite(value):
