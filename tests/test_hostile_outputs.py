@@ -15,6 +15,7 @@ from configuration.flags import Config, OutputError, fit_warning, no_update_erro
 from replay_service.files import OutputDirectory, lock_directory
 from reporting.report import ReportError, finite, markdown_text, write_report
 from reporting.report import main as report_main
+from tests.test_real_disks import _can_mount, _in_namespace
 from tests.test_report import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,22 +35,7 @@ def _one_line(stderr: str, start: str) -> str:
     return stderr
 
 
-def _can_mount() -> bool:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                           capture_output=True, timeout=30)
-    return probe.returncode == 0
-
-
 mounts = pytest.mark.skipif(not _can_mount(), reason="needs root and mount namespaces (unshare -m) for a tmpfs")
-
-
-def _in_namespace(script: str, disk: Path) -> subprocess.CompletedProcess:
-    """`script` (sh) in a mount namespace of its own; `disk` is where it mounts its tmpfs."""
-    disk.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PY": sys.executable})
 
 
 # 1. links planted in --out
@@ -350,3 +336,17 @@ def test_a_retired_env_id_is_one_line_without_gymnasiums_warning_before_it(tmp_p
     assert proc.returncode == 2 and "WARN" not in proc.stderr
     _one_line(proc.stderr, "python -m learner.main: error: --env: env 'Reacher-v2' is registered with Gymnasium but "
                            "cannot be made here")
+
+
+def test_a_benchmarks_json_is_written_whole_never_through_a_link_and_fails_in_one_line(tmp_path):
+    from bench.machine import write_json
+
+    victim = tmp_path / "victim.json"
+    victim.write_text("a user's file")
+    (tmp_path / "out.json").symlink_to(victim)
+    write_json(tmp_path / "out.json", {"rows": [1]})
+    assert victim.read_text() == "a user's file" and not (tmp_path / "out.json").is_symlink()
+    assert json.loads((tmp_path / "out.json").read_text()) == {"rows": [1]}
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(SystemExit, match=rf"cannot write {tmp_path / 'afile' / 'r.json'} \(File exists\)$"):
+        write_json(tmp_path / "afile" / "r.json", {})
