@@ -245,6 +245,11 @@ def test_a_run_that_would_make_no_update_is_refused_unless_learning_starts_is_na
     assert proc.returncode == 2 and not out.exists()
     _one_line(proc.stderr, "python -m learner.main: error: --learning-starts: 5,000 (the default for CliffWalk) is "
                            "not below --total-steps 2,000: the run would act at random throughout")
+    grid = subprocess.run([sys.executable, "-m", "learner.main", "--env", "CliffWalk", "--algo", "dqn,beta_dqn",
+                           "--total-steps", "2000", "--out", str(tmp_path / "grid"), "--wandb", "disabled"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert grid.returncode == 2 and not (tmp_path / "grid").exists()
+    _one_line(grid.stderr, "python -m learner.main: error: --learning-starts: 5,000 (the default for CliffWalk)")
     cfg, _ = resolve(Config(env="CliffWalk", total_steps=2000))
     assert no_update_error(cfg) is not None
     assert no_update_error(resolve(Config(env="CliffWalk", total_steps=6000))[0]) is None
