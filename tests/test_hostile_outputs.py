@@ -250,6 +250,14 @@ def test_a_run_that_would_make_no_update_is_refused_unless_learning_starts_is_na
                           capture_output=True, text=True, timeout=120)
     assert grid.returncode == 2 and not (tmp_path / "grid").exists()
     _one_line(grid.stderr, "python -m learner.main: error: --learning-starts: 5,000 (the default for CliffWalk)")
+    named = subprocess.run([sys.executable, "-m", "learner.main", "--env", "CliffWalk", "--algo", "dqn",
+                            "--total-steps", "1000", "--learning-starts", "5000", "--eval-every", "1000",
+                            "--eval-episodes", "1", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "1",
+                            "--out", str(out), "--wandb", "disabled", "--progress", "false", "--json", "true"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)  # random acting, as asked
+    assert named.returncode == 0, named.stderr
+    assert "warning: --learning-starts 5,000 is not below --total-steps 1,000" in named.stderr
+    assert json.loads(named.stdout)["updates"] == 0
     cfg, _ = resolve(Config(env="CliffWalk", total_steps=2000))
     assert no_update_error(cfg) is not None
     assert no_update_error(resolve(Config(env="CliffWalk", total_steps=6000))[0]) is None
