@@ -628,7 +628,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         (stage / "report.json").write_text(json.dumps(finite({"runs": len(runs), "unfinished": unfinished,
                                                               **numbers, "cost_source": source}),
                                                       indent=2, allow_nan=False) + "\n")
-        (stage / "study.json").write_text(json.dumps(described, indent=2) + "\n")
+        (stage / "study.json").write_text(json.dumps(finite(described), indent=2, allow_nan=False) + "\n")
         write_runs_csv(runs, stage / "runs.csv")
         write_copies(runs, stage / RECORDS)
     return out / "report.md"
