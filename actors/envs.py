@@ -15,6 +15,7 @@ import json
 import logging
 import sys
 import sysconfig
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -321,9 +322,20 @@ def _build(name: str, kwargs: str = "", render_mode: str | None = None) -> tuple
     return env, False
 
 
+_WARNED: dict = {}  # what `_make` said already (each warning once a process, as Python shows one)
+
+
 def _make(name: str, env_id: str, text: str, kwargs: dict, **fixed) -> gym.Env:
+    """`gym.make`; what Gymnasium warns of while making it (an out-of-date version) is said after it is made,
+    never before the one line of an env that cannot be made."""
     try:
-        return gym.make(env_id, **fixed, **kwargs)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            env = gym.make(env_id, **fixed, **kwargs)
+        for warning in said:  # (through the filters again: shown as they would have been)
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno,
+                                   registry=_WARNED)
+        return env
     except Exception as e:  # noqa: BLE001 - a missing package or shim, or keywords the constructor refuses
         reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
         given = f" with --env-kwargs {text}" if kwargs else ""

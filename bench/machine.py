@@ -16,6 +16,8 @@ import psutil
 import ray
 import torch
 
+from replay_service.files import write_atomically, write_error
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,8 +56,18 @@ def run_main(prog: str, what: str, args: list[str]) -> tuple[subprocess.Complete
     return done, wall
 
 
+def write_json(out: Path, result: dict) -> None:
+    """A bench's JSON, whole or not at all and never through a link (`replay_service.files.write_atomically`),
+    its folder made; a failure to write is one line naming the file and the cause (SystemExit)."""
+    text = json.dumps(result, indent=2) + "\n"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(out, lambda f: f.write(text))
+    except OSError as e:
+        raise SystemExit(f"{Path(sys.argv[0]).name}: {write_error(out, e)}") from None
+
+
 def write_result(out: Path, result: dict) -> None:
-    """A bench's JSON, written where it says (its folder made), and the line that says where."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    """A bench's JSON (`write_json`), and the line that says where."""
+    write_json(out, result)
     print(f"\nwrote {out}")

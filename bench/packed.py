@@ -35,7 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine  # noqa: E402
+from bench.machine import machine, write_json  # noqa: E402
 from configuration.cli import build_parser  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve, settings  # noqa: E402
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
 
 
 def write(path: Path, result: dict) -> None:
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(path, result)
 
 
 def summarise(args, argv, ks, device, t0, learner: list, e2e: list, host: dict) -> dict:

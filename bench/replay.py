@@ -13,7 +13,6 @@ writes JSON.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from actors.envs import env_spec, make_env  # noqa: E402
-from bench.machine import machine  # noqa: E402
+from bench.machine import machine, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve, settings  # noqa: E402
 from driver.run import Run  # noqa: E402
@@ -144,10 +143,8 @@ def main(argv=None) -> int:
         print(f"{r['backend']} | {r['shards']} | {r['inserts_per_s']:.0f} | {r['batches_per_s']:.0f} | "
               f"{r['bytes_per_transition']:.0f} | {wait} | {rate}")
     out = Path(args.out or ROOT / "bench" / "results" / f"replay-{info['cpu_count']}cpu.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"env": args.env, "machine": info, "micro": rows, "runs": runs,
-                               "command": "python bench/replay.py " + " ".join(argv or sys.argv[1:])}, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    write_result(out, {"env": args.env, "machine": info, "micro": rows, "runs": runs,
+                       "command": "python bench/replay.py " + " ".join(argv or sys.argv[1:])})
     return 0
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine  # noqa: E402
+from bench.machine import machine, write_json  # noqa: E402
 
 LINE = "python -m learner.main: interrupted; continue with --resume"
 RAY_ENDED = ("Terminate the process", "Exiting because the Raylet IPC connection failed")
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
                 tries.append({"pause_s": round(pause, 2), "error": f"{type(e).__name__}: {e}"})
         print(json.dumps({"try": i, **tries[-1]}), flush=True)
         result = {"machine": host, "command": command, "tries": tries, "summary": summarize(tries)}
-        out.write_text(json.dumps(result, indent=2) + "\n")  # every try as it comes: a bench stopped keeps them
+        write_json(out, result)  # every try as it comes: a bench stopped keeps them
     print_table(result)
     print(f"\nwritten: {out}")
     return 0

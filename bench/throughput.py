@@ -200,10 +200,9 @@ def compare(args, argv: list[str]) -> int:
     for a in argv:
         shown.append("DIR" if after_flag else "--baseline=DIR" if a.startswith("--baseline=") else a)
         after_flag = a == "--baseline"
-    out.write_text(json.dumps({"command": "python bench/throughput.py " + " ".join(shown), "machine": info,
-                               "baseline_commit": results["baseline"][0]["machine"]["commit"], "rows": rows,
-                               "this": results["this"], "baseline": results["baseline"]}, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    write_result(out, {"command": "python bench/throughput.py " + " ".join(shown), "machine": info,
+                       "baseline_commit": results["baseline"][0]["machine"]["commit"], "rows": rows,
+                       "this": results["this"], "baseline": results["baseline"]})
     return 0
 
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import stat
 import tomllib
 from pathlib import Path
 
 from actors.envs import canonical_kwargs, canonical_name, known_names
 from configuration.flags import AXES, FIELDS, ConfigError, fits, kinds, reads
 from methods import METHODS
+from replay_service.files import Unreadable, read_bounded
 
 MAX_BYTES = 1 << 20  # a configuration file is a page of settings, not data
 SUFFIXES = (".toml", ".yaml", ".yml")
@@ -82,25 +81,12 @@ def _fail(path, message: str) -> ConfigError:
 
 
 def _read_text(path: Path) -> str:
-    """The file's text: a regular file of at most MAX_BYTES, UTF-8; anything else one line."""
+    """The file's text: a regular file of at most MAX_BYTES, UTF-8 (`read_bounded`); anything else one line."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
-    except OSError as e:
-        raise _fail(path, f"cannot be read ({e.strerror})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _fail(path, "is not a regular file")
-        data = os.read(fd, MAX_BYTES + 1)
-    except OSError as e:
-        raise _fail(path, f"cannot be read ({e.strerror})") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_BYTES:
-        raise _fail(path, f"is larger than {MAX_BYTES // 1024} KiB; a configuration file holds settings")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _fail(path, f"is not UTF-8 text (byte {e.start})") from None
+        return read_bounded(path, MAX_BYTES)
+    except Unreadable as e:
+        more = "; a configuration file holds settings" if str(e).startswith("is larger") else ""
+        raise _fail(path, f"{e}{more}") from None
 
 
 def _parse(path: Path) -> dict:

@@ -28,6 +28,7 @@ from methods.flags import FlagError
 from methods.flags import values as flag_values
 from replay_service.backends import backend_for, choices, masked
 from replay_service.contract import BackendError
+from replay_service.files import write_error
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
@@ -62,13 +63,11 @@ class ConfigError(ValueError):
 
 class OutputError(RuntimeError):
     """A run's output could not be written (a full disk, a directory made read-only): one line naming the file
-    and the cause; the last checkpoint written is intact."""
+    and the cause (`replay_service.files.write_error`)."""
 
     @classmethod
     def of(cls, path: Path, e: BaseException) -> OutputError:
-        text = str(e).strip()
-        reason = getattr(e, "strerror", None) or (text.splitlines()[0] if text else type(e).__name__)
-        return cls(f"cannot write {path} ({reason})")
+        return cls(write_error(path, e))
 
 
 # Every field declares its role, and the rest of the program reads it from here:
@@ -299,7 +298,24 @@ def fit_warning(cfg) -> str | None:
                         f"ε = {ends:.3g}, not --eps-end {plan['end']:g}")
     if cfg.eval_every > cfg.total_steps:
         problems.append(f"--eval-every {cfg.eval_every:,} is longer than the run: it is evaluated once, at its end")
+    if reads(cfg.algo, "bandit_window") and cfg.bandit_window > cfg.total_steps:  # an episode is a step at least
+        problems.append(f"--bandit-window {cfg.bandit_window:,} episodes is more than the run can have (at most "
+                        f"{cfg.total_steps:,}, one a step): the meta-controller's window never fills")
+    if cfg.actors * cfg.chunk_steps > cfg.total_steps:
+        problems.append(f"--actors {cfg.actors:,} × --chunk-steps {cfg.chunk_steps:,} is more env steps than "
+                        f"--total-steps {cfg.total_steps:,}: some actors never collect a chunk")
     return "warning: " + "; ".join(problems) if problems else None
+
+
+def no_update_error(cfg) -> ConfigError | None:
+    """A run whose warm-up takes its whole budget makes no update: an error naming both, unless the user named
+    --learning-starts (a run of random acting, on purpose); None where the run learns."""
+    if cfg.learning_starts < cfg.total_steps:
+        return None
+    return ConfigError("learning_starts", f"{cfg.learning_starts:,} (the default for {cfg.env}) is not below "
+                                          f"--total-steps {cfg.total_steps:,}: the run would act at random "
+                                          "throughout and make no update; give a longer --total-steps or a shorter "
+                                          "--learning-starts (naming --learning-starts runs it as asked)")
 
 
 def method_settings(cfg) -> MethodSettings:

@@ -4,17 +4,41 @@
 #   bash deploy/install.sh --test   # plus what the test suite needs: pytest, ruff, the docs tools, and (as root,
 #                                   # with apt-get) the system packages some tests use; one line says what it
 #                                   # could not install and which tests will skip because of it
+# Each step that fails ends the script with one line naming the step and pip's own reason (its last error line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pip install -q --upgrade pip
+fail() { echo "deploy/install.sh: $*" >&2; exit 1; }
+case "${1:-}" in
+  ""|--test) ;;
+  *) fail "unknown option ${1@Q}; give none (the runtime) or --test (plus what the test suite needs)" ;;
+esac
+[ $# -le 1 ] || fail "one option at most, got $#: $*"
+# a Python environment of its own: a venv (VIRTUAL_ENV) or conda's; the system's Python refuses pip (PEP 668)
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -z "${CONDA_PREFIX:-}" ]; then
+  fail "no virtual environment is active: python3 -m venv .venv && . .venv/bin/activate, then run it again"
+fi
+step() {  # step WHAT COMMAND...: the command quiet; on failure one line naming WHAT and the error's last line
+  local what=$1 log status=0 reason
+  shift
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 || status=$?
+  if [ "$status" != 0 ]; then
+    reason=$(grep -E '^(ERROR|error|E):' "$log" | tail -n 1 || true)
+    [ -n "$reason" ] || reason=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 || true)
+    rm -f "$log"
+    fail "$what failed: ${reason:-exit status $status}"
+  fi
+  rm -f "$log"
+}
+step "upgrading pip" pip install -q --upgrade pip
 if [ "${1:-}" = "--test" ]; then
-  pip install -q -e ".[test,docs]"
+  step "installing the project with its test and docs extras" pip install -q -e ".[test,docs]"
 else
-  pip install -q -e .
+  step "installing the project" pip install -q -e .
 fi
 # Last and without dependencies: MinAtar's metadata asks for matplotlib, seaborn, pandas and scipy,
 # which its environments never import (~330 MB).
-pip install -q --no-deps "minatar==1.0.15"
+step "installing minatar" pip install -q --no-deps "minatar==1.0.15"
 [ "${1:-}" = "--test" ] || exit 0
 
 # system packages: the binary each provides, and the tests that skip without it; installed a group at a time
@@ -29,7 +53,7 @@ have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 missing() { local b; for b in "$@"; do have "$b" || echo "$b"; done; }
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
-  updated=no
+  updated=no apt_said=""
   for group in "${PACKAGE_SETS[@]}"; do
     # shellcheck disable=SC2086
     wanted=$(missing $group)
@@ -37,9 +61,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     packages=$(for b in $wanted; do echo "${PACKAGE[$b]}"; done | sort -u | tr '\n' ' ')
     if [ $updated = no ]; then apt-get update -q >/dev/null 2>&1 || true; updated=yes; fi
     # shellcheck disable=SC2086
-    apt-get install -y -q $packages >/dev/null 2>&1 || true
+    said=$(apt-get install -y -q $packages 2>&1 >/dev/null) || apt_said=$(echo "$said" | grep '^E:' | tail -n 1)
   done
-  why="apt-get could not install them"
+  why="apt-get could not install them${apt_said:+: ${apt_said#E: }}"
 elif [ "$(id -u)" = 0 ]; then
   why="no apt-get here: install them with the system's package manager"
 else

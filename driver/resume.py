@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 from actors.envs import env_spec
@@ -48,6 +49,11 @@ def _check_directory(run_dir: Path, saved: dict) -> None:
         raise ConfigError("resume", f"config.json was edited after the checkpoint ({flag(k)} {written[k]!r}, the "
                                     f"checkpoint has {saved[k]!r}): a resumed run keeps its configuration; restore "
                                     "config.json, or start a new run with the new value")
+    added = sorted(k for k in written if k not in saved and k not in FIELDS)
+    if added:  # a hand edit the run never reads: said, then config.json is written again without it
+        shown = ", ".join(repr(k[:40]) for k in added[:4]) + (f" and {len(added) - 4} more" if len(added) > 4 else "")
+        print(f"warning: {path} has keys this program does not read, dropped as the run continues (config.json is "
+              f"written again from the checkpoint): {shown}", file=sys.stderr)
 
 
 def _count(value) -> bool:

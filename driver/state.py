@@ -5,12 +5,8 @@ replay's state, so that `--resume` continues where a run stopped."""
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
-import socket
-import stat
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +15,7 @@ import numpy as np
 from configuration.flags import ConfigError, OutputError
 from driver.outputs import RUN_FILES, write_atomically
 from replay_service.backends import REPLAY_BACKENDS, backend_for
-from replay_service.files import RECORD, Written, remove_recorded
+from replay_service.files import RECORD, Held, Written, lock_directory, remove_recorded
 
 # the names a run writes at its directory's top: each must be a file or directory of its own, never a link
 # what a run directory may hold: the run's files, and what every replay backend may make there (memory's snapshots
@@ -40,31 +36,14 @@ class RunDirectory:
         self.out = out
         try:
             out.mkdir(parents=True, exist_ok=True)
-            # never through a link: a planted `.lock -> somefile` must not be written to
-            fd = os.open(out / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            self.lock = lock_directory(out)
+        except Held as e:
+            raise ConfigError("out", f"{out} is in use by {e}: one process writes a run directory") from None
         except OSError as e:
+            if e.errno == errno.EMLINK:  # a hard link would be written through, too
+                raise ConfigError("out", f"{out / '.lock'} is not a regular file of its own"
+                                         f"{' (it has other hard links)' if 'hard' in e.strerror else ''}") from None
             raise ConfigError("out", f"cannot write the run directory {out} ({e.strerror or e})") from None
-        self.lock = os.fdopen(fd, "r+")
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # a hard link would be written through, too
-            self.lock.close()
-            raise ConfigError("out", f"{out / '.lock'} is not a regular file of its own"
-                                     f"{' (it has other hard links)' if info.st_nlink > 1 else ''}")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                # a file system without locks (NFS without lockd): go on, unprotected, and say so
-                print(f"warning: {out / '.lock'} cannot be locked ({e.strerror}); nothing stops a second "
-                      "process from writing this run directory", file=sys.stderr)
-            else:
-                holder = self.lock.read().strip() or "another process"
-                self.lock.close()
-                raise ConfigError("out", f"{out} is in use by {holder}: one process writes a run directory") from None
-        self.lock.seek(0)
-        self.lock.truncate()
-        self.lock.write(f"process {os.getpid()} on {socket.gethostname()}\n")
-        self.lock.flush()
 
     def release(self) -> None:
         if not self.lock.closed:
@@ -255,11 +234,13 @@ def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -
     """`out/name`, written atomically (`outputs.write_atomically`): a crash leaves the last good one."""
     import torch  # (lazy: see `_wandb_id`)
 
+    earlier = (out / name).is_file()  # what the message may say is left
     try:  # a full disk: OSError, or torch's RuntimeError ("unexpected pos …")
         write_atomically(out / name, lambda f: torch.save(checkpoint, f), "wb")
     except (OSError, RuntimeError) as e:
         error = OutputError.of(out / name, e)
-        raise OutputError(f"{error}; the last checkpoint written is intact") from None
+        raise OutputError(f"{error}; the last checkpoint written is intact" if earlier else
+                          f"{error}; no checkpoint was written yet, so there is none to continue from") from None
 
 
 def interrupted_line(out: Path) -> str:

@@ -41,6 +41,7 @@ from configuration.flags import (
     fit_warning,
     flag,
     flag_text,
+    no_update_error,
     parse_seeds,
     public,
     reads,
@@ -608,6 +609,12 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None, sections: tu
             # one serial run a core: β's second thread would have no core of its own (the same math)
             args = {**args, "beta_thread": False}
         args = {**args, "runtime": runtime}
+    if named is not None and "learning_starts" not in named and not any("learning_starts" in s.values
+                                                                         for s in sections):
+        for run in expand(args, grid_dir, sections):  # a run of it that would make no update: refused, as one is
+            error = no_update_error(resolve(Config(**run))[0])
+            if error is not None:
+                raise error
     grid = Grid(args, grid_dir, sections)
     taken = [Path(r["out"]) for r in grid.runs if any((Path(r["out"]) / n).exists() for n in RUN_FILES)]
     if taken:

@@ -13,9 +13,10 @@ import sys
 import threading
 from pathlib import Path
 
-from configuration.cli import PROG, is_grid, parse_command, parse_config
+from configuration.cli import PROG, is_grid, parse_command
+from configuration.config_file import for_run
 from configuration.errors import user_error
-from configuration.flags import ConfigError, OutputError, fit_warning, resolve
+from configuration.flags import Config, ConfigError, OutputError, fit_warning, no_update_error, resolve
 from driver.outputs import NonFiniteLoss, describe_run
 from driver.runtime import ClusterStartError, Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from replay_service.files import open_append
@@ -128,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         status = _grid(argv)
         if status is not None:
             return status
-        config, resume = parse_config(argv), None
+        args, named, sections = parse_command(argv)
+        config, resume = Config(**for_run(args, sections)), None
         if config.pack_seeds > 1:
             raise ConfigError("pack_seeds", f"{config.pack_seeds}: packs the seeds of a grid; give them with "
                                             "--seeds (e.g. --seeds 0-3 --pack-seeds 4)")
@@ -140,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         from driver.state import check_run_dir, interrupted_line
 
         check_run_dir(Path(cfg.out), resume is not None, cfg.overwrite)  # (as the run will: before torch's import)
+        chose_warm_up = "learning_starts" in named or any("learning_starts" in s.values for s in sections)
+        if resume is None and not chose_warm_up and no_update_error(cfg) is not None:
+            raise no_update_error(cfg)
         warning = fit_warning(cfg)  # (after the checks: a mistake is one line)
         if warning:
             print(warning, file=sys.stderr)

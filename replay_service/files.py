@@ -7,7 +7,13 @@ that a run later removes only what it wrote.
 - `open_append`: a file opened to append with `O_NOFOLLOW` (a link there is an error, not followed);
 - `Written`: the run directory's record of what the run created (`OUT/.written`, a relative path a line),
   which pruning and `--overwrite` read: they remove those entries only, never through a link;
-- `no_links`: a path inside the run directory whose every component below it is a real file or directory.
+- `no_links`: a path inside the run directory whose every component below it is a real file or directory;
+- `lock_directory`: a directory held by one process (an exclusive `flock` on a lock file in it, never a link,
+  naming its holder), the run directory's and a report's;
+- `OutputDirectory`: a directory of outputs written whole (a report's): staged, locked, then its earlier
+  output replaced entry by entry, never a link followed, never a run's or a user's directory taken;
+- `read_bounded`: a file given by flag, read with a size cap, regular files only, UTF-8;
+- `write_error`: a failure to write as one line naming the path and the cause.
 
 The lowest layer that writes run files (the replay's snapshots, Redis's configuration) lives here, and the
 driver above uses it too.
@@ -15,12 +21,17 @@ driver above uses it too.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import glob
 import os
 import shutil
+import socket
 import stat
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 _UMASK = os.umask(0)
@@ -165,3 +176,200 @@ def _remove(path: Path, whole: bool) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
+
+
+def write_error(path: Path, e: BaseException) -> str:
+    """A failure to write `path` in one line: `cannot write PATH (cause)`, the cause the system's words (file
+    exists, read-only file system, no space left on device, permission denied, not a directory) or the first
+    line of another error's (torch's on a full disk)."""
+    text = str(e).strip()
+    reason = getattr(e, "strerror", None) or (text.splitlines()[0] if text else type(e).__name__)
+    return f"cannot write {path} ({reason})"
+
+
+class Unreadable(ValueError):
+    """A file `read_bounded` refused: its text is what is wrong with it (`cannot be read (…)`, `is not a regular
+    file`, `is larger than …`, `is not UTF-8 text (byte N)`), for the caller to put after the file's name;
+    `cause`: the system's words where the file could not be opened or read (else None)."""
+
+    def __init__(self, text: str, cause: str | None = None):
+        super().__init__(text)
+        self.cause = cause
+
+
+def read_bounded(path: Path, limit: int) -> str:
+    """The text of a file given by flag: a regular file (a FIFO, a device or a directory is refused without
+    waiting or reading: opened non-blocking, then `fstat`) of at most `limit` bytes, UTF-8; anything else
+    `Unreadable`. A link is followed (a user may link a file they name); what is read is what `fstat` saw."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
+    except OSError as e:
+        raise Unreadable(f"cannot be read ({e.strerror})", e.strerror) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "special")
+            raise Unreadable(f"is not a regular file ({kind})")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise Unreadable(f"cannot be read ({e.strerror})", e.strerror) from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise Unreadable(f"is larger than {limit // 1024} KiB")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Unreadable(f"is not UTF-8 text (byte {e.start})") from None
+
+
+class Held(Exception):
+    """A directory another process holds (`lock_directory`): its text names the holder."""
+
+
+def lock_directory(directory: Path, name: str = ".lock"):
+    """`directory/name` opened (created if absent) and locked exclusively for this process: the open file,
+    whose closing (or the process's end, however it ends) releases it; the holder's line in it names this
+    process. `Held` where another process holds it (its line); OSError where it cannot be made or written
+    (ELOOP for a link there, EMLINK for a file with other hard links or not a file; a lock file this call made
+    is removed again: a full disk leaves none). A file system without locks: a warning, and the file
+    unlocked."""
+    path = directory / name
+    created = False
+    try:  # never through a link: a planted `.lock -> somefile` must not be written to
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        created = True
+    except FileExistsError:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    lock = os.fdopen(fd, "r+")
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # a hard link would be written through, too
+            raise OSError(errno.EMLINK, "not a regular file of its own"
+                          + (" (it has other hard links)" if info.st_nlink > 1 else ""), str(path))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise Held(lock.read(200).strip() or "another process") from None
+            # a file system without locks (NFS without lockd): go on, unprotected, and say so
+            print(f"warning: {path} cannot be locked ({e.strerror}); nothing stops a second process from writing "
+                  f"{directory}", file=sys.stderr)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        lock.flush()
+    except BaseException:
+        with contextlib.suppress(OSError):  # (closing flushes again what a full disk refused)
+            lock.close()
+        if created:
+            Path(path).unlink(missing_ok=True)
+        raise
+    return lock
+
+
+def _remove_entry(path: Path) -> None:
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+class OutputDirectory:
+    """A directory of outputs written whole, a report's: `with OutputDirectory(target, ...) as stage:` the body
+    writes every output into `stage` (a new directory inside `target`, so no name in it is a link); leaving the
+    block moves them into `target`, replacing the earlier output's entries and removing those of it that this
+    output has not (no stale figure stays), under a lock (`lock_directory`, `target/LOCK`): two writers of one
+    directory never interleave, the second is refused naming the first. An error in the body leaves `target`
+    as it was.
+
+    `target` must be absent, empty, or an earlier output of this kind (`earlier(target)`): a link, a file, a
+    directory holding anything else (a run's, a user's) is refused (`Refused`, one line) before anything is
+    written. `owns(name)` tells this output's entries from the rest; beside an earlier output a user's other
+    entries are kept (and named: `kept`)."""
+
+    LOCK = ".report.lock"
+    STAGE = ".report-"  # a stage's prefix (one left by a killed writer is removed by the next)
+
+    class Refused(Exception):
+        pass
+
+    def __init__(self, target: Path, owns: Callable[[str], bool], earlier: Callable[[Path], bool],
+                 what: str = "a report"):
+        self.target, self.owns, self.earlier, self.what = target, owns, earlier, what
+        self.kept: list[str] = []
+        self.lock = self.stage = None
+
+    def _mine(self, name: str) -> bool:
+        return name == self.LOCK or (name.startswith(self.STAGE) and name.endswith(".tmp"))
+
+    def check(self) -> None:
+        """Whether `target` may take this output (nothing is written): `Refused` with the reason."""
+        target = self.target
+        if target.is_symlink():
+            raise self.Refused(f"{target} is a symbolic link: {self.what} is written into a directory of its own, "
+                               "never through a link")
+        if not target.exists():
+            return
+        if not target.is_dir():
+            raise self.Refused(f"{target} exists and is not a directory")
+        names = sorted(p.name for p in target.iterdir() if not self._mine(p.name))
+        for name in names:
+            if self.owns(name) and (target / name).is_symlink():
+                raise self.Refused(f"{target / name} is a symbolic link: {self.what} never writes through a link "
+                                   "(remove it, or give another directory)")
+        if not names:
+            return
+        if not self.earlier(target):
+            raise self.Refused(f"{target} holds other files ({names[0]!r}{' …' if len(names) > 1 else ''}) and no "
+                               f"earlier output of {self.what}: give a new or empty directory")
+        self.kept = [name for name in names if not self.owns(name)]
+
+    def __enter__(self) -> Path:
+        self.check()
+        try:
+            self.target.mkdir(parents=True, exist_ok=True)
+            self.lock = lock_directory(self.target, self.LOCK)
+        except Held as e:
+            raise self.Refused(f"{self.target} is in use by {e}: one process writes {self.what} there at a time"
+                               ) from None
+        try:
+            self.check()  # again, under the lock
+            for old in self.target.glob(f"{self.STAGE}*.tmp"):  # a writer killed mid-way left its stage
+                _remove_entry(old)
+            self.stage = Path(tempfile.mkdtemp(dir=self.target, prefix=self.STAGE, suffix=".tmp"))
+        except BaseException:
+            self.lock.close()
+            raise
+        return self.stage
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            if kind is None:
+                self._commit()
+        finally:
+            if self.stage.exists():
+                shutil.rmtree(self.stage, ignore_errors=True)
+            self.lock.close()
+
+    def _commit(self) -> None:
+        target, new, asides = self.target, {p.name for p in self.stage.iterdir()}, []
+        for path in target.iterdir():  # the earlier output's entries this one has not
+            if self.owns(path.name) and path.name not in new and not self._mine(path.name):
+                _remove_entry(path)
+        for name in sorted(new, key=lambda n: n == "report.md"):  # the report last: whole once it is there
+            staged, final = self.stage / name, target / name
+            if staged.is_dir() and final.is_dir() and not final.is_symlink():
+                asides.append(Path(tempfile.mkdtemp(dir=target, prefix=self.STAGE, suffix=".tmp")))
+                os.replace(final, asides[-1] / name)
+            os.replace(staged, final)
+        sync_directory(target)
+        for aside in asides:
+            shutil.rmtree(aside)

@@ -88,7 +88,9 @@ class LocalServer:
             if path.is_symlink():
                 raise RedisSetupError(f"{path} is a symbolic link: a Redis server's directory and configuration are "
                                       "the run's own, never written through a link (remove the link)")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # replay data (the append-only file, a dump) is the owner's alone: the directory 0700, the server's umask 077
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.directory.chmod(0o700)
         self.port = self.port or _free_port(self.host)
         # the password goes in a file only we can read, not on the command line (visible in `ps`); written as a
         # new file renamed into place, never through a link planted there
@@ -104,7 +106,7 @@ class LocalServer:
         # the death signal follows the thread that starts the server: only the main thread's lives as
         # long as the run (a server started from another thread is stopped by `stop()` alone)
         main = threading.current_thread() is threading.main_thread()
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, umask=0o077,
                                         preexec_fn=_die_with_parent if main else None)
         deadline = time.monotonic() + timeout
         while True:

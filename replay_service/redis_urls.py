@@ -7,7 +7,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlsplit
+
+from replay_service.files import Unreadable, read_bounded
+
+PASSWORD_FILE_BYTES = 64 << 10  # a password file holds a line
 
 
 class RedisSetupError(RuntimeError):
@@ -47,15 +52,15 @@ def given_password(password_file: str = "") -> str | None:
     """The password given off the command line: the first line of `password_file` (--replay-password-file),
     else REDIS_PASSWORD; None when neither is given."""
     if password_file:
-        try:
-            with open(password_file) as f:
-                password = f.readline().rstrip("\r\n")
-        except OSError as e:
+        try:  # a regular file of at most PASSWORD_FILE_BYTES, UTF-8 (its bytes are never shown)
+            password = read_bounded(Path(password_file), PASSWORD_FILE_BYTES).split("\n", 1)[0].rstrip("\r")
+        except Unreadable as e:
+            said = str(e).replace("cannot be read", f"cannot read the password file {password_file}", 1) \
+                if e.cause else f"the password file {password_file} {e}"
             if os.environ.get("REDIS_PASSWORD"):  # e.g. a resume on another machine: the file is not there
-                print(f"warning: cannot read the password file {password_file} ({e.strerror or e}); using "
-                      "REDIS_PASSWORD", file=sys.stderr)
+                print(f"warning: {said}; using REDIS_PASSWORD", file=sys.stderr)
                 return os.environ["REDIS_PASSWORD"]
-            raise RedisSetupError(f"cannot read the password file {password_file} ({e.strerror or e})") from None
+            raise RedisSetupError(said) from None
         if not password:
             raise RedisSetupError(f"the password file {password_file} is empty")
         return password

@@ -346,7 +346,8 @@ def write_copies(runs: list[RunData], out: Path) -> None:
         source = Path(run.path)
         target = out / run_name(run.env, run.algo, int(run.config["seed"]), run.variant)
         target.mkdir(parents=True, exist_ok=True)
-        config = json.loads((source / "config.json").read_text())
+        # the fields a run has, nothing else: a key added by hand (a note, a token) stays in the run's directory
+        config = {k: v for k, v in json.loads((source / "config.json").read_text()).items() if k in FIELDS}
         for key in ("out", "resume", "replay_password_file"):  # where it lay on its machine: the name only
             if isinstance(config.get(key), str) and config[key]:
                 config[key] = Path(config[key]).name

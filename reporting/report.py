@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import json
+import math
+import os
 import shlex
 import sys
 from collections import defaultdict
@@ -50,6 +53,7 @@ import numpy as np
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
 from configuration.flags import LEGACY, ConfigError, flag, grid_command, parse_seeds, run_command, run_seed
+from replay_service.files import OutputDirectory, Unreadable, read_bounded, write_error
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import (
     RECORDS,
@@ -84,12 +88,96 @@ from reporting.results import (
     value_order,
     window_shares,
 )
-from reporting.stats import REPS, aggregates, difference, improvement, mean_ci, profile
+from reporting.stats import MAX_REPS, REPS, aggregates, difference, improvement, mean_ci, profile
 
 
 def score_text(mean: float, lo: float, hi: float, n: int) -> str:
     """A cell's mean with its 95% interval and seed count; one seed has no interval to show: its value alone."""
     return f"{mean:.2f} (n=1)" if n == 1 else f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={n})"
+
+REPORT_FILES = ("report.md", "report.json", "study.json", "runs.csv", RECORDS)
+FIGURES = ("curves_", "selection_", "basic_", "visits_", "profile.png", "cliffwalk_visits.png")  # (the last: older)
+RUN_SIGNS = (".written", ".lock", "config.json", "checkpoint.pt", "summary.json")  # a run's own directory
+
+
+def report_directory(out: Path) -> OutputDirectory:
+    """Where a report is written whole (`replay_service.files.OutputDirectory`): `out` absent, empty, or an
+    earlier report (its report.md a report's, beside its study.json or report.json), whose entries this report
+    replaces (its figures too: none stays stale); a user's other files beside an earlier report are kept and
+    named. Never a run's own directory, a user's directory, or anything through a link."""
+    if not out.is_symlink() and out.is_dir():
+        run = next((name for name in RUN_SIGNS if os.path.lexists(out / name)), None)
+        if run is not None:
+            raise ReportError(f"--out {out} is a run's directory (it holds {run}): a report is never written into "
+                              "one; give --out another directory")
+
+    def owns(name: str) -> bool:
+        return name in REPORT_FILES or (name.endswith(".png") and name.startswith(FIGURES))
+
+    def earlier(path: Path) -> bool:
+        try:
+            head = read_bounded(path / "report.md", 4096 << 10).split("\n", 1)[0]
+        except Unreadable:
+            return False
+        return head.startswith("# Report: ") and any((path / n).is_file() for n in ("study.json", "report.json"))
+
+    return _Announced(out, owns, earlier)
+
+
+class _Announced(OutputDirectory):
+    """A report's OutputDirectory whose refusals and failures to write are a ReportError (one line), and that
+    names, in one line, a user's files it leaves beside the earlier report."""
+
+    def __enter__(self) -> Path:
+        try:
+            stage = super().__enter__()
+        except OutputDirectory.Refused as e:
+            raise ReportError(str(e)) from None
+        except OSError as e:
+            raise ReportError(f"{write_error(self.target, e)}; no report was written") from None
+        if self.kept:
+            print(f"note: {self.target} holds an earlier report and other files, kept as they are: "
+                  f"{', '.join(self.kept[:4])}{' …' if len(self.kept) > 4 else ''}", file=sys.stderr)
+        return stage
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            super().__exit__(kind, value, traceback)
+        except OSError as e:  # a full disk, a read-only file system, as the report is moved in
+            raise ReportError(f"{write_error(self.target, e)}; the report is not complete") from None
+        if isinstance(value, OSError):  # as the report was written: nothing of it is left
+            where = Path(value.filename) if value.filename else self.target
+            if self.stage in where.parents:
+                where = self.target / where.relative_to(self.stage)
+            raise ReportError(f"{write_error(where, value)}; no report was written") from None
+
+
+MAX_COST_BYTES = 1 << 20  # bench/cost.py's JSON is a few kB
+COST_RANGE = (0.01, 1e6)  # a method's cost in percent of DQN's: what a measurement can sanely say
+
+
+def markdown_text(value, at_most: int = 120) -> str:
+    """Text from a file, safe inside a Markdown paragraph or table cell: one line (control characters and line
+    breaks as spaces), Markdown's own characters escaped, at most `at_most` characters."""
+    text = "".join(" " if not c.isprintable() else c for c in str(value))
+    text = " ".join(text.split())
+    if len(text) > at_most:
+        text = text[:at_most - 1] + "…"
+    return "".join("\\" + c if c in "\\`*_[]<>#|~" else c for c in text)
+
+
+def finite(value):
+    """`value` with every float that is not finite as None: what report.json holds is valid JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if isinstance(value, np.floating):
+        return finite(float(value))
+    return value
+
 
 def measured_cost(path: Path) -> tuple[dict[str, float], dict]:
     """`bench/cost.py`'s measured cost per method from the JSON it wrote (seconds per env step relative to
@@ -99,12 +187,10 @@ def measured_cost(path: Path) -> tuple[dict[str, float], dict]:
         return ReportError(f"--cost {path}: {what}; give the JSON bench/cost.py wrote, e.g. "
                            "bench/results/cost-2cpu-cpu.json")
     try:
-        result = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise refuse("no such file") from None
-    except OSError as e:
-        raise refuse(f"cannot be read ({e.strerror or type(e).__name__})") from None
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        result = json.loads(read_bounded(path, MAX_COST_BYTES))
+    except Unreadable as e:
+        raise refuse("no such file" if e.cause == os.strerror(errno.ENOENT) else str(e)) from None
+    except (ValueError, RecursionError) as e:
         raise refuse(f"not JSON ({type(e).__name__})") from None
     if not isinstance(result, dict) or "bench/cost.py" not in str(result.get("command", "")) or \
             not isinstance(result.get("cost_percent"), dict):
@@ -112,9 +198,10 @@ def measured_cost(path: Path) -> tuple[dict[str, float], dict]:
     percent = {}
     for algo, value in result["cost_percent"].items():
         number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        if number is None or not 0 < number < float("inf") or number > 1e300:  # (an int too large for a float)
+        if number is None or not COST_RANGE[0] <= number <= COST_RANGE[1]:  # (NaN too; an int too large too)
             shown = repr(value) if len(repr(value)) <= 24 else repr(value)[:20] + "…"
-            raise refuse(f"cost_percent[{algo!r}] is {shown}, where a positive finite number belongs")
+            raise refuse(f"cost_percent[{algo[:40]!r}] is {shown}, where a positive finite number "
+                         f"belongs (a percentage of DQN's cost, {COST_RANGE[0]:g} to {COST_RANGE[1]:,.0f})")
         percent[algo] = float(number)
     if "dqn" not in percent:
         raise refuse("its cost_percent has no dqn, which every cost is relative to")
@@ -133,7 +220,7 @@ def cost_phrase(source: dict) -> str:
              source.get("runtime") and f"{source['runtime']} runtime",
              source.get("actors") is not None and f"{source['actors']} actor{'' if source['actors'] == 1 else 's'}",
              source.get("cpu"), source.get("gpu"), source.get("commit") and f"commit {source['commit']}"]
-    return f"{source['file']}: {', '.join(str(p) for p in parts if p)}"
+    return markdown_text(f"{source['file']}: {', '.join(str(p) for p in parts if p)}", 400)
 
 
 def table(runs: list[RunData], reps: int | None = None, measured: dict[str, float] | None = None
@@ -456,91 +543,94 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                               f"{root}, which then could not be reported again; give --out another directory "
                               f"(default: {root / 'report'})")
     check_copies_dir(out)
-    out.mkdir(parents=True, exist_ok=True)
-    header, rows, numbers = table(runs, reps, measured)
-    drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
-    described = study(runs, roots)
-    records = list(dict.fromkeys(str(Path(r.path).parent) for r in runs if not has_directory(r)))  # (runs.csv's)
-    left = ([f"{found - len(runs)} of other seeds left out"] if len(runs) < found else []) + \
-        ([f"{copies} duplicate{'' if copies == 1 else 's'} left out: a run that two sources hold counts once"]
-         if copies else []) + ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])
-    lines = [f"# Report: {listed([root.name for root in roots], ' + ')}", ""]
-    again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
-             + (f" --out {shlex.quote(str(out))}" if asked else "")
-             + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else "")
-             + (f" --seeds {shlex.quote(seeds)}" if kept is not None else "")
-             + (f" --cost {shlex.quote(str(cost))}" if cost is not None else ""))
-    lines += ["```bash", *described["commands"], again, "```", ""]  # the grids' commands, then this report's
-    lines += [
-        f"{len(runs)} finished runs" + (f" of seeds {seeds}" if kept is not None else "")
-        + (f" ({'; '.join(left)})" if left else "") + ". "
-        "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
-        f"{' and '.join(SUCCESS_DOMAINS)}, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
-        "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range); one "
-        "seed's cell is its value alone. "
-        "A column is a method and, in a grid with axes besides --env, --algo and --seeds (or for the flags "
-        "--column-by names), its variant. "
-        + ("Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
-           "wall clock (runs that shared a machine slow each other), averaged over environments. " if measured is None
-           else "Computational cost: what `bench/cost.py` measured per method, seconds per env step relative to "
-           f"DQN's ({cost_phrase(source)}), the same for every column of a method. ")
-        + "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
-        "not 0. `study.json` lists every run with the command that computes it again."
-        + (f" {len(runs) - len(drawn)} of the runs are a report's record (its runs.csv and study.json: "
-           f"{listed(records, ', ')}): they count in the tables, with their training "
-           "score as recorded; the curves, the selection shares and the meta-controller's rows are drawn from the "
-           "runs' directories only." if len(drawn) < len(runs) else ""), "",
-        "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    lines += ["", "Exploration, as each column's runs acted: " + "; ".join(
-        f"{column_label(column)}: {', '.join(schedules)}" for column, schedules in explorations(runs).items()) + ".",
-        ""]
-    tested, numbers["tests"] = test_rows(runs)
-    if tested:
-        lines += ["## Each environment against DQN", "",
-                  "The difference of the final scores' means (the column's minus DQN's), two-sided tests over the "
-                  "seeds: Welch's t-test, and the Mann–Whitney test as an exact permutation test over every split "
-                  "of the runs (ties count half) with the smallest p it can reach with these run counts (3 a side: "
-                  "0.10, so it can never call a difference at 0.05; 5 a side: 0.008). \"Called\": "
-                  "Welch's p below 0.05.", "", *tested, ""]
-    summed, extra = aggregate_rows(runs, out, reps)
-    numbers.update(extra)
-    if summed:
-        lines += ["## Aggregates over environments", "", *summed]
-    for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
-        slug = env.replace("/", "-").replace(":", "-")
-        lines += [f"## {env}", ""]
-        if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs) or \
-                not any(r.env == env for r in drawn):  # a record's runs alone: no curve, so their numbers here
-            lines += variant_rows(runs, env, reps) + [""]
-        effects = axis_rows(runs, env, reps)
-        if effects:
-            lines += [f"### {env}: each axis value over all its runs", "",
-                      "Every run of a method with that value, whatever its other axes (a main effect, averaged "
-                      "over the others' values).", "", *effects, ""]
-        if any(r.env == env for r in drawn):
-            learning_curves(drawn, env, out / f"curves_{slug}.png")
-            lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
-        if selection_proportions(drawn, env, out / f"selection_{slug}.png"):
-            lines += [f"![policy selection](selection_{slug}.png)", ""]
-        if basic_policies(drawn, env, out / f"basic_{slug}.png"):
-            lines += [f"![evaluation policies](basic_{slug}.png)", ""]
-        per_run = bandit_rows(drawn, env)
-        if per_run:
-            lines += [f"### {env}: the meta-controller at the end of each run", "",
-                      "The window's episodes per arm at the last step: the arm that holds most of them (its share, "
-                      "μ and b), and of the others the one with the largest μ + b [eq:policy select].", "",
-                      *per_run, ""]
-    drawn_visits = visitation(drawn, out)
-    if drawn_visits is not None:
-        env, name = drawn_visits
-        lines += [f"## {env}: state visitation (training)", "", f"![visits]({name})", ""]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
-    (out / "report.json").write_text(json.dumps({"runs": len(runs), "unfinished": unfinished, **numbers,
-                                                 "cost_source": source}, indent=2) + "\n")
-    (out / "study.json").write_text(json.dumps(described, indent=2) + "\n")
-    write_runs_csv(runs, out / "runs.csv")
-    write_copies(runs, out / RECORDS)
+    with report_directory(out) as stage:
+        header, rows, numbers = table(runs, reps, measured)
+        drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
+        described = study(runs, roots)
+        records = list(dict.fromkeys(str(Path(r.path).parent) for r in runs if not has_directory(r)))  # (runs.csv's)
+        left = ([f"{found - len(runs)} of other seeds left out"] if len(runs) < found else []) + \
+            ([f"{copies} duplicate{'' if copies == 1 else 's'} left out: a run that two sources hold counts once"]
+             if copies else []) + ([f"{len(unfinished)} unfinished or damaged left out"] if unfinished else [])
+        lines = [f"# Report: {listed([root.name for root in roots], ' + ')}", ""]
+        again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
+                 + (f" --out {shlex.quote(str(out))}" if asked else "")
+                 + (f" --column-by {','.join(flag(f)[2:] for f in fields)}" if fields else "")
+                 + (f" --seeds {shlex.quote(seeds)}" if kept is not None else "")
+                 + (f" --cost {shlex.quote(str(cost))}" if cost is not None else ""))
+        lines += ["```bash", *described["commands"], again, "```", ""]  # the grids' commands, then this report's
+        lines += [
+            f"{len(runs)} finished runs" + (f" of seeds {seeds}" if kept is not None else "")
+            + (f" ({'; '.join(left)})" if left else "") + ". "
+            "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
+            f"{' and '.join(SUCCESS_DOMAINS)}, return elsewhere; mean over seeds [95% bootstrap CI] (n = seeds). "
+            "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range); one "
+            "seed's cell is its value alone. "
+            "A column is a method and, in a grid with axes besides --env, --algo and --seeds (or for the flags "
+            "--column-by names), its variant. "
+            + ("Computational cost: seconds per env step relative to DQN's (its first column), from the runs' own "
+               "wall clock (runs that shared a machine slow each other), averaged over environments. "
+               if measured is None
+               else "Computational cost: what `bench/cost.py` measured per method, seconds per env step relative to "
+               f"DQN's ({cost_phrase(source)}), the same for every column of a method. ")
+            + "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
+            "not 0. `study.json` lists every run with the command that computes it again."
+            + (f" {len(runs) - len(drawn)} of the runs are a report's record (its runs.csv and study.json: "
+               f"{listed(records, ', ')}): they count in the tables, with their training "
+               "score as recorded; the curves, the selection shares and the meta-controller's rows are drawn from the "
+               "runs' directories only." if len(drawn) < len(runs) else ""), "",
+            "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines += ["", "Exploration, as each column's runs acted: " + "; ".join(
+            f"{column_label(column)}: {', '.join(schedules)}"
+            for column, schedules in explorations(runs).items()) + ".",
+            ""]
+        tested, numbers["tests"] = test_rows(runs)
+        if tested:
+            lines += ["## Each environment against DQN", "",
+                      "The difference of the final scores' means (the column's minus DQN's), two-sided tests over the "
+                      "seeds: Welch's t-test, and the Mann–Whitney test as an exact permutation test over every split "
+                      "of the runs (ties count half) with the smallest p it can reach with these run counts (3 a side: "
+                      "0.10, so it can never call a difference at 0.05; 5 a side: 0.008). \"Called\": "
+                      "Welch's p below 0.05.", "", *tested, ""]
+        summed, extra = aggregate_rows(runs, stage, reps)
+        numbers.update(extra)
+        if summed:
+            lines += ["## Aggregates over environments", "", *summed]
+        for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
+            slug = env.replace("/", "-").replace(":", "-")
+            lines += [f"## {env}", ""]
+            if len(columns_of([r for r in runs if r.env == env])) > 1 or any(r.variant for r in runs) or \
+                    not any(r.env == env for r in drawn):  # a record's runs alone: no curve, so their numbers here
+                lines += variant_rows(runs, env, reps) + [""]
+            effects = axis_rows(runs, env, reps)
+            if effects:
+                lines += [f"### {env}: each axis value over all its runs", "",
+                          "Every run of a method with that value, whatever its other axes (a main effect, averaged "
+                          "over the others' values).", "", *effects, ""]
+            if any(r.env == env for r in drawn):
+                learning_curves(drawn, env, stage / f"curves_{slug}.png")
+                lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
+            if selection_proportions(drawn, env, stage / f"selection_{slug}.png"):
+                lines += [f"![policy selection](selection_{slug}.png)", ""]
+            if basic_policies(drawn, env, stage / f"basic_{slug}.png"):
+                lines += [f"![evaluation policies](basic_{slug}.png)", ""]
+            per_run = bandit_rows(drawn, env)
+            if per_run:
+                lines += [f"### {env}: the meta-controller at the end of each run", "",
+                          "The window's episodes per arm at the last step: the arm that holds most of them (its share, "
+                          "μ and b), and of the others the one with the largest μ + b [eq:policy select].", "",
+                          *per_run, ""]
+        drawn_visits = visitation(drawn, stage)
+        if drawn_visits is not None:
+            env, name = drawn_visits
+            lines += [f"## {env}: state visitation (training)", "", f"![visits]({name})", ""]
+        (stage / "report.md").write_text("\n".join(lines) + "\n")
+        (stage / "report.json").write_text(json.dumps(finite({"runs": len(runs), "unfinished": unfinished,
+                                                              **numbers, "cost_source": source}),
+                                                      indent=2, allow_nan=False) + "\n")
+        (stage / "study.json").write_text(json.dumps(finite(described), indent=2, allow_nan=False) + "\n")
+        write_runs_csv(runs, stage / "runs.csv")
+        write_copies(runs, stage / RECORDS)
     return out / "report.md"
 
 
@@ -627,8 +717,8 @@ def main(argv: list[str] | None = None) -> int:
                              "and performance/cost take its measured cost per method instead of the runs' own "
                              "speeds, which runs sharing a machine distort")
     args = parser.parse_args(argv)
-    if args.reps is not None and args.reps < 100:
-        return user_error(parser.prog, f"--reps {args.reps}: give at least 100 resamples")
+    if args.reps is not None and not 100 <= args.reps <= MAX_REPS:
+        return user_error(parser.prog, f"--reps {args.reps}: give 100 to {MAX_REPS:,} resamples")
     if args.cost is not None and not args.cost.strip():
         return user_error(parser.prog, "--cost '': give the JSON bench/cost.py wrote, e.g. "
                                        "bench/results/cost-2cpu-cpu.json (or leave out --cost)")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 REPS = 2_000  # bootstrap resamples of an interval when the caller names none (`learner.report --reps`)
+MAX_REPS = 1_000_000  # beyond it, minutes of work and gigabytes for no more precision
 CONFIDENCE = 0.95
 
 

@@ -879,7 +879,7 @@ def test_cost_takes_the_measured_cost_per_method_instead_of_the_runs_own_speeds(
            "inf.json": ('{"command": "bench/cost.py", "cost_percent": {"dqn": Infinity}}',
                         "cost_percent['dqn'] is inf, where a positive finite number belongs"),
            "deep.json": ("[" * 100000, "not JSON (RecursionError)"),
-           "adir.json": (None, "cannot be read (Is a directory)"),
+           "adir.json": (None, "is not a regular file (a directory)"),
            "nobeta.json": (with_cost(dqn=100.0, rnd=204.4), "has no cost for beta_dqn (it has dqn, rnd)")}
     for name, (text, _) in bad.items():
         if text is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from configuration.errors import OneLineParser
 from reporting import stats
 from reporting.records import load_all
 from reporting.results import ReportError, column_by, config_value, final_score, train_score, window_shares
@@ -82,14 +83,14 @@ def decide(p: float, low: float, high: float, seeds: int) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python results/bandit-returns/verdict.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python results/bandit-returns/verdict.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=REPS,
                         help=f"bootstrap resamples (default {REPS}, the preregistered count; fewer for a quick look, "
                              "and the output then says it is not the verdict)")
     args = parser.parse_args(argv)
-    if args.reps < 100:
-        print(f"verdict.py: error: --reps {args.reps}: give at least 100 resamples", file=sys.stderr)
+    if not 100 <= args.reps <= stats.MAX_REPS:
+        print(f"verdict.py: error: --reps {args.reps}: give 100 to {stats.MAX_REPS:,} resamples", file=sys.stderr)
         return 2
     try:
         runs = collect(records())

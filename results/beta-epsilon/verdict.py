@@ -30,6 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # (run as a script from anywhere)
 
+from configuration.errors import OneLineParser  # noqa: E402
 from reporting import stats  # noqa: E402
 from reporting.records import load_all  # noqa: E402
 from reporting.results import ReportError, config_value, final_score  # noqa: E402
@@ -41,7 +42,6 @@ MINIGRID = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "
 ENVS = MINATAR + MINIGRID
 ARMS = ("eps", "none")
 REPS = 50_000  # PLAN.md: rliable's get_interval_estimates, reps=50000, percentile, 95%, seed 0
-MAX_REPS = 1_000_000  # beyond it, minutes of work and gigabytes for no more precision
 # the 95% interval's percentiles, as arch asks NumPy for them (100·(1 − 0.95)/2 in floating point: 2.5000000000000018),
 # as exact fractions of 1
 LOW_Q = Fraction(100 * ((1 - 0.95) / 2)) / 100
@@ -175,14 +175,14 @@ def decide(low: Fraction, high: Fraction, stage: int) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python results/beta-epsilon/verdict.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python results/beta-epsilon/verdict.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=REPS,
                         help=f"bootstrap resamples (default {REPS:,}, the preregistered count; fewer for a quick "
                              "look, and the output then says it is not the verdict)")
     args = parser.parse_args(argv)
-    if not 100 <= args.reps <= MAX_REPS:
-        print(f"verdict.py: error: --reps {args.reps}: give 100 to {MAX_REPS:,} resamples", file=sys.stderr)
+    if not 100 <= args.reps <= stats.MAX_REPS:
+        print(f"verdict.py: error: --reps {args.reps}: give 100 to {stats.MAX_REPS:,} resamples", file=sys.stderr)
         return 2
     try:
         runs = collect(records())
