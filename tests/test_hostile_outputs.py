@@ -177,7 +177,7 @@ def test_a_failed_first_checkpoint_does_not_say_an_earlier_one_is_intact(tmp_pat
 # 5. special files given by flag
 
 def test_cost_and_password_files_that_are_devices_fifos_huge_or_not_utf8_are_one_line(tmp_path):
-    from replay_service.local_redis import RedisSetupError, given_password
+    from replay_service.redis_urls import RedisSetupError, given_password
 
     runs = _runs(tmp_path / "runs")
     fifo = tmp_path / "fifo"
