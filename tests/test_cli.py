@@ -153,7 +153,11 @@ def test_actors_a_local_cluster_cannot_place_are_one_line_and_leave_nothing(tmp_
                            "--wandb", "disabled", "--replay", replay, "--out", str(out)],
                           capture_output=True, text=True, timeout=180)
     # ours, without Ray's own notices (e.g. its one-time "Token authentication is enabled" on a new machine)
+    # (and the warning before it that so many actors cannot be fed by 1000 steps: issue 50)
     lines = [line for line in proc.stderr.strip().splitlines() if not RAY_LOG_LINE.match(line)]
+    assert lines[0] == ("warning: --actors 100,000 × --chunk-steps 64 is more env steps than --total-steps 1,000: "
+                        "some actors never collect a chunk"), proc.stderr
+    lines = lines[1:]
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     from driver.preflight import machine_memory
 

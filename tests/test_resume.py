@@ -447,13 +447,13 @@ def test_an_interrupt_before_the_run_says_so_and_an_error_on_its_way_out_beside_
     a warning line after it, not hidden and not a traceback."""
     import launcher.main as cli
 
-    def interrupted(argv):
+    def interrupted(*args):
         try:
             raise KeyboardInterrupt
         finally:
             raise OSError("No space left on device")
 
-    monkeypatch.setattr(cli, "parse_config", interrupted)
+    monkeypatch.setattr(cli, "for_run", interrupted)  # (the run's configuration from the command line's values)
     assert cli.main(["--env", "CliffWalk"]) == 130
     assert _said(capfd.readouterr().err) == ["python -m learner.main: interrupted before the run started",
                                             "warning: OSError: No space left on device"]
