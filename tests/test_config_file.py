@@ -61,12 +61,12 @@ def test_the_more_specific_section_wins_and_the_command_line_wins_over_the_file(
 
 
 def test_yaml_reads_as_toml_does_and_a_top_level_list_is_a_grid_axis(tmp_path):
-    hp = write(tmp_path, "hp.yaml", "total-steps: 4000\nlr: [0.001, 0.0003]\nenvs:\n  CliffWalk:\n"
+    hp = write(tmp_path, "hp.yaml", "total-steps: 6000\nlr: [0.001, 0.0003]\nenvs:\n  CliffWalk:\n"
                                     "    algos:\n      beta_dqn:\n        bandit_window: 77\n"
                                     "env_kwargs: {}\n")
     args, named, sections = parse_command(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn,dqn",
                                            "--seeds", "0", "--out", str(tmp_path / "g")])
-    assert args["lr"] == [0.001, 0.0003] and args["total_steps"] == 4000 and "lr" in named  # given by the file
+    assert args["lr"] == [0.001, 0.0003] and args["total_steps"] == 6000 and "lr" in named  # given by the file
     grid = grid_from_args(args, named, sections)
     runs = {(r["algo"], r["lr"]): r for r in grid.runs}
     assert sorted(runs) == [("beta_dqn", 0.0003), ("beta_dqn", 0.001), ("dqn", 0.0003), ("dqn", 0.001)]

@@ -42,6 +42,7 @@ class ToySampler:
     def __init__(self, backend, store, batch_size: int, out: Path):
         self.backend, self.store, self.batch_size, self.out = backend, store, batch_size, out
         self.ports, self.batches, self.harvested = [backend.port(store)], 0, 0
+        self.last = {"inserted": 0}  # the store's stats as last asked (on Ray it is gone when the sampler closes)
 
     def added(self, shard: int, steps: int) -> None:
         self.harvested += steps
@@ -51,7 +52,8 @@ class ToySampler:
         return self.backend.get(self.backend.call(self.store, "sample", self.batch_size))
 
     def stats(self) -> list[dict]:
-        return [self.backend.get(self.backend.call(self.store, "stats"))]
+        self.last = self.backend.get(self.backend.call(self.store, "stats"))
+        return [self.last]
 
     def rejected(self):
         return None
@@ -72,9 +74,9 @@ class ToySampler:
         raise AssertionError("a toy replay is never continued (ToyBackend.cannot_resume)")
 
     def close(self, started: bool = True) -> None:
-        if started:
-            stored = self.stats()[0]["inserted"]
-            (self.out / "toy_replay.json").write_text(json.dumps({"stored": stored, "harvested": self.harvested,
+        if started:  # (the run asked for its stats as it finished: its summary's)
+            (self.out / "toy_replay.json").write_text(json.dumps({"stored": self.last["inserted"],
+                                                                  "harvested": self.harvested,
                                                                   "batches": self.batches}))
 
 
