@@ -27,8 +27,8 @@ from pathlib import Path
 
 from actors.envs import canonical_kwargs, canonical_name, known_names
 from configuration.flags import AXES, FIELDS, ConfigError, fits, kinds, reads
+from filesystem.safe import Unreadable, read_bounded
 from methods import METHODS
-from replay_service.files import Unreadable, read_bounded
 
 MAX_BYTES = 1 << 20  # a configuration file is a page of settings, not data
 SUFFIXES = (".toml", ".yaml", ".yml")

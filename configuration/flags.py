@@ -20,6 +20,7 @@ from pathlib import Path
 
 from actors.envs import UnknownEnvError, canonical_kwargs, canonical_name, env_spec
 from configuration.defaults import env_defaults
+from filesystem.safe import write_error
 from methods import METHODS
 from methods.contracts import MethodSettings
 from methods.dqn.acting import EpsilonGreedy
@@ -28,11 +29,9 @@ from methods.flags import FlagError
 from methods.flags import values as flag_values
 from replay_service.backends import backend_for, choices, masked
 from replay_service.contract import BackendError
-from replay_service.files import write_error
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
-CHECKPOINT_FORMAT = 2  # 2: the learner's target copies and fixed modules as one "frozen" dict; options in replay
 ALGOS = tuple(METHODS)
 LOSSES = ("huber", "mse")
 ARM_EXCHANGES = ("auto", "episode", "chunk")
@@ -63,7 +62,7 @@ class ConfigError(ValueError):
 
 class OutputError(RuntimeError):
     """A run's output could not be written (a full disk, a directory made read-only): one line naming the file
-    and the cause (`replay_service.files.write_error`)."""
+    and the cause (`filesystem.safe.write_error`)."""
 
     @classmethod
     def of(cls, path: Path, e: BaseException) -> OutputError:

@@ -19,8 +19,8 @@ import psutil
 from tqdm import tqdm
 
 from configuration.flags import ConfigError, OutputError, epsilon_schedule, method_settings, public, shorten
+from filesystem.safe import open_append, write_atomically
 from methods import acting
-from replay_service.files import open_append, write_atomically
 from reporting.results import ALGO_LABELS, metric, steps_text
 
 RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here

@@ -11,7 +11,6 @@ from pathlib import Path
 from actors.envs import env_spec
 from configuration.cli import build_parser
 from configuration.flags import (
-    CHECKPOINT_FORMAT,
     FIELDS,
     RESUME_MAY_CHANGE,
     Config,
@@ -22,6 +21,7 @@ from configuration.flags import (
     with_legacy,
 )
 from driver.outputs import metrics_until
+from driver.state import CHECKPOINT_FORMAT
 from replay_service.backends import backend_for
 
 

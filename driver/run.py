@@ -26,7 +26,6 @@ import numpy as np
 import torch
 
 from configuration.flags import (
-    CHECKPOINT_FORMAT,
     ConfigError,
     OutputError,
     epsilon_plan,
@@ -48,11 +47,19 @@ from driver.outputs import (
 )
 from driver.preflight import check_memory, check_room, preflight
 from driver.runtime import Backend, build, make_backend, make_replay, sigterm_interrupts
-from driver.state import RunState, check_run_dir, claim_run_dir, interrupted_line, legacy_entries, write_checkpoint
+from driver.state import (
+    CHECKPOINT_FORMAT,
+    RunState,
+    check_run_dir,
+    claim_run_dir,
+    interrupted_line,
+    legacy_entries,
+    write_checkpoint,
+)
+from filesystem.safe import Written
 from learner.learner import Learner, LearnerSettings, pick_device
 from methods import acting
 from replay_service.client import RateLimiter, achieved_ratio, shard_of
-from replay_service.files import Written
 from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
 
 HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)

@@ -14,8 +14,12 @@ import numpy as np
 
 from configuration.flags import ConfigError, OutputError
 from driver.outputs import RUN_FILES, write_atomically
+from filesystem.safe import RECORD, Held, Written, lock_directory, remove_recorded
 from replay_service.backends import REPLAY_BACKENDS, backend_for
-from replay_service.files import RECORD, Held, Written, lock_directory, remove_recorded
+
+# the checkpoint's layout (`write_checkpoint`; `driver.resume` continues this format only): the learner's target
+# copies and fixed modules as one "frozen" dict, the replay's options in its state
+CHECKPOINT_FORMAT = 2
 
 # the names a run writes at its directory's top: each must be a file or directory of its own, never a link
 # what a run directory may hold: the run's files, and what every replay backend may make there (memory's snapshots
@@ -165,7 +169,7 @@ def legacy_entries(out: Path) -> list[str]:
 
 
 def remove_run(out: Path) -> None:
-    """The files of the run in `out`: those its record names (`replay_service.files.Written`), or for a run made
+    """The files of the run in `out`: those its record names (`filesystem.safe.Written`), or for a run made
     before runs kept one (`check_run_dir` made sure it is this program's), its own names: its top-level files,
     replay snapshots, Redis directories and the W&B runs of the id its checkpoint names; then the record, and
     the subdirectories left empty. A user's other files stay, wherever they are."""

@@ -19,7 +19,7 @@ from configuration.errors import user_error
 from configuration.flags import Config, ConfigError, OutputError, fit_warning, no_update_error, resolve
 from driver.outputs import NonFiniteLoss, describe_run
 from driver.runtime import ClusterStartError, Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
-from replay_service.files import open_append
+from filesystem.safe import open_append
 from replay_service.redis_shard import ReplayUnavailable
 from replay_service.redis_urls import RedisSetupError
 

@@ -20,8 +20,8 @@ from actors.envs import UnknownEnvError, env_spec
 from configuration.cli import build_parser
 from configuration.defaults import env_defaults
 from configuration.flags import BOOKKEEPING, FIELDS, LEGACY, flag, flag_text, reads, run_name, settled_arm_exchange
+from filesystem.safe import write_atomically
 from methods import METHODS
-from replay_service.files import write_atomically
 from reporting.results import (
     RECORDS,
     ReportError,

@@ -53,7 +53,7 @@ import numpy as np
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
 from configuration.flags import LEGACY, ConfigError, flag, grid_command, parse_seeds, run_command, run_seed
-from replay_service.files import OutputDirectory, Unreadable, read_bounded, write_error
+from filesystem.safe import OutputDirectory, Unreadable, read_bounded, write_error
 from reporting.figures import basic_policies, learning_curves, performance_profile, selection_proportions, visitation
 from reporting.records import (
     RECORDS,
@@ -101,7 +101,7 @@ RUN_SIGNS = (".written", ".lock", "config.json", "checkpoint.pt", "summary.json"
 
 
 def report_directory(out: Path) -> OutputDirectory:
-    """Where a report is written whole (`replay_service.files.OutputDirectory`): `out` absent, empty, or an
+    """Where a report is written whole (`filesystem.safe.OutputDirectory`): `out` absent, empty, or an
     earlier report (its report.md a report's, beside its study.json or report.json), whose entries this report
     replaces (its figures too: none stays stale); a user's other files beside an earlier report are kept and
     named. Never a run's own directory, a user's directory, or anything through a link."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from configuration.flags import Config, OutputError, fit_warning, no_update_error, resolve
-from replay_service.files import OutputDirectory, lock_directory
+from filesystem.safe import OutputDirectory, lock_directory
 from reporting.report import ReportError, finite, markdown_text, write_report
 from reporting.report import main as report_main
 from tests.test_real_disks import _can_mount, _in_namespace

@@ -12,8 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # the packages from the ground up: a module imports from its own package and from the floors below it only
-FLOORS = (("replay_service", "meta_controller"), ("methods",), ("learner", "actors"), ("configuration",),
-          ("reporting",), ("driver",), ("launcher",), ("bench",))
+FLOORS = (("filesystem",), ("replay_service", "meta_controller"), ("methods",), ("learner", "actors"),
+          ("configuration",), ("reporting",), ("driver",), ("launcher",), ("bench",))
 PACKAGES = tuple(package for floor in FLOORS for package in floor)
 # shims: all they import (`learner.api` is the Python API's public name)
 ENTRY_POINTS = {"learner.main": "launcher.main", "learner.report": "reporting.report", "learner.api": "launcher.api",

@@ -345,18 +345,18 @@ def test_of_two_runs_claiming_one_id_at_once_one_gets_it_and_a_partial_claim_is_
 def test_overwrite_that_cannot_remove_the_old_run_is_one_line(finished, tmp_path, monkeypatch, capsys):
     import errno
 
-    import replay_service.files
+    import filesystem.safe
 
     out = copy_of(finished, tmp_path / "run")
     snapshot_file = sorted((out / "replay").iterdir())[0]
-    remove = replay_service.files._remove
+    remove = filesystem.safe._remove
 
     def busy(path, whole):
         if path == snapshot_file:
             raise OSError(errno.EBUSY, "Device or resource busy", str(path))
         remove(path, whole)
 
-    monkeypatch.setattr(replay_service.files, "_remove", busy)
+    monkeypatch.setattr(filesystem.safe, "_remove", busy)
     capsys.readouterr()
     line = one_line(capsys, main([*SHORT, "--out", str(out), "--overwrite", "true"]), expected=1)
     assert f"--overwrite: cannot remove {snapshot_file} of the run being replaced (Device or resource busy)" in line
