@@ -734,11 +734,21 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
     spec = importlib.util.spec_from_file_location("verdict", ROOT / "results" / "bandit-returns" / "verdict.py")
     verdict = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(verdict)
-    assert verdict.decide(0.7, 0.51, 0.9, 3)[0] == "raw"
-    assert verdict.decide(0.3, 0.1, 0.49, 3)[0] == "minmax"
-    assert verdict.decide(0.7, 0.5, 0.9, 3)[0] == "more-seeds"  # a bound at 0.5 decides nothing
-    assert verdict.decide(0.3, 0.1, 0.5, 3)[0] == "more-seeds"
-    assert verdict.decide(0.51, 0.2, 0.8, 5)[0] == "raw" and verdict.decide(0.5, 0.2, 0.8, 5)[0] == "minmax"
+    from fractions import Fraction as F
+
+    assert verdict.decide(F(7, 10), F(51, 100), F(9, 10), 3)[0] == "raw"
+    assert verdict.decide(F(3, 10), F(1, 10), F(49, 100), 3)[0] == "minmax"
+    assert verdict.decide(F(7, 10), F(1, 2), F(9, 10), 3)[0] == "more-seeds"  # a bound at 0.5 decides nothing
+    assert verdict.decide(F(3, 10), F(1, 10), F(1, 2), 3)[0] == "more-seeds"
+    assert verdict.decide(F(51, 100), F(1, 5), F(4, 5), 5)[0] == "raw"
+    assert verdict.decide(F(1, 2), F(1, 5), F(4, 5), 5)[0] == "minmax"
+    # the bound is an exact fraction, so rounding cannot decide: a tie at 1/2 in every resample is 1/2 exactly
+    # (rliable's floats once put a bound at 0.5000000000000001, which a float rule read as above 0.5)
+    from reporting import stats
+
+    tie = np.full((3, 9), 1.0)
+    p, low, high = stats.exact_improvement(tie, tie.copy(), reps=100)
+    assert (p, low, high) == (F(1, 2), F(1, 2), F(1, 2)) and verdict.decide(p, low, high, 3)[0] == "more-seeds"
     runs = verdict.collect(verdict.records())  # the reused records read, each run once
     assert ("MinAtar/Asterix", "raw", 2) in runs and ("MinAtar/Seaquest", "minmax", 0) in runs
     assert ("MinAtar/Breakout", "dqn", 1) in runs and len({k for k in runs if k[1] == "minmax"}) >= 15

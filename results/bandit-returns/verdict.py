@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -68,21 +69,24 @@ def off_plan(run) -> str:
     return ""
 
 
-def decide(p: float, low: float, high: float, seeds: int) -> tuple[str, str]:
-    """PLAN.md's rule: (outcome, why) with outcome raw, minmax or more-seeds."""
+def decide(p: Fraction, low: Fraction, high: Fraction, seeds: int) -> tuple[str, str]:
+    """PLAN.md's rule: (outcome, why) with outcome raw, minmax or more-seeds; the estimate and its bounds are exact
+    fractions, compared with 1/2 exactly (a bound at 0.5 is neither above nor below it)."""
+    half = Fraction(1, 2)
     if seeds == 3:
-        if low > 0.5:
+        if low > half:
             return "raw", "the lower bound is above 0.5: raw becomes the default"
-        if high < 0.5:
+        if high < half:
             return "minmax", "the upper bound is below 0.5: min-max stays the default"
         return "more-seeds", ("the interval holds 0.5: run seeds 3 and 4 of both variants in all 9 environments, "
                               "then decide on the point estimate")
-    if p > 0.5:
+    if p > half:
         return "raw", "seeds 0-4, the point estimate is above 0.5: raw becomes the default"
     return "minmax", "seeds 0-4, the point estimate is not above 0.5: min-max stays the default"
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace | None:
+    """The command line (None, said on stderr, when --reps is out of range)."""
     parser = OneLineParser(prog="python results/bandit-returns/verdict.py", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=REPS,
@@ -91,52 +95,54 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 100 <= args.reps <= stats.MAX_REPS:
         print(f"verdict.py: error: --reps {args.reps}: give 100 to {stats.MAX_REPS:,} resamples", file=sys.stderr)
-        return 2
-    try:
-        runs = collect(records())
-    except ReportError as e:
-        print(f"verdict.py: error: {e}", file=sys.stderr)
-        return 2
-    def missing(seeds: list[int]) -> list[str]:
-        return [f"{e} {v} seed {s}" for e in ENVS for v in VARIANTS for s in seeds if (e, v, s) not in runs]
+        return None
+    return args
 
-    if missing([0, 1, 2]):
-        left = len(missing([0, 1, 2]))
-        print(f"{left} of the study's {len(ENVS) * len(VARIANTS) * 3} runs {'is' if left == 1 else 'are'} not in the "
-              f"records yet: {', '.join(missing([0, 1, 2]))}")
-        return 1
-    wrong = [f"{e} {v} seed {s}: {why}" for (e, v, s), run in runs.items() if v in VARIANTS
-             for why in [off_plan(run)] if why]
-    if wrong:
-        print(f"verdict.py: error: runs that do not follow PLAN.md's flags: {'; '.join(wrong)}", file=sys.stderr)
-        return 2
 
-    def estimate(seeds: list[int]):
-        matrix = {v: np.array([[final_score(runs[e, v, s]) for e in ENVS] for s in seeds]) for v in VARIANTS}
-        return matrix, stats.improvement(matrix["raw"], matrix["minmax"], reps=args.reps, seed=0)
+def missing(runs, seeds: list[int]) -> list[str]:
+    """The study's runs of these seeds that are not in the records."""
+    return [f"{e} {v} seed {s}" for e in ENVS for v in VARIANTS for s in seeds if (e, v, s) not in runs]
 
+
+def estimate(runs, seeds: list[int], reps: int):
+    """Each variant's final scores (seeds × environments) and P(raw > min-max) with its interval, as exact
+    fractions (what the rule compares with 0.5) and as rliable's floats."""
+    matrix = {v: np.array([[final_score(runs[e, v, s]) for e in ENVS] for s in seeds]) for v in VARIANTS}
+    return (matrix, stats.exact_improvement(matrix["raw"], matrix["minmax"], reps=reps, seed=0),
+            stats.improvement(matrix["raw"], matrix["minmax"], reps=reps, seed=0))
+
+
+def verdict(runs, reps: int):
+    """PLAN.md's rule on seeds 0-2 and, where it asks (and the runs are in), on seeds 0-4, printed; returns the
+    seeds it decided on and their score matrices."""
     seeds = [0, 1, 2]
-    matrix, (p, low, high) = estimate(seeds)
+    matrix, (p, low, high), floats = estimate(runs, seeds, reps)
     outcome, said = decide(p, low, high, 3)
     print(f"bandit-returns study: {len(ENVS)} environments, seeds 0-2, {2 * len(ENVS) * 3} β-DQN runs")
-    print(f"P(raw > min-max) = {p:.4f}, 95% interval [{low:.4f}, {high:.4f}] "
-          f"(rliable, stratified bootstrap, {args.reps:,} resamples, seed 0)")
-    if outcome == "more-seeds" and not missing([3, 4]):
+    print(f"P(raw > min-max) = {float(p):.4f}, 95% interval [{float(low):.4f}, {float(high):.4f}] "
+          f"(rliable, stratified bootstrap, {reps:,} resamples, seed 0; exact: {p}, [{low}, {high}]; rliable's "
+          f"floats {floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
+    if outcome == "more-seeds" and not missing(runs, [3, 4]):
         seeds = [0, 1, 2, 3, 4]
-        matrix, (p, low, high) = estimate(seeds)
+        matrix, (p, low, high), _ = estimate(runs, seeds, reps)
         outcome, said = decide(p, low, high, 5)
-        print(f"seeds 0-4, {2 * len(ENVS) * 5} β-DQN runs: P(raw > min-max) = {p:.4f}, 95% interval "
-              f"[{low:.4f}, {high:.4f}]")
+        print(f"seeds 0-4, {2 * len(ENVS) * 5} β-DQN runs: P(raw > min-max) = {float(p):.4f}, 95% interval "
+              f"[{float(low):.4f}, {float(high):.4f}] (exact: {p})")
     elif outcome == "more-seeds":
-        left = len(missing([3, 4]))
+        left = len(missing(runs, [3, 4]))
         said += f" ({left} of those runs {'is' if left == 1 else 'are'} not in the records yet)"
-    print(f"verdict: {said}" + ("" if args.reps == REPS else
-                                f" (NOT the verdict: {args.reps:,} resamples, not PLAN.md's {REPS:,})"))
-    print()
+    print(f"verdict: {said}" + ("" if reps == REPS else
+                                f" (NOT the verdict: {reps:,} resamples, not PLAN.md's {REPS:,})"))
+    return seeds, matrix
+
+
+def beside(runs, seeds: list[int], matrix, reps: int) -> None:
+    """Not deciding: per environment P(raw > min-max) and each column's mean, the IQM over DQN's mean, and each
+    β-DQN run's score and window at its end."""
     print("Beside it, not deciding: final greedy score per environment, mean [95% interval] (n)")
     print(f"{'environment':<22} {'P(raw > min-max)':>16} " + " ".join(f"{c:>26}" for c in (*VARIANTS, "dqn")))
     for i, env in enumerate(ENVS):
-        one = stats.improvement(matrix["raw"][:, [i]], matrix["minmax"][:, [i]], reps=min(args.reps, 2_000))[0]
+        one = stats.improvement(matrix["raw"][:, [i]], matrix["minmax"][:, [i]], reps=min(reps, 2_000))[0]
         cells = []
         for column in (*VARIANTS, "dqn"):
             scores = [final_score(runs[env, column, s]) for s in seeds if (env, column, s) in runs]
@@ -154,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [[final_score(runs[e, column, s]) / dqn_mean[e] for e in scaled] for s in seeds
                 if all((e, column, s) in runs for e in scaled)]
         if rows:
-            iqm = stats.aggregates(np.array(rows), reps=min(args.reps, 2_000))["IQM"]
+            iqm = stats.aggregates(np.array(rows), reps=min(reps, 2_000))["IQM"]
             print(f"  {column:<7} {iqm[0]:.2f} [{iqm[1]:.2f}, {iqm[2]:.2f}] (n = {len(rows)} seeds)")
         else:
             print(f"  {column:<7} — (a seed lacks a run in one of the environments)")
@@ -169,8 +175,31 @@ def main(argv: list[str] | None = None) -> int:
                 share = " / ".join(f"{shares[g]:.2f}" for g in ("cov", "cor", "cor0")) if shares else "—"
                 print(f"  {env:<22} {column:<7} seed {s}  {final_score(run):7.2f}  "
                       f"{'—' if trained is None else f'{trained:7.2f}':>7}  {share}")
-    return 0
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if args is None:
+        return 2
+    try:
+        runs = collect(records())
+    except ReportError as e:
+        print(f"verdict.py: error: {e}", file=sys.stderr)
+        return 2
+    if missing(runs, [0, 1, 2]):
+        left = missing(runs, [0, 1, 2])
+        print(f"{len(left)} of the study's {len(ENVS) * len(VARIANTS) * 3} runs {'is' if len(left) == 1 else 'are'} "
+              f"not in the records yet: {', '.join(left)}")
+        return 1
+    wrong = [f"{e} {v} seed {s}: {why}" for (e, v, s), run in runs.items() if v in VARIANTS
+             for why in [off_plan(run)] if why]
+    if wrong:
+        print(f"verdict.py: error: runs that do not follow PLAN.md's flags: {'; '.join(wrong)}", file=sys.stderr)
+        return 2
+    seeds, matrix = verdict(runs, args.reps)
+    print()
+    beside(runs, seeds, matrix, args.reps)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,9 +7,9 @@ none runs PLAN.md reuses (raw-returns β-DQN in results/asterix-bandit-returns, 
 results/bandit-returns/ and results/table1-6ec5992/) and of the protocol's DQN runs (results/table1-protocol/);
 takes each run's final greedy score and computes with rliable the probability that an ε run ends above a none run
 of the same environment, averaged over the 11 environments, with its 95% stratified bootstrap interval. The rule
-compares the interval's bounds with 0.5 as exact fractions (`exact_interval`), so that it cannot turn on
-rounding. Runs that depart from PLAN.md's flags are refused. Beside it, not deciding: the same per domain and per
-environment, the IQM of scores over DQN's mean, and the CPU kinds each arm ran on.
+compares the interval's bounds with 0.5 as exact fractions (`reporting.stats.exact_improvement`), so that it cannot
+turn on rounding. Runs that depart from PLAN.md's flags are refused. Beside it, not deciding: the same per domain
+and per environment, the IQM of scores over DQN's mean, and the CPU kinds each arm ran on.
 
 Exit status: 0 with a verdict, 1 when runs are missing (listed), 2 on a bad argument or a record that does not
 read.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
@@ -42,10 +41,6 @@ MINIGRID = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "
 ENVS = MINATAR + MINIGRID
 ARMS = ("eps", "none")
 REPS = 50_000  # PLAN.md: rliable's get_interval_estimates, reps=50000, percentile, 95%, seed 0
-# the 95% interval's percentiles, as arch asks NumPy for them (100·(1 − 0.95)/2 in floating point: 2.5000000000000018),
-# as exact fractions of 1
-LOW_Q = Fraction(100 * ((1 - 0.95) / 2)) / 100
-HIGH_Q = Fraction(100 * (1 - (1 - 0.95) / 2)) / 100
 COMMITS = {"eps": ("7adcac3",), "dqn": ("7adcac3",), "none": ("51b16f8", "5f7eb23", "6ec5992")}  # PLAN.md
 NONE_RECORDS = ("asterix-bandit-returns", "seaquest-bandit-returns", "bandit-returns", "table1-6ec5992")
 
@@ -123,42 +118,6 @@ def off_plan(run, arm: str) -> str:
     return ""
 
 
-def wins(x: np.ndarray, y: np.ndarray) -> int:
-    """Twice the Mann–Whitney count summed over the environments: Σ_env Σ_i Σ_j (2·[x_i > y_j] + [x_i = y_j]),
-    for matrices runs × environments. Over 2·n·m·K (n, m runs, K environments) it is rliable's probability of
-    improvement, so that number is this integer's exact fraction."""
-    x, y = x[:, None, :], y[None, :, :]
-    return int(2 * (x > y).sum() + (x == y).sum())
-
-
-def exact_interval(x: np.ndarray, y: np.ndarray, reps: int, seed: int = 0) -> tuple[Fraction, Fraction, Fraction]:
-    """P(X > Y) and its 95% percentile interval as exact fractions: rliable's stratified bootstrap (the same
-    resamples `stats.improvement` draws for `seed`: rliable's StratifiedIndependentBootstrap, the global generator
-    seeded), each resample's `wins` an integer, and the percentiles interpolated as NumPy's default (linear) does,
-    in fractions."""
-    from rliable import library
-
-    n, m, k = x.shape[0], y.shape[0], x.shape[1]
-    whole = 2 * n * m * k
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        with warnings.catch_warnings():  # arch deprecates the RandomState rliable hands it
-            warnings.simplefilter("ignore", FutureWarning)
-            boot = library.StratifiedIndependentBootstrap(x, y, random_state=np.random.RandomState(seed))
-            draws = np.sort(np.array([wins(*data[0]) for data in boot.bootstrap(reps)], dtype=np.int64))
-    finally:
-        np.random.set_state(state)
-
-    def percentile(q: Fraction) -> Fraction:
-        at = q * (len(draws) - 1)
-        below = int(at)  # floor (at >= 0)
-        above = min(below + 1, len(draws) - 1)
-        return Fraction(int(draws[below])) + (at - below) * (int(draws[above]) - int(draws[below]))
-
-    return Fraction(wins(x, y), whole), percentile(LOW_Q) / whole, percentile(HIGH_Q) / whole
-
-
 def decide(low: Fraction, high: Fraction, stage: int) -> tuple[str, str]:
     """PLAN.md's rule: (outcome, why), outcome eps, none or more-seeds; the bounds compared with 1/2 exactly."""
     half = Fraction(1, 2)
@@ -174,7 +133,8 @@ def decide(low: Fraction, high: Fraction, stage: int) -> tuple[str, str]:
                     "Algorithm 1 has it")
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace | None:
+    """The command line (None, said on stderr, when --reps is out of range)."""
     parser = OneLineParser(prog="python results/beta-epsilon/verdict.py", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=REPS,
@@ -183,60 +143,62 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 100 <= args.reps <= stats.MAX_REPS:
         print(f"verdict.py: error: --reps {args.reps}: give 100 to {stats.MAX_REPS:,} resamples", file=sys.stderr)
-        return 2
-    try:
-        runs = collect(records())
-    except ReportError as e:
-        print(f"verdict.py: error: {e}", file=sys.stderr)
-        return 2
+        return None
+    return args
 
-    def missing(seeds) -> list[str]:
-        return [f"{e} {a} seed {s}" for e in ENVS for a in ARMS for s in seeds if (e, a, s) not in runs]
 
-    if missing([0, 1, 2]):
-        left = missing([0, 1, 2])
-        print(f"{len(left)} of the study's {len(ENVS) * len(ARMS) * 3} stage-1 runs "
-              f"{'is' if len(left) == 1 else 'are'} not in the records yet: {', '.join(left)}")
-        return 1
-    wrong = [f"{e} {a} seed {s}: {why}" for (e, a, s), run in runs.items() for why in [off_plan(run, a)] if why]
-    if wrong:
-        print(f"verdict.py: error: runs that do not follow PLAN.md's flags: {'; '.join(wrong)}", file=sys.stderr)
-        return 2
+def missing(runs, seeds) -> list[str]:
+    """The study's runs of these seeds that are not in the records."""
+    return [f"{e} {a} seed {s}" for e in ENVS for a in ARMS for s in seeds if (e, a, s) not in runs]
 
-    def matrix(arm: str, seeds, envs=ENVS) -> np.ndarray:
-        return np.array([[final_score(runs[e, arm, s]) for e in envs] for s in seeds], dtype=np.float64)
 
-    def estimate(seeds, envs=ENVS, reps=args.reps):
-        x, y = matrix("eps", seeds, envs), matrix("none", seeds, envs)
-        return exact_interval(x, y, reps), stats.improvement(x, y, reps=reps, seed=0)
+def matrix(runs, arm: str, seeds, envs=ENVS) -> np.ndarray:
+    """Final scores of an arm's runs, seeds × environments."""
+    return np.array([[final_score(runs[e, arm, s]) for e in envs] for s in seeds], dtype=np.float64)
 
+
+def estimate(runs, seeds, reps: int, envs=ENVS):
+    """P(ε > none) with its interval: exact fractions (what decides) and rliable's floats."""
+    x, y = matrix(runs, "eps", seeds, envs), matrix(runs, "none", seeds, envs)
+    return stats.exact_improvement(x, y, reps), stats.improvement(x, y, reps=reps, seed=0)
+
+
+def verdict(runs, reps: int) -> int:
+    """PLAN.md's rule, stage 1 and where it asks (and the runs are in) stage 2, printed; then what is beside it."""
     seeds = [0, 1, 2]
-    (p, low, high), floats = estimate(seeds)
+    (p, low, high), floats = estimate(runs, seeds, reps)
     outcome, said = decide(low, high, 1)
-    if outcome == "more-seeds" and not missing([3, 4]):
+    if outcome == "more-seeds" and not missing(runs, [3, 4]):
         seeds = [0, 1, 2, 3, 4]
-        (p, low, high), floats = estimate(seeds)
+        (p, low, high), floats = estimate(runs, seeds, reps)
         outcome, said = decide(low, high, 2)
     elif outcome == "more-seeds":
-        left = missing([3, 4])
+        left = missing(runs, [3, 4])
         print(f"verdict: {said}; {len(left)} of those runs {'is' if len(left) == 1 else 'are'} not in the records "
               f"yet: {', '.join(left)}")
         return 1
     print(f"β-epsilon study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
           f"{len(ARMS) * len(ENVS) * len(seeds)} β-DQN runs")
     print(f"P(ε > none) = {float(p):.4f}, 95% interval [{float(low):.4f}, {float(high):.4f}] (rliable, stratified "
-          f"bootstrap, {args.reps:,} resamples, seed 0; exact: {p}, [{low}, {high}]; rliable's floats "
+          f"bootstrap, {reps:,} resamples, seed 0; exact: {p}, [{low}, {high}]; rliable's floats "
           f"{floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
-    print(f"verdict: {said}" + ("" if args.reps == REPS else
-                                f" (NOT the verdict: {args.reps:,} resamples, not PLAN.md's {REPS:,})"))
+    print(f"verdict: {said}" + ("" if reps == REPS else
+                                f" (NOT the verdict: {reps:,} resamples, not PLAN.md's {REPS:,})"))
     print()
+    beside(runs, seeds, reps)
+    return 0
+
+
+def beside(runs, seeds, reps: int) -> None:
+    """Not deciding: P(ε > none) per domain and per environment, each column's mean, the IQM over DQN's mean, and
+    the CPU kinds each arm ran on."""
     print("Beside it, not deciding (2,000 resamples):")
     for name, envs in (("MinAtar", MINATAR), ("MiniGrid", MINIGRID)):
-        _, (q, lo, hi) = estimate(seeds, envs, min(args.reps, 2_000))
+        _, (q, lo, hi) = estimate(runs, seeds, min(reps, 2_000), envs)
         print(f"  {name}: P(ε > none) = {q:.2f} [{lo:.2f}, {hi:.2f}]")
     print(f"{'environment':<22} {'P(ε > none)':>11} " + " ".join(f"{c:>24}" for c in (*ARMS, "dqn")))
     for env in ENVS:
-        one = stats.improvement(matrix("eps", seeds, [env]), matrix("none", seeds, [env]), reps=2_000)[0]
+        one = stats.improvement(matrix(runs, "eps", seeds, [env]), matrix(runs, "none", seeds, [env]), reps=2_000)[0]
         cells = []
         for arm in (*ARMS, "dqn"):
             scores = [final_score(runs[env, arm, s]) for s in seeds if (env, arm, s) in runs]
@@ -259,7 +221,27 @@ def main(argv: list[str] | None = None) -> int:
     for arm in ARMS:
         cpus = Counter((runs[e, arm, s].summary.get("cpu") or "not recorded") for e in ENVS for s in seeds)
         print(f"CPU of the {arm} runs: " + ", ".join(f"{cpu} {count}" for cpu, count in cpus.most_common()))
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if args is None:
+        return 2
+    try:
+        runs = collect(records())
+    except ReportError as e:
+        print(f"verdict.py: error: {e}", file=sys.stderr)
+        return 2
+    if missing(runs, [0, 1, 2]):
+        left = missing(runs, [0, 1, 2])
+        print(f"{len(left)} of the study's {len(ENVS) * len(ARMS) * 3} stage-1 runs "
+              f"{'is' if len(left) == 1 else 'are'} not in the records yet: {', '.join(left)}")
+        return 1
+    wrong = [f"{e} {a} seed {s}: {why}" for (e, a, s), run in runs.items() for why in [off_plan(run, a)] if why]
+    if wrong:
+        print(f"verdict.py: error: runs that do not follow PLAN.md's flags: {'; '.join(wrong)}", file=sys.stderr)
+        return 2
+    return verdict(runs, args.reps)
 
 
 if __name__ == "__main__":
