@@ -92,9 +92,21 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     def fail(reason: str) -> ReportError:
         return ReportError(f"{root} is a report's directory whose {reason}")
 
-    def name(key: tuple) -> str:
-        return f"{key[0]} {key[1]} {key[2] + ' ' if key[2] else ''}seed {key[3]}"
+    rows, listed, commands, unfinished = _recorded_files(root, fail)
+    in_csv, in_study = _keyed(rows, "runs.csv", fail), _keyed(listed, "study.json", fail)
+    for key in sorted(in_csv.keys() ^ in_study.keys(), key=str):  # the first in order: the same line every time
+        raise fail(f"{'study.json' if key in in_csv else 'runs.csv'} lacks {_name(key)}, which the other lists")
+    return [_recorded_run(root, key, row, in_study[key], commands, fail) for key, row in in_csv.items()], unfinished
 
+
+def _name(key: tuple) -> str:
+    """A recorded run in words: `DoorKey beta_dqn seed 0`, its variant before the seed where it has one."""
+    return f"{key[0]} {key[1]} {key[2] + ' ' if key[2] else ''}seed {key[3]}"
+
+
+def _recorded_files(root: Path, fail) -> tuple[list[dict], list[dict], list[str], list[str]]:
+    """A record's runs.csv rows, study.json's runs and grid commands, and report.json's unfinished runs, each
+    checked for its shape (`fail(reason)` makes the error)."""
     if not (root / "study.json").is_file():
         raise fail("study.json is missing (it holds each run's command)")
     try:
@@ -123,91 +135,97 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     missing = [c for c in columns if c not in (rows[0] if rows else {})]
     if missing:
         raise fail("runs.csv has no run" if not rows else f"runs.csv lacks the column {missing[0]}")
+    return rows, listed, commands, unfinished
 
-    def keyed(items, where: str) -> dict:
-        out = {}
-        for item in items:
-            seed = item.get("seed")
-            if isinstance(seed, str) and seed.isdigit():  # runs.csv's text
-                seed = int(seed)
-            if not all(isinstance(item.get(k), str) for k in ("env", "algo", "variant")) or \
-                    not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-                raise fail(f"{where} has a run without env, algo, variant (text) and seed (a whole number): {item}")
-            key = (item["env"], item["algo"], item["variant"], seed)
-            if key[1] not in METHODS:
-                raise fail(f"{where} names a method this code does not have: {key[1]!r}")
-            if key in out:
-                raise fail(f"{where} lists {name(key)} twice")
-            out[key] = item
-        return out
 
-    in_csv, in_study = keyed(rows, "runs.csv"), keyed(listed, "study.json")
-    for key in sorted(in_csv.keys() ^ in_study.keys(), key=str):  # the first in order: the same line every time
-        raise fail(f"{'study.json' if key in in_csv else 'runs.csv'} lacks {name(key)}, which the other lists")
-    runs = []
-    for key, row in in_csv.items():
-        study = in_study[key]
-        text = ",".join(map(str, row.values()))
+def _keyed(items, where: str, fail) -> dict:
+    """runs.csv's rows or study.json's runs by (env, algo, variant, seed), each checked and listed once."""
+    out = {}
+    for item in items:
+        seed = item.get("seed")
+        if isinstance(seed, str) and seed.isdigit():  # runs.csv's text
+            seed = int(seed)
+        if not all(isinstance(item.get(k), str) for k in ("env", "algo", "variant")) or \
+                not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise fail(f"{where} has a run without env, algo, variant (text) and seed (a whole number): {item}")
+        key = (item["env"], item["algo"], item["variant"], seed)
+        if key[1] not in METHODS:
+            raise fail(f"{where} names a method this code does not have: {key[1]!r}")
+        if key in out:
+            raise fail(f"{where} lists {_name(key)} twice")
+        out[key] = item
+    return out
+
+
+def _recorded_numbers(key: tuple, row: dict, study: dict, fail) -> tuple:
+    """One recorded run's numbers, checked: (final score, env steps/s, env steps, wall seconds, training score,
+    first evaluation at ≥ 0.9)."""
+    text = ",".join(map(str, row.values()))
+    try:
+        score, rate = study["final_score"], float(row["env_steps_per_s"])
+        if not _finite(score):
+            raise ValueError
+        steps = None if row["env_steps"] == "" else int(row["env_steps"])
+        if steps is not None and steps < 0:
+            raise ValueError
+        wall = None if row.get("wall_seconds", "") == "" else float(row["wall_seconds"])
+        train = study.get("train_score", None if row["train_score"] == "" else float(row["train_score"]))
+        if train is not None and not _finite(train):
+            raise ValueError
+        shown = float(row["score"])
+    except (KeyError, TypeError, ValueError):
+        raise fail(f"runs.csv or study.json has a value of {_name(key)} that does not parse: {text}") from None
+    if not all(math.isfinite(x) for x in (rate, shown, *(v for v in (wall,) if v is not None))) or rate <= 0:
+        raise fail(f"runs.csv or study.json has a score, speed or time of {_name(key)} that is not a finite "
+                   f"number (or a speed not above 0): {text}")
+    if not math.isclose(score, shown, rel_tol=1e-5, abs_tol=1e-9):
+        raise fail(f"study.json's final score of {_name(key)} ({score!r}) is not runs.csv's ({row['score']})")
+    first = study.get("first_success_step")
+    if first is not None and (not isinstance(first, int) or isinstance(first, bool) or first < 0):
+        raise fail(f"study.json's first_success_step of {_name(key)} is not a step count: {first!r}")
+    return score, rate, steps, wall, train, first
+
+
+def _recorded_run(root: Path, key: tuple, row: dict, study: dict, commands: list[str], fail) -> RunData:
+    """One run of a record, as `load_recorded` says: its numbers, and its configuration from its command."""
+    score, rate, steps, wall, train, first = _recorded_numbers(key, row, study, fail)
+    if ":" not in key[0]:  # (a module:Id env is the user's: its module need not be importable here)
         try:
-            score, rate = study["final_score"], float(row["env_steps_per_s"])
-            if not _finite(score):
-                raise ValueError
-            steps = None if row["env_steps"] == "" else int(row["env_steps"])
-            if steps is not None and steps < 0:
-                raise ValueError
-            wall = None if row.get("wall_seconds", "") == "" else float(row["wall_seconds"])
-            train = study.get("train_score", None if row["train_score"] == "" else float(row["train_score"]))
-            if train is not None and not _finite(train):
-                raise ValueError
-            shown = float(row["score"])
-        except (KeyError, TypeError, ValueError):
-            raise fail(f"runs.csv or study.json has a value of {name(key)} that does not parse: {text}") from None
-        if not all(math.isfinite(x) for x in (rate, shown, *(v for v in (wall,) if v is not None))) or rate <= 0:
-            raise fail(f"runs.csv or study.json has a score, speed or time of {name(key)} that is not a finite "
-                       f"number (or a speed not above 0): {text}")
-        if not math.isclose(score, shown, rel_tol=1e-5, abs_tol=1e-9):
-            raise fail(f"study.json's final score of {name(key)} ({score!r}) is not runs.csv's ({row['score']})")
-        first = study.get("first_success_step")
-        if first is not None and (not isinstance(first, int) or isinstance(first, bool) or first < 0):
-            raise fail(f"study.json's first_success_step of {name(key)} is not a step count: {first!r}")
-        if ":" not in key[0]:  # (a module:Id env is the user's: its module need not be importable here)
-            try:
-                env_spec(key[0])
-            except UnknownEnvError as e:
-                raise fail(f"runs.csv names an environment this code does not know: {e}") from None
-        if row["metric"] != metric(key[0]):
-            raise fail(f"runs.csv scores {key[0]} by {row['metric']!r}, where the report's score is "
-                       f"{metric(key[0])!r}")
-        cmd = study.get("cmd")
-        if not isinstance(cmd, str):
-            raise fail(f"study.json gives {name(key)} no command (cmd)")
-        config = _command_config(cmd, fail)
-        if (config.get("env"), config.get("algo"), config.get("seed")) != (key[0], key[1], key[3]):
-            raise fail(f"study.json's command for {name(key)} runs something else: {cmd}")
-        gamma, lr = env_defaults(key[0])  # run_command leaves out the env's own γ and learning rate
-        config.setdefault("gamma", gamma)
-        config.setdefault("lr", lr)
-        config.setdefault("total_steps", FIELDS["total_steps"].default)
-        config["variant"] = key[2]
-        summary = {"env_steps_per_s": rate, "final_eval": {row["metric"]: score},
-                   "device": config.pop("device", "cpu"), "commit": row.get("commit", ""),
-                   "cpu": row.get("cpu", "")}
-        summary.update({k: v for k, v in (("env_steps", steps), ("wall_seconds", wall)) if v is not None})
-        run = RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
-                      path=str(root / "runs.csv"),
-                      recorded={"train_score": train, "first_success_step": first, "cmd": cmd, "commands": commands})
-        copy = root / RECORDS / run_name(key[0], key[1], key[3], key[2])
-        if copy.is_dir():
-            run = _read_copy(copy, run, fail)
-        for part in filter(None, key[2].split(",")):  # the variant names values its command must have
-            field_name, _, value = part.partition("=")
-            field_name = field_name.replace("-", "_")
-            if field_name == "arm_exchange":  # a grid's axis names the value asked; config_value, the one settled
-                value = settled_arm_exchange(key[1], config_value(run, "runtime"), value)
-            if field_name not in FIELDS or flag_text(config_value(run, field_name)) != value:
-                raise fail(f"variant of {name(key)} says {part}, its command does not: {cmd}")
-        runs.append(run)
-    return runs, unfinished
+            env_spec(key[0])
+        except UnknownEnvError as e:
+            raise fail(f"runs.csv names an environment this code does not know: {e}") from None
+    if row["metric"] != metric(key[0]):
+        raise fail(f"runs.csv scores {key[0]} by {row['metric']!r}, where the report's score is "
+                   f"{metric(key[0])!r}")
+    cmd = study.get("cmd")
+    if not isinstance(cmd, str):
+        raise fail(f"study.json gives {_name(key)} no command (cmd)")
+    config = _command_config(cmd, fail)
+    if (config.get("env"), config.get("algo"), config.get("seed")) != (key[0], key[1], key[3]):
+        raise fail(f"study.json's command for {_name(key)} runs something else: {cmd}")
+    gamma, lr = env_defaults(key[0])  # run_command leaves out the env's own γ and learning rate
+    config.setdefault("gamma", gamma)
+    config.setdefault("lr", lr)
+    config.setdefault("total_steps", FIELDS["total_steps"].default)
+    config["variant"] = key[2]
+    summary = {"env_steps_per_s": rate, "final_eval": {row["metric"]: score},
+               "device": config.pop("device", "cpu"), "commit": row.get("commit", ""),
+               "cpu": row.get("cpu", "")}
+    summary.update({k: v for k, v in (("env_steps", steps), ("wall_seconds", wall)) if v is not None})
+    run = RunData(f"{root.name}/{run_name(key[0], key[1], key[3], key[2])}", config, summary, [],
+                  path=str(root / "runs.csv"),
+                  recorded={"train_score": train, "first_success_step": first, "cmd": cmd, "commands": commands})
+    copy = root / RECORDS / run_name(key[0], key[1], key[3], key[2])
+    if copy.is_dir():
+        run = _read_copy(copy, run, fail)
+    for part in filter(None, key[2].split(",")):  # the variant names values its command must have
+        field_name, _, value = part.partition("=")
+        field_name = field_name.replace("-", "_")
+        if field_name == "arm_exchange":  # a grid's axis names the value asked; config_value, the one settled
+            value = settled_arm_exchange(key[1], config_value(run, "runtime"), value)
+        if field_name not in FIELDS or flag_text(config_value(run, field_name)) != value:
+            raise fail(f"variant of {_name(key)} says {part}, its command does not: {cmd}")
+    return run
 
 
 def _parsed(cmd: str) -> dict:

@@ -185,7 +185,7 @@ MESSAGES = [
     ("reporting/report.py", "has one of those seeds"),
     ("reporting/report.py", "measure it with bench/cost.py --algos"),
     ("reporting/report.py", "give the JSON bench/cost.py wrote, e.g. "),
-    ("reporting/report.py", "where a positive finite number belongs"),
+    ("reporting/cost.py", "where a positive finite number belongs"),
     ("reporting/report.py", "these runs have no DQN column, which the cost row is relative to "),
     ("reporting/results.py", "only the seed, the algorithm and a grid's axes"),
     ("reporting/results.py", "report each run once"),

@@ -13,7 +13,8 @@ import pytest
 
 from configuration.flags import Config, OutputError, fit_warning, no_update_error, resolve
 from filesystem.safe import OutputDirectory, lock_directory
-from reporting.report import ReportError, finite, markdown_text, write_report
+from reporting.cost import markdown_text
+from reporting.report import ReportError, finite, write_report
 from reporting.report import main as report_main
 from tests.test_real_disks import _can_mount, _in_namespace
 from tests.test_report import make_run
