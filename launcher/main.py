@@ -94,7 +94,8 @@ def _grid(argv: list[str] | None) -> int | None:
     if args.get("seeds") and "seed" in named:
         raise ConfigError("seed", f"{args['seed']} with --seeds {args['seeds']}: a grid's seeds are --seeds; give "
                                   "one of them")
-    from launcher.grid import describe_grid, grid_from_args, grid_interrupted_line
+    from launcher.grid import describe_grid, grid_from_args
+    from launcher.grid_runs import grid_interrupted_line
 
     grid = grid_from_args(args, named, sections)
     try:

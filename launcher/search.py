@@ -166,7 +166,7 @@ def _plan(rest: list[str]) -> tuple[Path, list[dict], dict]:
                                  "search a directory of its own")
     # one serial run a core: β's second thread would have no core of its own (as a grid's serial runs)
     args = {**args, "runtime": "serial", "beta_thread": args["beta_thread"] if "beta_thread" in named else False}
-    from launcher.grid import Grid
+    from launcher.grid_runs import Grid
 
     grid = Grid(args, out, sections)  # every run checked, and resolved (environments, Redis): a mistake is one line
     axes = {name for name, value in args.items() if isinstance(value, list)}

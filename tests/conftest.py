@@ -42,16 +42,16 @@ def two_cpu_machine(monkeypatch):
     import driver.preflight
     import driver.run
     import driver.runtime
-    import launcher.grid
+    import launcher.grid_runs
 
     def start(*_, **__):
         raise ClusterStarted
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    for module in (driver.runtime, driver.preflight, launcher.grid):
+    for module in (driver.runtime, driver.preflight, launcher.grid_runs):
         monkeypatch.setattr(module, "cluster_to_start", lambda address="": None if address else 2)
     for module, name in ((driver.run, "make_backend"), (driver.pack, "make_backend"), (driver.runtime, "RayBackend"),
-                         (launcher.grid, "RayBackend")):
+                         (launcher.grid_runs, "RayBackend")):
         monkeypatch.setattr(module, name, start)
     return ClusterStarted
 

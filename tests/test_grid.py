@@ -118,7 +118,7 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert (dqn["bandit_returns"], dqn["eps_decay_steps"]) == ("raw", 10_000)
     assert dqn["variant"] == "eps-decay-steps=10000"
     # a serial run is one process: its placement group is its learner's bundle alone
-    from launcher.grid import _actor_bundles
+    from launcher.grid_runs import _actor_bundles
 
     assert _actor_bundles(beta) == 0 and _actor_bundles({**beta, "runtime": "ray"}) == beta["actors"]
     grid.write_spec()
@@ -432,7 +432,8 @@ def test_a_run_whose_replay_died_with_it_starts_over_and_a_refusal_crosses_proce
     grid as itself (not retried), not as an unpicklable wrapper (which was retried)."""
     import pickle
 
-    from launcher.grid import _resumable, _retryable
+    from launcher.grid_runs import _retryable
+    from launcher.grid_task import _resumable
 
     assert _resumable({"replay": "memory", "replay_persist": False})
     assert _resumable({"replay": "redis://h:1", "replay_persist": False})

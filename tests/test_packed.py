@@ -407,11 +407,12 @@ def test_a_packed_grid_is_the_solo_grid_and_its_report_cannot_tell(ray_cluster, 
 @pytest.mark.integration
 def test_a_grid_task_continues_a_pack_from_two_update_counts_skips_finished_seeds_and_outlives_a_divergence(
         ray_cluster, tmp_path, monkeypatch):
-    """`launcher.grid._run_unit`, the task a grid runs per pack (in this process): seeds stopped at two update
+    """`launcher.grid_task._run_unit`, the task a grid runs per pack (in this process): seeds stopped at two update
     counts continue as two packs; a second attempt runs no finished seed again; when one seed's loss
     diverges, its partners continue alone and finish, and only the diverging seed fails."""
     from driver.run import NonFiniteLoss
-    from launcher.grid import _prepare, _run_unit, grid_from_args
+    from launcher.grid import grid_from_args
+    from launcher.grid_task import _prepare, _run_unit
 
     grid = grid_from_args(grid_args(tmp_path, "g", "--runtime", "serial", "--env", "CliffWalk", "--algo", "dqn",
                                     "--pack-seeds", "3", "--total-steps", "3000", "--checkpoint-every", "1000"))

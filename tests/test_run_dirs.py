@@ -165,7 +165,7 @@ def test_an_edited_config_json_is_refused_on_resume(finished, tmp_path, capsys, 
 
 
 def test_a_grid_starts_over_only_a_grids_earlier_attempt(tmp_path):
-    from launcher.grid import _made_by_a_grid
+    from launcher.grid_task import _made_by_a_grid
 
     run = tmp_path / "CliffWalk_dqn_s0"
     run.mkdir()
