@@ -24,7 +24,7 @@ from configuration.flags import (
 )
 
 PROG = "python -m learner.main"
-GRID_FILE = "grid.json"  # in a grid's directory: what the grid was asked (launcher.grid)
+GRID_FILE = "grid.json"  # in a grid's directory: what the grid was asked (launcher.grid_runs)
 
 
 def _bool(text: str) -> bool:

@@ -8,7 +8,7 @@ the pack updates when every seed's rate limiter owes an update, so seed k's n-th
 A seed's target copies, weights versions and evaluations stay on its own clock (`Run._updated`).
 
 A seed's summary is written when it ends. A pack fails as a whole: the logs of every seed still running are
-closed as failed, and each keeps its last checkpoint (`launcher.grid` continues the others when one seed's
+closed as failed, and each keeps its last checkpoint (`launcher.grid_task` continues the others when one seed's
 loss diverged).
 """
 
