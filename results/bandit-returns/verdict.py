@@ -104,12 +104,13 @@ def missing(runs, seeds: list[int]) -> list[str]:
     return [f"{e} {v} seed {s}" for e in ENVS for v in VARIANTS for s in seeds if (e, v, s) not in runs]
 
 
-def estimate(runs, seeds: list[int], reps: int):
+def estimate(runs, seeds: list[int], reps: int, floats: bool = True):
     """Each variant's final scores (seeds × environments) and P(raw > min-max) with its interval, as exact
-    fractions (what the rule compares with 0.5) and as rliable's floats."""
+    fractions (what the rule compares with 0.5) and, where `floats`, as rliable's floats (printed beside them as
+    a check; None otherwise)."""
     matrix = {v: np.array([[final_score(runs[e, v, s]) for e in ENVS] for s in seeds]) for v in VARIANTS}
     return (matrix, stats.exact_improvement(matrix["raw"], matrix["minmax"], reps=reps, seed=0),
-            stats.improvement(matrix["raw"], matrix["minmax"], reps=reps, seed=0))
+            stats.improvement(matrix["raw"], matrix["minmax"], reps=reps, seed=0) if floats else None)
 
 
 def verdict(runs, reps: int):
@@ -124,7 +125,7 @@ def verdict(runs, reps: int):
           f"floats {floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
     if outcome == "more-seeds" and not missing(runs, [3, 4]):
         seeds = [0, 1, 2, 3, 4]
-        matrix, (p, low, high), _ = estimate(runs, seeds, reps)
+        matrix, (p, low, high), _ = estimate(runs, seeds, reps, floats=False)
         outcome, said = decide(p, low, high, 5)
         print(f"seeds 0-4, {2 * len(ENVS) * 5} β-DQN runs: P(raw > min-max) = {float(p):.4f}, 95% interval "
               f"[{float(low):.4f}, {float(high):.4f}] (exact: {p})")

@@ -194,7 +194,8 @@ def beside(runs, seeds, reps: int) -> None:
     the CPU kinds each arm ran on."""
     print("Beside it, not deciding (2,000 resamples):")
     for name, envs in (("MinAtar", MINATAR), ("MiniGrid", MINIGRID)):
-        _, (q, lo, hi) = estimate(runs, seeds, min(reps, 2_000), envs)
+        q, lo, hi = stats.improvement(matrix(runs, "eps", seeds, envs), matrix(runs, "none", seeds, envs),
+                                      reps=min(reps, 2_000), seed=0)
         print(f"  {name}: P(ε > none) = {q:.2f} [{lo:.2f}, {hi:.2f}]")
     print(f"{'environment':<22} {'P(ε > none)':>11} " + " ".join(f"{c:>24}" for c in (*ARMS, "dqn")))
     for env in ENVS:
