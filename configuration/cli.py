@@ -10,18 +10,11 @@ from pathlib import Path
 
 from actors.envs import canonical_kwargs
 from configuration import config_file
+from configuration.checks import ALGOS
+from configuration.commands import flag, flag_text
 from configuration.config_file import Section
 from configuration.errors import OneLineParser
-from configuration.flags import (
-    ALGOS,
-    AXES,
-    EPSILON_FIELDS,
-    FIELDS,
-    Config,
-    epsilon_gate,
-    flag,
-    flag_text,
-)
+from configuration.fields import AXES, EPSILON_FIELDS, FIELDS, Config, epsilon_gate
 
 PROG = "python -m learner.main"
 GRID_FILE = "grid.json"  # in a grid's directory: what the grid was asked (launcher.grid_runs)

@@ -26,7 +26,8 @@ import tomllib
 from pathlib import Path
 
 from actors.envs import canonical_kwargs, canonical_name, known_names
-from configuration.flags import AXES, FIELDS, ConfigError, fits, kinds, reads
+from configuration.errors import ConfigError
+from configuration.fields import AXES, FIELDS, fits, kinds, reads
 from filesystem.safe import Unreadable, read_bounded
 from methods import METHODS
 

@@ -34,20 +34,20 @@ TROUBLESHOOTING = DOCS / "troubleshooting.md"
 # page must hold one of them.
 MESSAGES = [
     # flags and values
-    ("configuration/flags.py", "must be > 0, got"),
-    ("configuration/flags.py", "is not one of: "),
-    ("configuration/flags.py", "must be in (0, 1), got"),
-    ("configuration/flags.py", "must be in [0, 1], got"),
-    ("configuration/flags.py", "must be finite, got"),
-    ("configuration/flags.py", "must be within ±2^53 = "),
-    ("configuration/flags.py", "must be in [0, {}], got"),
-    ("configuration/flags.py", "must be >= 0, got"),
-    ("configuration/flags.py", "must be >= 1, got"),
-    ("configuration/flags.py", "must be >= 0, or -1 for automatic, got"),
+    ("configuration/checks.py", "must be > 0, got"),
+    ("configuration/checks.py", "is not one of: "),
+    ("configuration/checks.py", "must be in (0, 1), got"),
+    ("configuration/checks.py", "must be in [0, 1], got"),
+    ("configuration/checks.py", "must be finite, got"),
+    ("configuration/checks.py", "must be within ±2^53 = "),
+    ("configuration/checks.py", "must be in [0, {}], got"),
+    ("configuration/checks.py", "must be >= 0, got"),
+    ("configuration/checks.py", "must be >= 1, got"),
+    ("configuration/checks.py", "must be >= 0, or -1 for automatic, got"),
     ("methods/ez_greedy/flags.py", "must be > 1 (a Zeta distribution), got"),
-    ("configuration/flags.py", "is a β-DQN ablation; --algo is"),
-    ("configuration/flags.py", "must be >= --batch-size ("),
-    ("configuration/flags.py", "replay hold fewer than --chunk-steps ("),
+    ("configuration/checks.py", "is a β-DQN ablation; --algo is"),
+    ("configuration/checks.py", "must be >= --batch-size ("),
+    ("configuration/checks.py", "replay hold fewer than --chunk-steps ("),
     ("configuration/cli.py", "expected true/false, got"),
     ("configuration/cli.py", "an empty item in the list"),
     ("configuration/cli.py", "appears twice in the list"),
@@ -101,10 +101,10 @@ MESSAGES = [
     ("driver/state.py", "so it cannot be continued: start it again with --out"),
     ("launcher/main.py", "interrupted before the run started"),
     # grids
-    ("configuration/flags.py", "expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)"),
-    ("configuration/flags.py", "twice; give each seed once"),
-    ("configuration/flags.py", "names more than {} seeds"),
-    ("configuration/flags.py", "seeds must be in [0, "),
+    ("configuration/checks.py", "expected seeds like 0-9, 0,3,7 or 0-2,5 (non-negative)"),
+    ("configuration/checks.py", "twice; give each seed once"),
+    ("configuration/checks.py", "names more than {} seeds"),
+    ("configuration/checks.py", "seeds must be in [0, "),
     ("launcher/main.py", "a grid's seeds are --seeds; give one of them"),
     ("launcher/main.py", "packs the seeds of a grid; give them with --seeds"),
     ("launcher/grid_plan.py", "an empty list"),
@@ -144,7 +144,7 @@ MESSAGES = [
     # replay and Redis
     ("replay_service/local_redis.py", "redis-server is not installed (apt-get install -y redis-server"),
     ("replay_service/local_redis.py", "did not start"),
-    ("configuration/flags.py", "is not a replay service; expected {}"),
+    ("configuration/checks.py", "is not a replay service; expected {}"),
     ("replay_service/redis_urls.py", "is not redis://[:password@]host:port[/db]"),
     ("replay_service/redis_urls.py", "the database must be a number"),
     ("replay_service/redis_urls.py", "unknown query argument"),
@@ -167,7 +167,7 @@ MESSAGES = [
     ("replay_service/local_redis.py", "a Redis server's directory and configuration are the run's own"),
     ("replay_service/redis_backend.py", "already names a run's replay on this Redis"),
     ("replay_service/redis_backend.py", "is claimed on this Redis by another run directory"),
-    ("configuration/flags.py", "true without --overwrite true: taking another run's --run-id replaces"),
+    ("configuration/checks.py", "true without --overwrite true: taking another run's --run-id replaces"),
     ("replay_service/redis_backend.py", "on this Redis is no longer this run's: its rings carry"),
     ("replay_service/redis_shard.py", "did not answer for"),
     ("replay_service/redis_shard.py", "refused a call"),
@@ -266,8 +266,8 @@ def test_every_documented_message_is_checked():
 
 def test_the_message_check_can_fail():
     """The checker itself: a message the code does not say is not found, nor one of another file."""
-    assert not said_by_code("configuration/flags.py", "must be > 0, but was")
-    assert not said_by_code("configuration/flags.py", "one process writes a run directory")  # driver/state.py's
+    assert not said_by_code("configuration/checks.py", "must be > 0, but was")
+    assert not said_by_code("configuration/checks.py", "one process writes a run directory")  # driver/state.py's
     assert said_by_code("driver/state.py", "one process writes a run directory")
     # a message whose literal pieces span source lines is read whole
     assert said_by_code("replay_service/redis_backend.py",
@@ -331,7 +331,7 @@ def test_paths_the_pages_name_exist():
 def config_flags() -> list[str]:
     """Every flag of `python -m learner.main`, read from the source (no import: no numpy or torch needed)."""
     flags = []
-    sources = [ROOT / "configuration" / "flags.py", *sorted((ROOT / "methods").glob("*/flags.py"))]
+    sources = [ROOT / "configuration" / "fields.py", *sorted((ROOT / "methods").glob("*/flags.py"))]
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and node.name in ("CoreConfig", "Flags"):

@@ -224,7 +224,7 @@ METHOD_NAMES = re.compile(r"(?i)(?<![a-z])(lesson|bootstrapped|option|cliffwalk)
 # where the shared code still names a method or an environment in its code (not its comments): the names it may
 # use there, and why
 NAMES_ALLOWED = {
-    "configuration/flags.py": ({"cliffwalk"}, "the help of --gamma names CliffWalk's default"),
+    "configuration/fields.py": ({"cliffwalk"}, "the help of --gamma names CliffWalk's default"),
     "replay_service/codec.py": ({"option"}, "schema 2 records, written before the extras, carry an option"),
     "reporting/results.py": ({"bootstrapped", "lesson"}, "Table 1's column order is the paper's"),
     "reporting/report.py": ({"cliffwalk"}, "an older report's figure (cliffwalk_visits.png), replaced with it"),
