@@ -51,9 +51,11 @@ from configuration.flags import (
     run_name,
     settled_runtime,
 )
+from driver.cluster import cluster_to_start
 from driver.outputs import RUN_FILES, NonFiniteLoss, write_whole
 from driver.preflight import preflight
-from driver.runtime import RayBackend, cluster_to_start, interrupt_behind, sigterm_interrupts
+from driver.runtime import RayBackend
+from driver.signals import interrupt_behind, sigterm_interrupts
 from replay_service.backends import masked
 from replay_service.contract import BackendError
 from replay_service.redis_shard import ReplayDamaged
