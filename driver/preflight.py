@@ -1,15 +1,17 @@
 """What a run needs of the world, asked before it starts, each failure one line (`ConfigError`): a CUDA device
 where `--device cuda` asks for one, what its replay backend needs (`replay_service.backends`: a redis-server
-binary, servers that answer), the room for its actors on the cluster it would start, the memory it could never
-fit in. The configuration only describes and checks a run (`configuration.flags`); this module looks."""
+binary, servers that answer), the room for its actors on the cluster it would start (on the cluster it joined,
+once its backend has it: `_check_room`, from `driver.runtime.build`), the memory it could never fit in. The
+configuration only describes and checks a run (`configuration.flags`); this module looks."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from configuration.flags import ConfigError, method_settings, replay_backend
-from driver.runtime import cluster_to_start, room_problem
+from driver.cluster import cluster_to_start
 from methods import algorithm, extras
 from replay_service.buffer import make_packer
 from replay_service.contract import BackendError
@@ -37,6 +39,32 @@ def check_room(cfg) -> None:
     problem = "" if cpus is None else room_problem(cfg, float(cpus))
     if problem:
         raise ConfigError("actors", problem)
+
+
+def actor_cpus(cfg, total_cpus: float) -> float:
+    """What each actor declares: `--actor-cpus`, or by default a share of what the learner leaves of the cluster."""
+    return cfg.actor_cpus or min(1.0, max(0.01, (total_cpus - 1) / cfg.actors))
+
+
+def room_problem(cfg, total_cpus: float) -> str:
+    """"" when the run's actors fit the cluster's CPUs, else what is short."""
+    cpus = actor_cpus(cfg, total_cpus)
+    if cfg.actors * cpus <= total_cpus + 1e-9:
+        return ""
+    return (f"{cfg.actors} actors × {cpus:g} CPUs need {cfg.actors * cpus:g} CPUs, but the cluster has "
+            f"{total_cpus:g} (--actors, --actor-cpus)")
+
+
+def _check_room(cfg, backend) -> None:
+    """Actors that the cluster cannot place would wait forever: refuse them on a cluster this run started
+    (a joined cluster may grow: a warning)."""
+    total = getattr(backend, "total_cpus", None)
+    problem = "" if total is None else room_problem(cfg, total)
+    if not problem:
+        return
+    if backend.local:
+        raise ConfigError("actors", problem)
+    print(f"warning: {problem}; actors wait until the cluster grows", file=sys.stderr)
 
 
 def _gib(n: float) -> str:
@@ -71,8 +99,8 @@ def check_memory(cfg, spec) -> None:
         raise ConfigError("replay_capacity", f"{cfg.replay_capacity:,} transitions of {spec.name} ({row} B each) "
                                              f"need {_gib(needed)} of memory, more than this machine's "
                                              f"{_gib(machine)}")
-    # not at the top: every actor unpickles its ports (`_RemotePort`) from this module, and torch would cost each
-    # actor process about 180 MB (measured: 55 MB → 238 MB to import this module)
+    # not at the top: every actor unpickles its ports (`_RemotePort`) from `driver.runtime`, which imports this
+    # module, and torch would cost each actor process about 180 MB (measured: 55 MB → 238 MB to import it)
     import torch
 
     with torch.device("meta"):  # shapes only: nothing is allocated

@@ -8,69 +8,40 @@
     checkpoint  when nothing is in flight at a checkpoint step: everything needed to continue
 
 Written once against `driver.runtime`'s backend and `replay_service.client.ReplaySampler`, so the serial
-and the Ray runner, memory and Redis replay, are the same loop.
+and the Ray runner, memory and Redis replay, are the same loop. `Run` also holds the methods of
+`driver.checkpoints.RunCheckpoints` (writing a checkpoint, reading one back on a resume, the stop at a
+non-finite loss) and of `driver.metrics.RunMetrics` (the logs' rows and summary.json).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import shutil
 import time
-import zipfile
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from configuration.flags import (
-    ConfigError,
-    OutputError,
-    epsilon_plan,
-    method_settings,
-    public,
-    replay_backend,
-    settings,
-)
-from driver.outputs import (
-    Clock,
-    NonFiniteLoss,
-    RunLogger,
-    Window,
-    cpu_model,
-    git_commit,
-    package_versions,
-    process_tree_rss,
-    write_whole,
-)
+from configuration.flags import method_settings, public, replay_backend, settings
+from driver.checkpoints import RunCheckpoints
+from driver.metrics import RunMetrics
+from driver.outputs import Clock, RunLogger, Window, write_whole
 from driver.preflight import check_memory, check_room, preflight
-from driver.runtime import Backend, build, make_backend, make_replay, sigterm_interrupts
-from driver.state import (
-    CHECKPOINT_FORMAT,
-    RunState,
-    check_run_dir,
-    claim_run_dir,
-    interrupted_line,
-    legacy_entries,
-    write_checkpoint,
-)
+from driver.runtime import Backend, build, make_backend, make_replay
+from driver.signals import sigterm_interrupts
+from driver.state import RunState, check_run_dir, claim_run_dir, interrupted_line, legacy_entries
 from filesystem.safe import Written
 from learner.learner import Learner, LearnerSettings, pick_device
 from methods import acting
-from replay_service.client import RateLimiter, achieved_ratio, shard_of
+from replay_service.client import RateLimiter, shard_of
 from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
 
 HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)
 
 
-def _json_number(value):
-    """NaN (no notion of success, e.g. MinAtar) is written as null: JSON has no NaN."""
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
-class Run:
+class Run(RunCheckpoints, RunMetrics):
     def __init__(self, cfg, spec, resume: dict | None = None, learner=None):
         """`resume`: a checkpoint (`driver.resume.resume_config` reads it) to continue from. `learner`: this seed's
         `Learner` in a pack (`learner.packed.PackedLearner.seats`; `driver.pack` updates it), else the run makes its
@@ -143,29 +114,6 @@ class Run:
             shutil.rmtree(path, ignore_errors=True)
         if self.directory is not None:
             self.directory.release()
-
-    def _restore(self, ckpt: dict) -> None:
-        """The learner, the arm source and the replay as the checkpoint left them (the counters are `state`).
-
-        Episodes that were running when the checkpoint was written are not continued (their transitions
-        are in the replay): actors start new episodes, from fresh rng streams (the resume generation is
-        part of their seed), and the bandit forgets the arms those episodes held (`pending`)."""
-        try:
-            self.learner.load_state_dict(ckpt["learner"])
-            arm_state = dict(ckpt["arm_source"])
-            if "pending" in arm_state:
-                arm_state["pending"] = [0] * len(arm_state["pending"])
-            self._arm("load_state_dict", arm_state)
-        except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as e:  # shapes, keys, another method's
-            reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-            raise ConfigError("resume", f"{self.out / 'checkpoint.pt'} does not fit this run's {self.cfg.algo} "
-                                        f"networks or arm source ({type(e).__name__}: {reason})") from None
-        try:
-            self.replay.load_state_dict(ckpt, self.out)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a snapshot file damaged or gone
-            raise ConfigError("resume", f"the replay snapshot of {self.out / 'checkpoint.pt'} cannot be read "
-                                        f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the run "
-                                        "cannot continue exactly without it") from None
 
     # ---- the loop ----
     def run(self) -> dict:
@@ -403,63 +351,7 @@ class Run:
             self.state.evals[result["env_steps"]] = result
             self.logger.log_eval(result)
 
-    # ---- checkpoint ----
-    def _checkpoint(self) -> None:
-        self._record_evals(wait=True)  # evaluations started so far belong to this checkpoint
-        self._settle_reports()
-        self._save_checkpoint()
-        self.next_checkpoint += self.cfg.checkpoint_every
-
-    def _wall(self) -> float:
-        """The run's seconds so far: this sitting's, and earlier sittings' up to the checkpoint it resumed from
-        (the steps after that checkpoint were taken again in this one)."""
-        return self.state.wall_before + time.perf_counter() - self.t0
-
-    def _settle_reports(self) -> None:
-        """Every episode the run counted is in the bandit before its state is saved: the actors (idle now)
-        wait for the answers to the reports they sent. (Not on the way out of a failed run: an actor that
-        died with a report on its way cannot be waited for, and its report may be lost.)"""
-        if self.acting.central and self.backend.concurrent:
-            self.backend.get([self.backend.call(a, "settle") for a in self.parts["actors"]])
-
-    def _save_checkpoint(self) -> None:
-        """Everything needed to continue: the replay's files first (memory replay; Redis keeps its own data),
-        then checkpoint.pt naming them, written atomically."""
-        learner = self.learner
-        if not all(bool(torch.isfinite(p).all()) for p in learner.nets.parameters()):  # a GPU checks loss sparsely
-            self._stop_nonfinite("the network parameters became non-finite")
-        try:
-            self.written.add(*self.replay.snapshot_files(self.state.env_steps))  # before they exist: a kill mid-write
-            replay = self.replay.state_dict(self.out, self.state.env_steps)  # leaves no file the record does not name
-        except OSError as e:  # the snapshot's own files; the last checkpoint names older ones, still there
-            raise OutputError.of(self.out / "replay", e) from None
-        self.written.add("checkpoint.pt")
-        write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": public(self.cfg),
-                                    "learner": learner.state_dict(),
-                                    **self.state.to_checkpoint(learner.updates, self._wall()),
-                                    "arm_source": self._arm("state_dict"), **replay})
-        self.written.forget(*self.replay.checkpoint_written(self.out, replay))
-
-    def _check_finite(self, loss: torch.Tensor) -> None:
-        """Stop at a NaN or infinite loss (every update on CPU; on a GPU every `publish_every` updates, to
-        spare a device sync per update)."""
-        if self.learner.device.type != "cpu" and self.learner.updates % self.cfg.publish_every:
-            return
-        value = float(loss)
-        if not math.isfinite(value):
-            self._stop_nonfinite(f"the loss became {value}")
-
-    def _stop_nonfinite(self, what: str) -> None:
-        """checkpoint.pt keeps the last good state; the failing one goes to checkpoint-nonfinite.pt."""
-        learner = self.learner
-        self.written.add("checkpoint-nonfinite.pt")
-        write_checkpoint(self.out, {"learner": learner.state_dict(), "config": public(self.cfg)},
-                         "checkpoint-nonfinite.pt")
-        last = "checkpoint.pt is the last good one" if (self.out / "checkpoint.pt").exists() else "no checkpoint yet"
-        raise NonFiniteLoss(f"{what} at update {learner.updates} (env step {self.state.env_steps}); "
-                            f"the run stopped: {last}, the failing state is in checkpoint-nonfinite.pt")
-
-    # ---- outputs ----
+    # ---- the arm source ----
     def _arm(self, method: str, *args):
         """Call the run's arm source: the bandit's Ray actor (β-DQN), or the run's own copy of the arm that
         every actor holds locally (the other methods)."""
@@ -467,85 +359,6 @@ class Run:
         if self.parts["arm_local"]:
             return getattr(source, method)(*args)
         return self.backend.get(self.backend.call(source, method, *args))
-
-    def _bandit(self) -> dict:
-        """β-DQN's meta-controller now: per arm N(π), μ(π) and b(π) over its window [eq:policy select], and
-        how many episodes late its arms were chosen (`lag`: median, p95, max)."""
-        return self._arm("summary")
-
-    def _log_when_due(self) -> None:
-        now = time.perf_counter()
-        if now - self.last_log >= self.cfg.log_every:
-            self.peak_rss = max(self.peak_rss, process_tree_rss())
-            self.logger.log(self._metrics(now - self.last_log, self._wall()))
-            self.window = Window()
-            self.last_log = now
-
-    def _metrics(self, seconds: float, wall: float) -> dict:
-        st, window = self.state, self.window
-        row = {"env_steps": st.env_steps, "updates": self.learner.updates, "episodes": st.episodes,
-               "wall_seconds": round(wall, 2),
-               "env_steps_per_s": window.steps / max(seconds, 1e-9),
-               "updates_per_s": window.updates / max(seconds, 1e-9),
-               "replay_ratio": achieved_ratio(self.learner.updates, st.env_steps, self.cfg.learning_starts),
-               **window.summary()}
-        rejected = self.replay.rejected()  # records the learner refused so far (by kind), as in the summary
-        if rejected is not None:
-            row["replay_rejected"] = rejected
-        bandit = self._bandit() if self.acting.central else None  # one call: N(π), μ(π), b(π), lag
-        if bandit is not None:
-            plays = np.asarray(bandit["plays"], dtype=float)
-            props = plays / max(plays.sum(), 1.0)
-        elif self.acting.logs_arms or self.acting.arm_groups is not None:
-            props = self._arm("proportions")
-        if self.acting.logs_arms:  # policies / heads per episode
-            row["arm_proportions"] = [round(float(p), 4) for p in props]
-        if self.acting.arm_groups is not None:
-            for g in self.acting.group_labels:
-                row[f"arms_{g}"] = float(sum(p for p, gg in zip(props, self.acting.arm_groups, strict=True)
-                                             if gg == g))
-        if bandit is not None:
-            row["arm_mu"], row["arm_bonus"] = bandit["mu"], bandit["bonus"]
-            if bandit["lag"]:
-                row["arm_lag_median"], row["arm_lag_p95"] = bandit["lag"]["median"], bandit["lag"]["p95"]
-        return row
-
-    def _finish(self) -> dict:
-        cfg, st, learner = self.cfg, self.state, self.learner
-        self._settle_reports()  # the last logs, the summary and the checkpoint see every episode in the bandit
-        wall = self._wall()
-        self.peak_rss = max(self.peak_rss, process_tree_rss())
-        if self.window.updates or self.window.steps:
-            self.logger.log(self._metrics(time.perf_counter() - self.last_log, wall))
-        final = st.evals.get(cfg.total_steps) or {}
-        shard_stats = self.replay.stats()
-        self._save_checkpoint()
-        summary = {
-            "env": cfg.env, "algo": cfg.algo, "seed": cfg.seed, "runtime": cfg.runtime, "actors": cfg.actors,
-            "env_steps": st.env_steps, "updates": learner.updates, "episodes": st.episodes,
-            "arm_episodes": st.arm_episodes, "weight_versions": learner.version,
-            "target_updates": len(st.target_syncs),
-            "replay_inserted": sum(s["inserted"] for s in shard_stats),
-            "replay_size": sum(s["size"] for s in shard_stats),
-            "replay_rejected": dict(sum((Counter(s.get("rejected", {})) for s in shard_stats), Counter())),
-            "replay_ratio": achieved_ratio(learner.updates, st.env_steps, cfg.learning_starts),
-            "wall_seconds": wall, "env_steps_per_s": st.env_steps / wall, "peak_rss_gb": self.peak_rss,
-            "device": str(learner.device),
-            "throughput": self.clock.summary(st.env_steps, learner.updates, self.staleness),
-            "placement": self.placement,
-            "replay_servers": self.replay.locations(),  # Redis: where the shards lived (no password)
-            # one-hot grids (CliffWalk): training env steps taken in each cell (row-major), for the report
-            "state_visits": None if st.visits is None else st.visits.tolist(),
-            # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
-            "bandit": self._bandit() if self.acting.central else None,
-            "commit": git_commit(), "cpu": cpu_model(), "versions": package_versions(),
-            "epsilon": epsilon_plan(cfg),  # the ε schedule it acted by (None: its method acts on none)
-            "final_eval": {k: _json_number(final.get(k))
-                           for k in ("env_steps", "return_mean", "return_std", "success_rate")},
-        }
-        self.written.add("summary.json")
-        write_whole(self.out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        return summary
 
 
 def train(cfg, spec, resume: dict | None = None) -> dict:

@@ -20,9 +20,11 @@ from tqdm import tqdm
 from configuration.cli import GRID_FILE
 from configuration.config_file import Section
 from configuration.flags import Config, ConfigError, OutputError, fit_warning, public, replay_backend, resolve
+from driver.cluster import cluster_to_start
 from driver.outputs import NonFiniteLoss, write_whole
 from driver.preflight import preflight
-from driver.runtime import RayBackend, cluster_to_start, interrupt_behind, sigterm_interrupts
+from driver.runtime import RayBackend
+from driver.signals import interrupt_behind, sigterm_interrupts
 from launcher.grid_plan import GRID_FORMAT, expand, packs
 from launcher.grid_task import _made_by_a_grid, _reason, _resumable, _run_unit
 from replay_service.contract import BackendError

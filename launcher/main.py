@@ -17,8 +17,9 @@ from configuration.cli import PROG, is_grid, parse_command
 from configuration.config_file import for_run
 from configuration.errors import user_error
 from configuration.flags import Config, ConfigError, OutputError, fit_warning, no_update_error, resolve
+from driver.cluster import ClusterStartError
 from driver.outputs import NonFiniteLoss, describe_run
-from driver.runtime import ClusterStartError, Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
+from driver.signals import Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from filesystem.safe import open_append
 from replay_service.redis_shard import ReplayUnavailable
 from replay_service.redis_urls import RedisSetupError

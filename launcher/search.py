@@ -38,8 +38,9 @@ from configuration.cli import PROG as MAIN_PROG
 from configuration.cli import is_grid, parse_command
 from configuration.errors import OneLineParser, user_error
 from configuration.flags import FIELDS, ConfigError, flag, flag_text
+from driver.cluster import ClusterStartError
 from driver.outputs import write_whole
-from driver.runtime import ClusterStartError, RayBackend
+from driver.runtime import RayBackend
 from replay_service.backends import masked
 from reporting.results import metric
 

@@ -173,7 +173,7 @@ def test_the_cluster_a_ray_run_would_start_here_is_this_machines(monkeypatch):
     RAY_ADDRESS) or one is already started in this process (a grid's run); `import ray` is not made to ask."""
     import types
 
-    from driver.runtime import cluster_to_start
+    from driver.cluster import cluster_to_start
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     ray_here = types.SimpleNamespace(is_initialized=lambda: False)

@@ -88,7 +88,7 @@ def test_kwargs_are_one_object_in_one_spelling_with_commas_inside():
 def test_workers_are_sent_the_users_module(user_dir, monkeypatch):
     """What Ray is given (`runtime_env`'s py_modules): on one machine a worker finds a module of the driver's
     working directory anyway, so the run on Ray below cannot tell; this can."""
-    from driver.runtime import _runtime_env
+    from driver.cluster import _runtime_env
 
     monkeypatch.syspath_prepend(str(user_dir))
     env_spec("mycorridor:Corridor-v0")

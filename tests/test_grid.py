@@ -446,7 +446,7 @@ def test_a_run_whose_replay_died_with_it_starts_over_and_a_refusal_crosses_proce
     # imported where it comes from
     from ray.exceptions import RayTaskError
 
-    from driver.run import NonFiniteLoss
+    from driver.outputs import NonFiniteLoss
     from replay_service.redis_shard import ReplayDamaged
 
     for cause in (NonFiniteLoss("the loss became nan at update 3"), ReplayDamaged("shard 0: a ring cut short")):

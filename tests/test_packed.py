@@ -410,7 +410,7 @@ def test_a_grid_task_continues_a_pack_from_two_update_counts_skips_finished_seed
     """`launcher.grid_task._run_unit`, the task a grid runs per pack (in this process): seeds stopped at two update
     counts continue as two packs; a second attempt runs no finished seed again; when one seed's loss
     diverges, its partners continue alone and finish, and only the diverging seed fails."""
-    from driver.run import NonFiniteLoss
+    from driver.outputs import NonFiniteLoss
     from launcher.grid import grid_from_args
     from launcher.grid_task import _prepare, _run_unit
 

@@ -18,7 +18,7 @@ import torch
 from configuration.flags import ConfigError, resolve
 from driver.resume import resume_config
 from driver.run import Run
-from driver.runtime import CLUSTER_DRAIN_S, Interrupted, sigterm_interrupts
+from driver.signals import CLUSTER_DRAIN_S, Interrupted, sigterm_interrupts
 
 pytestmark = pytest.mark.integration
 
@@ -139,9 +139,9 @@ def test_a_redis_namespace_belongs_to_one_run(tmp_path, redis_url, capsys):
 def signalled(monkeypatch):
     """A SIGTERM of this test's own: a handler that ignores it stands outside the block (were the block's not
     installed, the default would end pytest itself), and the process's record that one arrived is the test's."""
-    import driver.runtime
+    import driver.signals
 
-    monkeypatch.setattr(driver.runtime, "_SIGNALLED", threading.Event())
+    monkeypatch.setattr(driver.signals, "_SIGNALLED", threading.Event())
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
     yield
     signal.signal(signal.SIGTERM, previous)
