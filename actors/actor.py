@@ -48,12 +48,12 @@ class Episode:
 
 @dataclass(frozen=True)
 class ActorSettings:
-    """What an actor reads of the run's configuration (`configuration.flags.settings(ActorSettings, cfg)`)."""
+    """What an actor reads of the run's configuration (`configuration.settings.settings(ActorSettings, cfg)`)."""
 
     seed: int
     envs_per_actor: int
     learning_starts: int  # uniformly random actions (no arm) before it
-    arm_exchange: str  # "episode" or "chunk" (settled by `configuration.flags.resolve`)
+    arm_exchange: str  # "episode" or "chunk" (settled by `configuration.resolution.resolve`)
     method: MethodSettings  # what the method's acting reads
 
 
@@ -72,7 +72,7 @@ class Actor:
         self.acting = acting(cfg.method)
         # arms chosen ahead, a chunk at a time (a central arm source: the bandit), or one per episode
         if cfg.arm_exchange not in ("episode", "chunk") and self.acting.central:
-            raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: configuration.flags.resolve settles it first")
+            raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: configuration.resolution.resolve settles it first")
         self.per_chunk = cfg.arm_exchange == "chunk" and self.acting.central
         self.arms: deque[tuple[int, int]] = deque()  # (arm, stamp) in hand for the next episodes
         self.unreported: list[tuple] = []  # finished episodes (arm, return, bonus, stamp) to report

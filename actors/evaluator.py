@@ -20,7 +20,7 @@ from methods.numpy_net import NumpyNet, unflatten
 
 @dataclass(frozen=True)
 class EvaluatorSettings:
-    """What the evaluator reads of the run's configuration (`configuration.flags.settings(EvaluatorSettings, cfg)`)."""
+    """What the evaluator reads of the run's configuration (`configuration.settings.settings`)."""
 
     eval_episodes: int
     eval_epsilon: float

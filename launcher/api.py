@@ -10,7 +10,7 @@ evaluation policy, evaluate it.
     agent.evaluate(episodes=10, seed=0, video_dir="videos")  # scores; a video per episode where the env renders
 
 `train` takes the command line's settings as keywords (`total_steps=20_000` is `--total-steps 20000`) or as
-a `configuration.flags.Config` (and `config="hp.toml"`: a `--config` file under them), runs one run as
+a `configuration.fields.Config` (and `config="hp.toml"`: a `--config` file under them), runs one run as
 `python -m learner.main` does (the same checks, the same outputs in its directory) and returns its summary and
 directory. `load` reads a run directory's `checkpoint.pt` (tensors and plain data only: nothing is unpickled)
 on the CPU. The shell's form of `evaluate` is `python -m learner.evaluate RUN_DIR`.
@@ -51,7 +51,7 @@ def train(config: Config | None = None, /, **flags) -> Trained:
     unknown = sorted(set(flags) - set(FIELDS))
     if unknown:
         raise TypeError(f"train() got unknown settings {', '.join(unknown)}; the settings are the fields of "
-                        "configuration.flags.Config, as the command line's flags with '_' for '-' "
+                        "configuration.fields.Config, as the command line's flags with '_' for '-' "
                         "(total_steps=20_000 for --total-steps 20000)")
     if isinstance(flags.get("env_kwargs"), dict):  # the natural Python form of --env-kwargs
         flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
@@ -83,7 +83,7 @@ def train(config: Config | None = None, /, **flags) -> Trained:
 
 
 def _check_type(name: str, value) -> None:
-    """A keyword of `train` of its field's type (`configuration.flags.fits`); a list (a grid's axis) never."""
+    """A keyword of `train` of its field's type (`configuration.fields.fits`); a list (a grid's axis) never."""
     if isinstance(value, (list, tuple)):
         raise ConfigError(name, f"{value!r}: train() runs one run; a grid over a list of values runs from the shell "
                                 "(python -m learner.main)")

@@ -40,7 +40,7 @@ Tensors = dict[str, torch.Tensor]
 
 @dataclass(frozen=True)
 class LearnerSettings:
-    """What a learner reads of the run's configuration (`configuration.flags.settings(LearnerSettings, cfg)`)."""
+    """What a learner reads of the run's configuration (`configuration.settings.settings(LearnerSettings, cfg)`)."""
 
     seed: int
     lr: float

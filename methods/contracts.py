@@ -20,7 +20,7 @@ from replay_service.schema import Field
 
 class MethodSettings(SimpleNamespace):
     """What a method reads of a run's configuration: `algo`, `loss`, its own flags (`<method>/flags.py`) and the
-    shared flags whose roles name it (the ε schedule of the ε-greedy family); `configuration.flags.method_settings`
+    shared flags whose roles name it (the ε schedule of the ε-greedy family); `configuration.settings.method_settings`
     makes it. Its acting and its learning are given this as `cfg` (the learner passes on its
     `LearnerSettings.method`)."""
 

@@ -26,6 +26,6 @@ def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> flo
 
 def scheduled_epsilon(cfg, step: int) -> float:
     """ε at the run's env step `step` by the run's schedule (spec §4): `cfg.eps_start` → `cfg.eps_end` over
-    `cfg.eps_decay_steps` env steps (`configuration.flags.method_settings` gives it in env steps: 20% of the
+    `cfg.eps_decay_steps` env steps (`configuration.settings.method_settings` gives it in env steps: 20% of the
     run unless set)."""
     return linear_epsilon(step, cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)

@@ -1,6 +1,6 @@
 """A method's own flags: a frozen dataclass in its folder (`<method>/flags.py`) whose fields are `flag`s, each
 with its default and help text, and whose `check()` raises `FlagError` at the first bad value.
-`configuration.flags.Config` gathers the flags of every registered method into the one configuration that the
+`configuration.fields.Config` gathers the flags of every registered method into the one configuration that the
 command line, grids and resume read (a flag is read by its method, and by the methods its `also` names).
 """
 
@@ -10,7 +10,7 @@ from dataclasses import field, fields
 
 
 class FlagError(ValueError):
-    """A bad value of a method's flag: the flag's name and what is allowed (`configuration.flags.ConfigError`)."""
+    """A bad value of a method's flag: the flag's name and what is allowed (`configuration.errors.ConfigError`)."""
 
     def __init__(self, name: str, message: str):
         super().__init__(f"{name}: {message}")
