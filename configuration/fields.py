@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from configuration.checks import ALGOS, DEVICES, LOSSES, WANDB_MODES, validate
 from methods import METHODS
-from methods.dqn.acting import EpsilonGreedy
 
 # the value of each field that a saved run's configuration may lack (`with_legacy` gives it) and that a recorded
 # command may leave out (such commands name only the values that were not the default when they were written):
@@ -34,11 +33,10 @@ LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_step
 # `algos` names the methods that read a field (all of them when absent): a grid gives the others the
 # default, and the report compares such a field only between runs of a method that reads it.
 # `resume` names what may be given a new value when continued with --resume: a "run", a "grid", or both.
-# the methods that act on DQN's ε-greedy schedule (spec §4): the ε-greedy family, and a method whose acting
-# names the flag of its own that turns ε on (`epsilon_gate`: β-DQN's --beta-epsilon); such a method reads the
-# schedule only while that flag is on (`reads` with a configuration)
-EPSILON_ALGOS = tuple(name for name, method in METHODS.items()
-                      if issubclass(method.acting, EpsilonGreedy) or getattr(method.acting, "epsilon_gate", None))
+# the methods that act on DQN's ε-greedy schedule (spec §4), as their registry line says (`methods.Method.epsilon`):
+# the ε-greedy family, and a method that names the flag of its own that turns ε on (β-DQN's --beta-epsilon); such
+# a method reads the schedule only while that flag is on (`reads` with a configuration)
+EPSILON_ALGOS = tuple(name for name, method in METHODS.items() if method.epsilon)
 EPSILON_FIELDS = ("eps_start", "eps_end", "eps_decay_steps", "eps_decay_fraction")
 
 
@@ -242,7 +240,7 @@ def fits(name: str, value) -> bool:
 def reads(algo: str, name: str, config=None) -> bool:
     """Whether method `algo` reads field `name` (fields of other methods it ignores). With `config` (a Config,
     or a dict of fields such as config.json's), also whether it reads it in that configuration: a method whose
-    acting has an `epsilon_gate` reads the ε schedule only while that flag of its own is on."""
+    registry line names a flag of its own as its `epsilon` reads the ε schedule only while that flag is on."""
     if algo not in FIELDS[name].metadata["algos"]:
         return False
     gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
@@ -253,10 +251,10 @@ def reads(algo: str, name: str, config=None) -> bool:
 
 
 def epsilon_gate(algo: str) -> str | None:
-    """The flag of method `algo`'s own without which it reads no ε schedule (`epsilon_gate` of its acting), or
-    None."""
+    """The flag of method `algo`'s own without which it reads no ε schedule (its registry line's `epsilon`, where
+    that names a flag), or None."""
     method = METHODS.get(algo)
-    return None if method is None else getattr(method.acting, "epsilon_gate", None)
+    return method.epsilon if method is not None and isinstance(method.epsilon, str) else None
 
 
 def with_legacy(config: dict) -> dict:

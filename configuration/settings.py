@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import dataclasses
 
-from configuration.checks import ALGOS
-from configuration.fields import FIELDS, reads
-from configuration.schedule import epsilon_decay_steps
+from configuration.fields import reads
+from configuration.schedule import epsilon_plan
+from methods import METHODS
 from methods.contracts import MethodSettings
-
-METHOD_CORE = ("algo", "loss")  # what every method reads of the core fields (besides the flags that name it)
+from methods.exploration import EpsilonSchedule
+from methods.flags import values
 
 
 def method_settings(cfg) -> MethodSettings:
-    """What the run's method reads (`methods.contracts.MethodSettings`): `METHOD_CORE`, and the flags whose
-    roles name the method (its own, and the ε schedule of the ε-greedy family, its decay in env steps)."""
-    values = {name: getattr(cfg, name) for name, f in FIELDS.items() if name in METHOD_CORE
-              or (f.metadata["algos"] != ALGOS and reads(cfg.algo, name))}
-    if "eps_decay_steps" in values:
-        values["eps_decay_steps"] = epsilon_decay_steps(cfg)
-    return MethodSettings(**values)
+    """What the run's method reads (`methods.contracts.MethodSettings`): --algo, --loss, its own flags (typed: its
+    `Flags`), the ε schedule where it acts on one (in env steps), and the flags of other methods that name it."""
+    method = METHODS[cfg.algo]
+    plan = epsilon_plan(cfg)
+    others = {name: values(other.flags, cfg) for name, other in METHODS.items() if name != cfg.algo
+              and other.flags is not None and any(reads(cfg.algo, f.name) for f in dataclasses.fields(other.flags))}
+    return MethodSettings(algo=cfg.algo, loss=cfg.loss,
+                          flags=None if method.flags is None else values(method.flags, cfg),
+                          epsilon=None if plan is None else EpsilonSchedule(plan["start"], plan["end"],
+                                                                            plan["decay_steps"]),
+                          others=others)
 
 
 def settings(cls, cfg):

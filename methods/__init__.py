@@ -38,16 +38,18 @@ class Method(NamedTuple):
     acting: type  # its acting class
     label: str  # its name in tables and summaries
     flags: type | None = None  # its own flags (`methods.flags`), a frozen dataclass
+    epsilon: bool | str = False  # it acts on DQN's ε schedule (spec §4, `exploration.EpsilonSchedule`): True, or
+    #                              the name of its own boolean flag that turns it on
 
 
 METHODS: dict[str, Method] = {  # --algo NAME
-    "beta_dqn": Method("methods.beta_dqn", BetaDQN, "β-DQN", beta_dqn_flags.Flags),
-    "dqn": Method("methods.dqn", EpsilonGreedy, "DQN"),
+    "beta_dqn": Method("methods.beta_dqn", BetaDQN, "β-DQN", beta_dqn_flags.Flags, epsilon="beta_epsilon"),
+    "dqn": Method("methods.dqn", EpsilonGreedy, "DQN", epsilon=True),
     "bootstrapped_dqn": Method("methods.bootstrapped_dqn", HeadPerEpisode, "Bootstrapped DQN",
-                               bootstrapped_dqn_flags.Flags),
-    "ez_greedy": Method("methods.ez_greedy", EzGreedy, "εz-greedy", ez_greedy_flags.Flags),
+                               bootstrapped_dqn_flags.Flags, epsilon="boot_epsilon"),
+    "ez_greedy": Method("methods.ez_greedy", EzGreedy, "εz-greedy", ez_greedy_flags.Flags, epsilon=True),
     # RND acts as DQN does; its bonus is in its learning
-    "rnd": Method("methods.rnd", EpsilonGreedy, "RND", rnd_flags.Flags),
+    "rnd": Method("methods.rnd", EpsilonGreedy, "RND", rnd_flags.Flags, epsilon=True),
     "lesson": Method("methods.lesson", Lesson, "LESSON", lesson_flags.Flags),
 }
 PLUGINS = "BETA_DQN_METHODS"  # environment variable: modules (comma-separated) that `register` methods of their own

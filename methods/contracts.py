@@ -7,22 +7,28 @@ defaults of a method that plays one policy in every episode and is evaluated gre
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from meta_controller.bandit import ArmSource, FixedArm
-from methods.exploration import argmax_random_tie
+from methods.exploration import EpsilonSchedule, argmax_random_tie
 from methods.numpy_net import NumpyNet, acting_values
 from replay_service.schema import Field
 
 
-class MethodSettings(SimpleNamespace):
-    """What a method reads of a run's configuration: `algo`, `loss`, its own flags (`<method>/flags.py`) and the
-    shared flags whose roles name it (the ε schedule of the ε-greedy family); `configuration.settings.method_settings`
-    makes it. Its acting and its learning are given this as `cfg` (the learner passes on its
-    `LearnerSettings.method`)."""
+@dataclass(frozen=True)
+class MethodSettings:
+    """What a method reads of a run's configuration; `configuration.settings.method_settings` makes it. Its acting
+    and its learning are given this as `cfg` (the learner passes on its `LearnerSettings.method`)."""
+
+    algo: str  # --algo
+    loss: str  # --loss: the TD loss
+    flags: Any = None  # its own flags: an instance of its `Flags` (`<method>/flags.py`), or None
+    epsilon: EpsilonSchedule | None = None  # DQN's ε schedule where the method acts on one (`methods.Method.epsilon`)
+    others: dict[str, Any] = field(default_factory=dict)  # other methods' flags that it reads too (their `also`
+    #                                                       names it), by method: LESSON reads RND's --rnd-scale
 
 
 class Algorithm(Protocol):

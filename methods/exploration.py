@@ -4,6 +4,8 @@ with that rng."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -24,8 +26,16 @@ def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> flo
     return start + frac * (end - start)
 
 
-def scheduled_epsilon(cfg, step: int) -> float:
-    """ε at the run's env step `step` by the run's schedule (spec §4): `cfg.eps_start` → `cfg.eps_end` over
-    `cfg.eps_decay_steps` env steps (`configuration.settings.method_settings` gives it in env steps: 20% of the
-    run unless set)."""
-    return linear_epsilon(step, cfg.eps_start, cfg.eps_end, cfg.eps_decay_steps)
+@dataclass(frozen=True)
+class EpsilonSchedule:
+    """DQN's ε-greedy schedule (spec §4), the block a method composes when it acts on one: ε from `start` to
+    `end` over `decay_steps` env steps (`configuration.settings.method_settings` gives them: --eps-start,
+    --eps-end, and the decay in env steps, 20% of the run unless set), then held."""
+
+    start: float
+    end: float
+    decay_steps: int
+
+    def at(self, step: int) -> float:
+        """ε at the run's env step `step`."""
+        return linear_epsilon(step, self.start, self.end, self.decay_steps)

@@ -4,14 +4,13 @@ effect on the target; LESSON's option choice, termination and targets."""
 
 import dataclasses
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from actors.actor import Actor, ActorSettings
-from configuration.flags import Config, resolve, settings
+from configuration.flags import Config, method_settings, resolve, settings
 from meta_controller.bandit import UniformArm
 from methods import acting
 from methods.bootstrapped_dqn import learning as bootstrapped_dqn
@@ -28,8 +27,9 @@ from tests.test_actor import FakeReplay
 from tests.test_learner import solo
 
 
-def _cfg(**kw):
-    return SimpleNamespace(loss="mse", rnd_scale=10.0, lesson_alpha=0.0, **kw)
+def _cfg(algo: str):
+    """What method `algo` reads, as a run gives it (the MSE loss, the default flags: --rnd-scale 10)."""
+    return method_settings(Config(algo=algo, loss="mse"))
 
 
 # ---- Bootstrapped DQN ----
@@ -64,7 +64,7 @@ def test_each_head_learns_from_its_own_target_and_the_losses_are_summed():
     online, target = HeadsNet((8,), 2, k), HeadsNet((8,), 2, k)
     batch = {"obs": torch.rand(6, 8), "next_obs": torch.rand(6, 8), "action": torch.tensor([0, 1, 1, 0, 1, 0]),
              "reward": torch.randn(6), "terminated": torch.tensor([False, True, False, False, False, True])}
-    loss, metrics = bootstrapped_dqn.loss({"q": online}, {"q": target}, batch, 0.9, _cfg())
+    loss, metrics = bootstrapped_dqn.loss({"q": online}, {"q": target}, batch, 0.9, _cfg("bootstrapped_dqn"))
     expected = 0.0
     for h in range(k):  # head h is DQN with Q = head h and Q⁻ = target head h
         def head(net, h=h):
@@ -183,7 +183,7 @@ def test_rnd_adds_the_scaled_bonus_to_the_reward_of_the_td_target(monkeypatch):
              "reward": torch.tensor([1.0, 0.0, -1.0]), "terminated": torch.tensor([False, False, True])}
     bonus = torch.tensor([0.5, 2.0, 1.0])
     monkeypatch.setattr(rnd, "intrinsic_reward", lambda predictor, frozen, next_obs: (bonus, torch.tensor(0.25)))
-    loss, metrics = rnd.loss({"q": q, "rnd_predictor": None}, {"q": target}, batch, 0.9, _cfg())
+    loss, metrics = rnd.loss({"q": q, "rnd_predictor": None}, {"q": target}, batch, 0.9, _cfg("rnd"))
     with torch.no_grad():
         q_sa = q(batch["obs"]).gather(1, batch["action"][:, None]).squeeze(1)
         y = batch["reward"] + 10.0 * bonus + 0.9 * torch.tensor([1.0, 1.0, 0.0]) * target(batch["next_obs"]).amax(1)
@@ -263,7 +263,7 @@ def test_lesson_loss_uses_the_stored_option():
         tensors = learner.path.batches.on_device({**batch, "option": np.full(16, option)})
         frozen = {k: v for k, v in learner.frozen.items()}
         frozen["obs_norm"], frozen["bonus_norm"] = RunningMeanStd((48,)), RunningMeanStd(())
-        losses.append(lesson.loss(learner.nets, frozen, tensors, 0.9, cfg)[1])
+        losses.append(lesson.loss(learner.nets, frozen, tensors, 0.9, learner.settings.method)[1])
     assert losses[0]["loss_q"] == losses[1]["loss_q"]
     assert losses[0]["loss_option"] != losses[1]["loss_option"]
 
@@ -306,7 +306,7 @@ def test_actors_get_the_acting_networks_and_their_numpy_forward_equals_torch(alg
     learner = solo(cfg, spec)
     nets = {n: NumpyNet(p) for n, p in unflatten(learner.weights()).items()}
     obs = np.eye(48, dtype=np.uint8)[[0, 5, 47]]
-    values = acting(cfg).outputs(nets, obs)  # as the method's acting reads them
+    values = acting(learner.settings.method).outputs(nets, obs)  # as the method's acting reads them
     assert {k: v.shape for k, v in values.items()} == shapes
     with torch.no_grad():
         torch.testing.assert_close(torch.as_tensor(values["q"]), learner.nets["q"](torch.as_tensor(obs)),

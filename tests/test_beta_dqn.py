@@ -1,11 +1,11 @@
 """Spec §1 on hand-built tensors: the ε-mask, the in-sample target, β's loss, DQN's target."""
 
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
 
+from configuration.flags import Config, method_settings
 from methods.beta_dqn import learning as beta_dqn
 from methods.dqn import learning as dqn
 from methods.td import bootstrap, td_loss
@@ -75,7 +75,7 @@ def test_full_loss_matches_hand_computation():
     target = _Table([[1.0, 2.0], [3.0, 7.0]])
     batch = {"obs": torch.tensor([[1, 0]]), "next_obs": torch.tensor([[0, 1]]),
              "action": torch.tensor([1]), "reward": torch.tensor([0.5]), "terminated": torch.tensor([False])}
-    cfg = SimpleNamespace(beta_eps=EPS, loss="mse", two_q=False)
+    cfg = method_settings(Config(algo="beta_dqn", beta_eps=EPS, loss="mse"))
     loss, m = beta_dqn.loss({"q": q, "beta": beta}, {"q": target}, batch, 0.9, cfg)
     # y = 0.5 + 0.9 · Q⁻(s1, 0) = 3.2 (action 1 is masked in s1); Q(s0,1) = 2 -> (2 − 3.2)² = 1.44
     assert m["loss_q"].item() == pytest.approx(1.44)

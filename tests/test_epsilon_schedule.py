@@ -41,7 +41,7 @@ def test_a_5000_step_run_decays_over_1000_steps_and_says_so(tmp_path):
 
 def test_an_explicit_count_or_fraction_and_what_does_not_fit():
     cfg, _ = resolve(Config(env="CliffWalk", algo="dqn", total_steps=500_000, eps_decay_steps=1_000_000))
-    assert cfg.eps_decay_steps == 1_000_000 and method_settings(cfg).eps_decay_steps == 1_000_000
+    assert cfg.eps_decay_steps == 1_000_000 and method_settings(cfg).epsilon.decay_steps == 1_000_000
     assert fit_warning(cfg) == ("warning: ε decays over 1,000,000 env steps, longer than the run: it ends at "
                                 "ε = 0.505, not --eps-end 0.01")
     cfg, _ = resolve(Config(env="CliffWalk", algo="dqn", total_steps=500_000, eps_decay_fraction=0.1))

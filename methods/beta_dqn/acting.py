@@ -21,7 +21,7 @@ from methods.beta_dqn.policies import (
     pure_exploitation,
 )
 from methods.contracts import BaseActing, Episode
-from methods.exploration import argmax_random_tie, scheduled_epsilon
+from methods.exploration import argmax_random_tie
 from methods.numpy_net import NumpyNet, acting_values
 
 BASIC = ("argmin_beta", "argmax_q")  # the paper's basic policies besides pure exploitation (the main one)
@@ -37,7 +37,6 @@ class BetaEpisode:
 
 class BetaDQN(BaseActing):
     central = True  # one meta-controller for the run: it sees every actor's episodes
-    epsilon_gate = "beta_epsilon"  # reads DQN's ε schedule only with --beta-epsilon true
     logs_arms = True
     group_labels = GROUP_LABELS
     eval_labels = {"main": "argmax_{a: β>ε} Q (pure exploitation)", "argmax_q": "argmax_a Q",
@@ -45,16 +44,17 @@ class BetaDQN(BaseActing):
 
     def __init__(self, cfg):
         super().__init__(cfg)
-        self.arms = policy_set(cfg.policy_set)
+        self.arms = policy_set(cfg.flags.policy_set)
         self.arm_groups = tuple(arm.group for arm in self.arms)
-        self.eval_policies = ("main", *BASIC) if cfg.eval_basic else ("main",)
+        self.eval_policies = ("main", *BASIC) if cfg.flags.eval_basic else ("main",)
 
     @staticmethod
     def arms_of(config: dict) -> list[tuple[str, str]]:
         return [(arm.label.replace("pi_", "π_"), arm.group) for arm in policy_set(config.get("policy_set", "13"))]
 
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
-        return SlidingWindowBandit, (len(self.arms), self.cfg.bandit_window, seed, self.cfg.bandit_returns)
+        flags = self.cfg.flags
+        return SlidingWindowBandit, (len(self.arms), flags.bandit_window, seed, flags.bandit_returns)
 
     def outputs(self, nets: dict[str, NumpyNet], obs: np.ndarray,
                 arms: list[int | None] | None = None) -> dict[str, np.ndarray]:
@@ -70,15 +70,16 @@ class BetaDQN(BaseActing):
         if ep.memory is None:
             ep.memory = BetaEpisode()
         q, beta, counts = values["q"], values["beta"], None
-        if arm.kind == "cov" and cfg.count_mode != "off":
+        if arm.kind == "cov" and cfg.flags.count_mode != "off":
             counts = ep.memory.counts.setdefault(obs.tobytes(), np.zeros(len(q)))
-        if cfg.beta_epsilon and rng.random() < scheduled_epsilon(cfg, step):  # --beta-epsilon: ε on every arm
+        if cfg.flags.beta_epsilon and rng.random() < cfg.epsilon.at(step):  # --beta-epsilon: ε on every arm
             action = int(rng.integers(len(q)))
         else:
-            action = act_beta_dqn(arm, q, beta, cfg.beta_eps, rng, counts, cfg.count_mode, values.get("q_full"))
+            action = act_beta_dqn(arm, q, beta, cfg.flags.beta_eps, rng, counts, cfg.flags.count_mode,
+                                  values.get("q_full"))
         if counts is not None:
             counts[action] += 1
-        if not is_exploitation(action, q, beta, cfg.beta_eps):
+        if not is_exploitation(action, q, beta, cfg.flags.beta_eps):
             ep.memory.explored += 1
         return action
 
@@ -90,4 +91,4 @@ class BetaDQN(BaseActing):
             return argmin_beta(values["beta"], rng)
         if policy == "argmax_q":
             return argmax_random_tie(values.get("q_full", values["q"]), rng)
-        return pure_exploitation(values["q"], values["beta"], self.cfg.beta_eps, rng)
+        return pure_exploitation(values["q"], values["beta"], self.cfg.flags.beta_eps, rng)

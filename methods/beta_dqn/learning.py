@@ -18,17 +18,17 @@ from methods.td import bootstrap, td_loss
 
 def networks(spec, cfg) -> dict:
     nets = {"q": make_network(spec.obs_shape, spec.n_actions), "beta": make_network(spec.obs_shape, spec.n_actions)}
-    if cfg.two_q:
+    if cfg.flags.two_q:
         nets["q_full"] = make_network(spec.obs_shape, spec.n_actions)
     return nets
 
 
 def targets(cfg) -> tuple[str, ...]:
-    return ("q", "q_full") if cfg.two_q else ("q",)
+    return ("q", "q_full") if cfg.flags.two_q else ("q",)
 
 
 def acting_networks(cfg) -> tuple[str, ...]:
-    return ("q", "beta", "q_full") if cfg.two_q else ("q", "beta")
+    return ("q", "beta", "q_full") if cfg.flags.two_q else ("q", "beta")
 
 
 def behaviour_loss(beta_logits: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -73,10 +73,10 @@ def value_forward(nets, frozen, batch: dict[str, torch.Tensor]) -> tuple[torch.T
 def value_loss(q_sa, q_next_target, beta_next, batch: dict[str, torch.Tensor], gamma: float, cfg,
                nets=None, frozen=None):
     """The in-sample TD loss on Q, given β(·|s′); with two Q, plus `q_full`'s DQN loss."""
-    y = in_sample_target(batch["reward"], batch["terminated"], q_next_target, beta_next, gamma, cfg.beta_eps)
+    y = in_sample_target(batch["reward"], batch["terminated"], q_next_target, beta_next, gamma, cfg.flags.beta_eps)
     loss_q = td_loss(q_sa, y, cfg.loss)
     metrics = {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean()}
-    if cfg.two_q:
+    if cfg.flags.two_q:
         loss_full, q_full_sa = dqn.q_loss(nets["q_full"], frozen["q_full"], batch, batch["reward"], gamma, cfg.loss)
         metrics.update(loss_q_full=loss_full.detach(), q_full_mean=q_full_sa.detach().mean())
         loss_q = loss_q + loss_full

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from meta_controller.bandit import ArmSource, UniformArm
-from methods.contracts import Episode
-from methods.dqn.acting import EpsilonGreedy
+from methods.contracts import BaseActing, Episode
 from methods.exploration import argmax_random_tie, epsilon_greedy
 from methods.numpy_net import NumpyNet, acting_values
 
@@ -20,12 +19,11 @@ def majority_vote(q_heads: np.ndarray, rng: np.random.Generator) -> int:
     return argmax_random_tie(votes, rng)
 
 
-class HeadPerEpisode(EpsilonGreedy):
+class HeadPerEpisode(BaseActing):
     logs_arms = True  # the share of episodes per head
-    epsilon_gate = "boot_epsilon"  # the ε schedule is read only with --boot-epsilon true
 
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
-        return UniformArm, (self.cfg.boot_heads, seed)
+        return UniformArm, (self.cfg.flags.boot_heads, seed)
 
     def outputs(self, nets: dict[str, NumpyNet], obs: np.ndarray,
                 arms: list[int | None] | None = None) -> dict[str, np.ndarray]:
@@ -34,8 +32,8 @@ class HeadPerEpisode(EpsilonGreedy):
 
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
-        if self.cfg.boot_epsilon:
-            return epsilon_greedy(values["q"], self.epsilon(step), rng)
+        if self.cfg.flags.boot_epsilon:  # (the run's ε schedule: `cfg.epsilon`, given with --boot-epsilon true)
+            return epsilon_greedy(values["q"], self.cfg.epsilon.at(step), rng)
         return argmax_random_tie(values["q"], rng)
 
     def evaluate(self, policy: str, values: dict[str, np.ndarray], rng: np.random.Generator) -> int:

@@ -19,7 +19,7 @@ __all__ = ["acting_networks", "loss", "networks", "targets"]
 
 
 def networks(spec, cfg) -> dict:
-    return {"q": make_network(spec.obs_shape, spec.n_actions, heads=cfg.boot_heads)}
+    return {"q": make_network(spec.obs_shape, spec.n_actions, heads=cfg.flags.boot_heads)}
 
 
 def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:

@@ -7,13 +7,21 @@ from __future__ import annotations
 import numpy as np
 
 from methods.contracts import BaseActing, Episode
-from methods.exploration import epsilon_greedy, scheduled_epsilon
+from methods.exploration import epsilon_greedy
 
 
 class EpsilonGreedy(BaseActing):
+    """ε-greedy on Q by the run's ε schedule (`cfg.epsilon`: its method's registry line says `epsilon`)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        if cfg.epsilon is None:
+            raise ValueError(f"method {cfg.algo!r} acts ε-greedy, but its line in methods.METHODS does not say "
+                             "epsilon=True: it was given no ε schedule")
+
     def epsilon(self, step: int) -> float:
         """ε at the run's env step `step`: DQN's linear schedule."""
-        return scheduled_epsilon(self.cfg, step)
+        return self.cfg.epsilon.at(step)
 
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:

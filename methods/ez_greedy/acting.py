@@ -32,5 +32,5 @@ def ez_greedy(q: np.ndarray, epsilon: float, mu: float, rng: np.random.Generator
 class EzGreedy(EpsilonGreedy):
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
-        action, ep.memory = ez_greedy(values["q"], self.epsilon(step), self.cfg.ez_mu, rng, ep.memory or (0, 0))
+        action, ep.memory = ez_greedy(values["q"], self.epsilon(step), self.cfg.flags.ez_mu, rng, ep.memory or (0, 0))
         return action

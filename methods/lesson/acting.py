@@ -27,7 +27,7 @@ class Lesson(BaseActing):
     def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
             rng: np.random.Generator) -> int:
         action, ep.memory = lesson_act(values["q"], values["q_int"], values["option_q"], values["termination"],
-                                       rng, self.cfg.lesson_tau, ep.memory)
+                                       rng, self.cfg.flags.lesson_tau, ep.memory)
         return action
 
     def step_extras(self, ep: Episode) -> tuple[int]:

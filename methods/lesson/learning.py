@@ -72,12 +72,13 @@ def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tup
     n, option = batch["obs"].shape[0], batch["option"]
     bonus, loss_rnd = rnd.intrinsic_reward(nets["rnd_predictor"], frozen, batch["next_obs"])
     loss_q, q_sa = dqn.q_loss(nets["q"], frozen["q"], batch, batch["reward"], gamma, cfg.loss)
-    loss_int, _ = dqn.q_loss(nets["q_int"], frozen["q_int"], batch, cfg.rnd_scale * bonus, gamma, cfg.loss)
+    scale = cfg.others["rnd"].rnd_scale  # RND's --rnd-scale
+    loss_int, _ = dqn.q_loss(nets["q_int"], frozen["q_int"], batch, scale * bonus, gamma, cfg.loss)
     q_option, beta = split_option_output(nets["option"](batch["obs"]))  # with gradient: s only
     with torch.no_grad():
         beta_next = split_option_output(nets["option"](batch["next_obs"]))[1]
         target_out = frozen["option"](torch.cat([batch["obs"], batch["next_obs"]]))
-        g = option_value_target(batch["reward"] + cfg.lesson_alpha * bonus, batch["terminated"], option,
+        g = option_value_target(batch["reward"] + cfg.flags.lesson_alpha * bonus, batch["terminated"], option,
                                 beta_next, target_out[n:, :N_OPTIONS], gamma)
     q_option_sa = q_option.gather(1, option[:, None]).squeeze(1)
     loss_option = td_loss(q_option_sa, g, cfg.loss)

@@ -45,6 +45,6 @@ def intrinsic_reward(predictor, frozen, next_obs: torch.Tensor) -> tuple[torch.T
 
 def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:
     bonus, loss_rnd = intrinsic_reward(nets["rnd_predictor"], frozen, batch["next_obs"])
-    loss_q, q_sa = q_loss(nets["q"], frozen["q"], batch, batch["reward"] + cfg.rnd_scale * bonus, gamma, cfg.loss)
+    loss_q, q_sa = q_loss(nets["q"], frozen["q"], batch, batch["reward"] + cfg.flags.rnd_scale * bonus, gamma, cfg.loss)
     return loss_q + loss_rnd, {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean(),
                                "loss_rnd": loss_rnd.detach(), "intrinsic_mean": bonus.mean()}

@@ -7,4 +7,4 @@ from methods import Method, register
 from tests.toy_method.acting import PhaseActing
 from tests.toy_method.flags import Flags
 
-register("toy", Method("tests.toy_method", PhaseActing, "Toy", Flags))
+register("toy", Method("tests.toy_method", PhaseActing, "Toy", Flags, epsilon=True))

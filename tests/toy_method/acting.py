@@ -8,4 +8,4 @@ class PhaseActing(EpsilonGreedy):
     extras = (Field("toy_phase", "int8", 0, 99),)
 
     def step_extras(self, ep) -> tuple[int]:
-        return (ep.arm_steps % self.cfg.toy_period,)
+        return (ep.arm_steps % self.cfg.flags.toy_period,)
