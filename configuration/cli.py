@@ -11,7 +11,7 @@ from pathlib import Path
 from actors.envs import canonical_kwargs
 from configuration import config_file
 from configuration.checks import ALGOS
-from configuration.commands import flag_text, option
+from configuration.commands import cli_name, flag_text
 from configuration.config_file import Section
 from configuration.errors import OneLineParser
 from configuration.fields import AXES, EPSILON_FIELDS, FIELDS, Config, epsilon_gate
@@ -102,7 +102,7 @@ def _readers(name: str) -> str:
     names = []
     for algo in FIELDS[name].metadata["algos"]:
         gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
-        names.append(f"{algo} (with {option(gate)} true)" if gate else algo)
+        names.append(f"{algo} (with {cli_name(gate)} true)" if gate else algo)
     return ", ".join(names)
 
 
@@ -123,7 +123,7 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
             conv = int if int in typing.get_args(kind) else float
         whose = f.metadata["algos"]
         read = _env_kwargs if f.name == "env_kwargs" else _axis(conv) if f.name in AXES else conv
-        groups[help_group(f.name)].add_argument(option(f.name), dest=f.name, type=read,
+        groups[help_group(f.name)].add_argument(cli_name(f.name), dest=f.name, type=read,
                             default=f.default if defaults else argparse.SUPPRESS,
                             metavar="JSON" if f.name == "env_kwargs" else f.name.upper() if conv is not _bool
                             else "BOOL",

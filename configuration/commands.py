@@ -1,5 +1,5 @@
 """A configuration as a command line again: each field's `--flag` and value as the command line gives them
-(`option`, `flag_text`), and the command of a run (`run_command`) or a grid (`grid_command`) that names what it
+(`cli_name`, `flag_text`), and the command of a run (`run_command`) or a grid (`grid_command`) that names what it
 computes (`command_line`)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from configuration.defaults import env_defaults
 from configuration.fields import AXES, FIELDS, LEGACY, reads, with_legacy
 
 
-def option(name: str) -> str:
+def cli_name(name: str) -> str:
     """Field `name` as its command-line option: `--` and the name with dashes for underscores."""
     return "--" + name.replace("_", "-")
 
@@ -27,7 +27,7 @@ def command_line(values: dict, always: tuple[str, ...] = ("env", "algo")) -> str
     parts = ["python -m learner.main"]
     for name, f in FIELDS.items():
         if name in values and (values[name] != f.default or (name in always and values[name] is not None)):
-            parts += [option(name), shlex.quote(flag_text(values[name]))]
+            parts += [cli_name(name), shlex.quote(flag_text(values[name]))]
     return " ".join(parts)
 
 

@@ -17,7 +17,7 @@ tests/). The package's own modules import from those modules:
 from __future__ import annotations
 
 from configuration.checks import ALGOS, parse_seeds, replay_backend
-from configuration.commands import flag_text, grid_command, option, run_command
+from configuration.commands import cli_name, flag_text, grid_command, run_command
 from configuration.errors import ConfigError, OutputError
 from configuration.fields import (
     AXES,
@@ -49,8 +49,9 @@ from configuration.settings import method_settings, settings
 
 __all__ = [
     "ALGOS", "AXES", "BOOKKEEPING", "FIELDS", "GRID_RESUME_MAY_CHANGE", "LEGACY", "PER_SEED", "RESUME_MAY_CHANGE",
-    "SECRETS", "Config", "ConfigError", "OutputError", "epsilon_decay_steps", "epsilon_plan", "epsilon_schedule",
-    "fit_warning", "fits", "flag_text", "grid_command", "kinds", "method_settings", "no_update_error", "option",
-    "parse_seeds", "public", "reads", "replay_backend", "resolve", "restore_password", "run_command", "run_name",
-    "run_seed", "settings", "settled_arm_exchange", "settled_runtime", "shorten", "with_legacy",
+    "SECRETS", "Config", "ConfigError", "OutputError", "cli_name", "epsilon_decay_steps", "epsilon_plan",
+    "epsilon_schedule", "fit_warning", "fits", "flag_text", "grid_command", "kinds", "method_settings",
+    "no_update_error", "parse_seeds", "public", "reads", "replay_backend", "resolve", "restore_password",
+    "run_command", "run_name", "run_seed", "settings", "settled_arm_exchange", "settled_runtime", "shorten",
+    "with_legacy",
 ]

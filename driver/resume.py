@@ -15,7 +15,7 @@ from configuration.flags import (
     RESUME_MAY_CHANGE,
     Config,
     ConfigError,
-    option,
+    cli_name,
     replay_backend,
     restore_password,
     with_legacy,
@@ -46,7 +46,7 @@ def _check_directory(run_dir: Path, saved: dict) -> None:
               and k not in RESUME_MAY_CHANGE and k not in ("out", "resume")]
     if edited:
         k = edited[0]
-        raise ConfigError("resume", f"config.json was edited after the checkpoint ({option(k)} {written[k]!r}, the "
+        raise ConfigError("resume", f"config.json was edited after the checkpoint ({cli_name(k)} {written[k]!r}, the "
                                     f"checkpoint has {saved[k]!r}): a resumed run keeps its configuration; restore "
                                     "config.json, or start a new run with the new value")
     added = sorted(k for k in written if k not in saved and k not in FIELDS)

@@ -14,8 +14,8 @@ from configuration.flags import (
     PER_SEED,
     Config,
     ConfigError,
+    cli_name,
     flag_text,
-    option,
     parse_seeds,
     reads,
     run_name,
@@ -49,7 +49,7 @@ def expand(args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()) -> li
                "actor_cpus": args["actor_cpus"] or GRID_ACTOR_CPUS,
                **{name: value if name in ("env", "algo") or reads(algo, name, combined) else FIELDS[name].default
                   for name, value in chosen.items()},
-               "variant": ",".join(f"{option(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
+               "variant": ",".join(f"{cli_name(name)[2:]}={flag_text(value)}" for name, value in chosen.items()
                                    if name not in ("env", "algo") and reads(algo, name, combined))}
         # (grid_from_args settles a new grid's auto; one written while grid.json kept it is settled here alike)
         one["runtime"] = settled_runtime(one["runtime"], True, bool(args["address"] or os.environ.get("RAY_ADDRESS")))

@@ -37,7 +37,7 @@ from actors.envs import canonical_name
 from configuration.cli import PROG as MAIN_PROG
 from configuration.cli import is_grid, parse_command
 from configuration.errors import OneLineParser, user_error
-from configuration.flags import FIELDS, ConfigError, flag_text, option
+from configuration.flags import FIELDS, ConfigError, cli_name, flag_text
 from driver.cluster import ClusterStartError
 from driver.outputs import write_whole
 from driver.runtime import RayBackend
@@ -74,7 +74,7 @@ def trainable(config: dict) -> dict:
     flags = {"wandb": "disabled", **_flags(config), "progress": False, "json": True}
     flags["runtime"] = "serial"  # a trial is one process; Tune places the trials
     flags["out"] = str(Path(_trial_dir()) / "run")
-    argv = [a for name, value in flags.items() if value is not None for a in (option(name), flag_text(value))]
+    argv = [a for name, value in flags.items() if value is not None for a in (cli_name(name), flag_text(value))]
     # in the directory the search started from (Tune moves a trial into its own): a relative path, or a
     # module of `--env module:Id`, reads as the command line meant it (on one machine: on a cluster's other
     # nodes, Tune's directory for the trial there)
@@ -140,7 +140,7 @@ def table(rows: list[dict]) -> str:
     lines = ["| env | method | best | mean score | seeds | runner-up | configurations | failed trials |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        best_text = " ".join(f"{option(k)} {flag_text(v)}" for k, v in r["best"].items()) or "(one configuration)"
+        best_text = " ".join(f"{cli_name(k)} {flag_text(v)}" for k, v in r["best"].items()) or "(one configuration)"
         up = "" if r["runner_up"] is None else f"{r['runner_up']:.3f}"
         lines.append(f"| {r['env']} | {r['algo']} | {best_text} | {r['score']:.3f} | {r['seeds']} | {up} | "
                      f"{r['candidates']} | {r['failed']} |")

@@ -19,7 +19,7 @@ from pathlib import Path
 from actors.envs import UnknownEnvError, env_spec
 from configuration.cli import build_parser
 from configuration.defaults import env_defaults
-from configuration.flags import BOOKKEEPING, FIELDS, LEGACY, flag_text, option, reads, run_name, settled_arm_exchange
+from configuration.flags import BOOKKEEPING, FIELDS, LEGACY, cli_name, flag_text, reads, run_name, settled_arm_exchange
 from filesystem.safe import write_atomically
 from methods import METHODS
 from reporting.results import (
@@ -271,7 +271,7 @@ def pinned_command(cmd: str, grid: bool = False) -> str:
     pins = {k: v for k, v in LEGACY.items() if not grid or k in ("bandit_returns", "runtime")}
     if grid and "eps_decay_fraction" not in named:  # a grid command from before the fraction (grid_command)
         pins["eps_decay_steps"] = LEGACY["eps_decay_steps"]
-    return cmd + "".join(f" {option(k)} {shlex.quote(flag_text(v))}" for k, v in pins.items()
+    return cmd + "".join(f" {cli_name(k)} {shlex.quote(flag_text(v))}" for k, v in pins.items()
                          if k not in named and any(algo in METHODS and reads(algo, k, named) for algo in algos))
 
 

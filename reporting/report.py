@@ -51,7 +51,7 @@ import numpy as np
 
 from actors.envs import SUCCESS_DOMAINS, domain
 from configuration.errors import OneLineParser, user_error
-from configuration.flags import LEGACY, ConfigError, grid_command, option, parse_seeds, run_command, run_seed
+from configuration.flags import LEGACY, ConfigError, cli_name, grid_command, parse_seeds, run_command, run_seed
 from filesystem.safe import OutputDirectory, Unreadable, read_bounded, write_error
 from reporting.cost import cost_phrase, measured_cost
 from reporting.figures import basic_policies, learning_curves, selection_proportions, visitation
@@ -355,7 +355,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         described = study(runs, roots)
         again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
                  + (f" --out {shlex.quote(str(out))}" if asked else "")
-                 + (f" --column-by {','.join(option(f)[2:] for f in chosen.fields)}" if chosen.fields else "")
+                 + (f" --column-by {','.join(cli_name(f)[2:] for f in chosen.fields)}" if chosen.fields else "")
                  + (f" --seeds {shlex.quote(seeds)}" if chosen.kept is not None else "")
                  + (f" --cost {shlex.quote(str(cost))}" if cost is not None else ""))
         lines = _head(chosen, described, again, header, rows, seeds)

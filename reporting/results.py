@@ -26,10 +26,10 @@ from configuration.flags import (
     BOOKKEEPING,
     FIELDS,
     LEGACY,
+    cli_name,
     epsilon_decay_steps,
     epsilon_schedule,
     flag_text,
-    option,
     reads,
     settled_arm_exchange,
 )
@@ -97,7 +97,7 @@ def column_fields(text: str) -> list[str]:
         if name not in allowed:
             raise ReportError(f"--column-by {part!r} is not a flag that can split columns (the environment, the "
                               "method and the seed split the report already; bookkeeping flags never do); "
-                              "allowed: " + ", ".join(option(n)[2:] for n in allowed))
+                              "allowed: " + ", ".join(cli_name(n)[2:] for n in allowed))
         names.append(name)
     return list(dict.fromkeys(names))
 
@@ -108,14 +108,14 @@ def column_by(runs: list[RunData], names: list[str]) -> None:
     that differ in that flag then stand side by side). ReportError for a field no run reads."""
     for name in names:
         if not any(_reads(run.algo, name, run) for run in runs):
-            raise ReportError(f"--column-by {option(name)[2:]}: none of the runs' methods reads it "
+            raise ReportError(f"--column-by {cli_name(name)[2:]}: none of the runs' methods reads it "
                               f"({', '.join(sorted({ALGO_LABELS.get(r.algo, r.algo) for r in runs}))})")
-    position = {option(name)[2:]: i for i, name in enumerate(FIELDS)}  # a grid's order of a variant's parts
+    position = {cli_name(name)[2:]: i for i, name in enumerate(FIELDS)}  # a grid's order of a variant's parts
     for run in runs:
         parts = dict(p.partition("=")[::2] for p in run.variant.split(",") if p)
         for name in names:
             if _reads(run.algo, name, run):
-                parts.setdefault(option(name)[2:], flag_text(config_value(run, name)))
+                parts.setdefault(cli_name(name)[2:], flag_text(config_value(run, name)))
         named = sorted(parts, key=lambda k: position.get(k, len(position)))
         run.config = {**run.config, "variant": ",".join(f"{k}={parts[k]}" for k in named)}
 
