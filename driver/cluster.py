@@ -1,8 +1,8 @@
-"""The run's Ray cluster: joining a running one (`_join`: an address that does not answer, a token refused, each
+"""The run's Ray cluster: joining a running one (`join_cluster`: an address that does not answer, a token refused, each
 one line), starting one on this machine (`cluster_to_start`: its CPUs; `ClusterStartError`: its start timed out),
-what every worker of it is given (`_runtime_env`), and the reaper that ends what is left of a cluster started here
-once this process is gone (`_start_reaper`). `driver.runtime.RayBackend` uses them; this module does not import
-Ray (`_join` is handed it).
+what every worker of it is given (`worker_runtime_env`), and the reaper that ends what is left of a cluster started here
+once this process is gone (`start_reaper`). `driver.runtime.RayBackend` uses them; this module does not import
+Ray (`join_cluster` is handed it).
 """
 
 from __future__ import annotations
@@ -61,14 +61,14 @@ _TOKEN_HELP = ("give this client the cluster's token: RAY_AUTH_MODE=token and RA
                "cluster's token file (or the file at ~/.ray/auth_token)")
 
 
-def _runtime_env(envs, **env_vars) -> dict:
+def worker_runtime_env(envs, **env_vars) -> dict:
     """What every Ray worker of the run is given: `_worker_vars`, and the user's modules behind `module:Id`
     envs (`actors.envs.env_modules`), sent to every node by Ray (`py_modules`)."""
     shipped = env_modules(envs)
     return {"env_vars": {**_worker_vars(), **env_vars}, **({"py_modules": shipped} if shipped else {})}
 
 
-def _join(ray, address: str, envs=()) -> None:
+def join_cluster(ray, address: str, envs=()) -> None:
     """Join a running cluster; a cluster that refuses us (no token, a wrong token) or does not answer is one line.
 
     What Ray's core prints while it tries (a warning a second, for seconds) is held back and read: it is the
@@ -84,7 +84,7 @@ def _join(ray, address: str, envs=()) -> None:
             saved = os.dup(2)
             os.dup2(held.fileno(), 2)
         try:
-            ray.init(address=address, log_to_driver=False, runtime_env=_runtime_env(envs),
+            ray.init(address=address, log_to_driver=False, runtime_env=worker_runtime_env(envs),
                      logging_level=logging.WARNING)
             failure = None
         except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:
@@ -133,7 +133,7 @@ class _NoTokenNotice(logging.Filter):
         return not record.getMessage().startswith(self.NOTICE)
 
 
-def _drop_token_notice() -> None:
+def drop_token_notice() -> None:
     logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
     if not any(isinstance(f, _NoTokenNotice) for f in logger.filters):
         logger.addFilter(_NoTokenNotice())
@@ -167,7 +167,7 @@ for pid, started in wanted:
 """
 
 
-def _start_reaper():
+def start_reaper():
     """A small process of its own (outside this process group, so that a signal to the group leaves it) that
     waits for this process to end, however it ends (SIGKILL too: its pipe closes), and then kills what is left
     of the local Ray cluster started here: Ray's agents otherwise outlive a killed driver by minutes, waiting

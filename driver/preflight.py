@@ -1,8 +1,8 @@
 """What a run needs of the world, asked before it starts, each failure one line (`ConfigError`): a CUDA device
 where `--device cuda` asks for one, what its replay backend needs (`replay_service.backends`: a redis-server
 binary, servers that answer), the room for its actors on the cluster it would start (on the cluster it joined,
-once its backend has it: `_check_room`, from `driver.runtime.build`), the memory it could never fit in. The
-configuration only describes and checks a run (`configuration.flags`); this module looks."""
+once its backend has it: `check_backend_room`, from `driver.runtime.build`), the memory it could never fit in. The
+configuration only describes and checks a run (`configuration.fields`, `configuration.checks`); this module looks."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def preflight(cfg) -> None:
 def check_room(cfg) -> None:
     """A Ray run that will start a cluster of this machine (`cluster_to_start`) and whose actors that cluster
     could never place is refused before it starts (the slow part of a run's start); a cluster joined or already
-    there is asked by `_check_room` once the backend has it."""
+    there is asked by `check_backend_room` once the backend has it."""
     cpus = None if cfg.runtime == "serial" else cluster_to_start(cfg.address)
     problem = "" if cpus is None else room_problem(cfg, float(cpus))
     if problem:
@@ -55,7 +55,7 @@ def room_problem(cfg, total_cpus: float) -> str:
             f"{total_cpus:g} (--actors, --actor-cpus)")
 
 
-def _check_room(cfg, backend) -> None:
+def check_backend_room(cfg, backend) -> None:
     """Actors that the cluster cannot place would wait forever: refuse them on a cluster this run started
     (a joined cluster may grow: a warning)."""
     total = getattr(backend, "total_cpus", None)

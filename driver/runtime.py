@@ -3,10 +3,12 @@
 The training loop (`driver.run`) is written once against this small interface:
 `make(cls, *args)` builds a component, `call(handle, method, *args)` returns a future,
 `ready(futures, block)` says which are done, `get(future)` reads one, `put(value)` shares a value.
-This module, with `driver.cluster` (how `RayBackend` joins a running cluster or starts one), is the only place
-that touches Ray's API for the run. It imports Ray where a Ray run needs it, not at the top: Ray costs 1.3 s and
-70 MB to import (measured with `python -X importtime`), which a serial run need not pay. `build` wires the run's
-parts; `driver.preflight` checks that its actors fit the cluster, `driver.signals` takes SIGTERM as Ctrl-C.
+This module, with `driver.cluster` (how `RayBackend` joins a running cluster or starts one), is the only place that
+calls Ray's API for the run (`driver.signals.local_cluster_gone` reads, without importing Ray, whether the
+processes of a local cluster this process started are still alive). It imports Ray where a Ray run needs it, not at
+the top: Ray costs 1.3 s and 70 MB to import (measured with `python -X importtime`), which a serial run need not
+pay. `build` wires the run's parts; `driver.preflight` checks that its actors fit the cluster, `driver.signals`
+takes SIGTERM as Ctrl-C.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from configuration.flags import ConfigError, method_settings, replay_backend, se
 from driver.cluster import (
     THIS_MACHINE_VAR,
     ClusterStartError,
-    _drop_token_notice,
-    _join,
-    _runtime_env,
-    _start_reaper,
     cluster_to_start,
+    drop_token_notice,
+    join_cluster,
+    start_reaper,
+    worker_runtime_env,
 )
-from driver.preflight import _check_room, actor_cpus
-from driver.signals import _OWN_SHUTDOWN, local_cluster_gone
+from driver.preflight import actor_cpus, check_backend_room
+from driver.signals import OWN_SHUTDOWN, local_cluster_gone
 from methods import acting, extras
 from replay_service.client import ReplaySampler, shard_of
 from replay_service.contract import BackendError
@@ -186,23 +188,23 @@ class RayBackend:
         # every part on this machine (a grid's run in a cluster its grid started, too): servers stay on loopback
         self.this_machine = self.local or os.environ.get(THIS_MACHINE_VAR) == "1"
         if not ray.is_initialized():
-            _drop_token_notice()
+            drop_token_notice()
             if address:
-                _join(ray, address, envs)
+                join_cluster(ray, address, envs)
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
                 try:
                     ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
                              dashboard_host="127.0.0.1", log_to_driver=False,
-                             runtime_env=_runtime_env(envs, **{THIS_MACHINE_VAR: "1"}),
+                             runtime_env=worker_runtime_env(envs, **{THIS_MACHINE_VAR: "1"}),
                              logging_level=logging.WARNING)
                 except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
                     error = ClusterStartError.of(e)
                     if error is e:
                         raise
                     raise error from None
-                self.reaper = _start_reaper()
+                self.reaper = start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 
     def cluster_gone(self) -> bool:
@@ -269,7 +271,7 @@ class RayBackend:
         self.handles.clear()
         self.names.clear()
         if self.owned:
-            _OWN_SHUTDOWN.set()  # its cluster ends now by this process's hand, not by a signal's
+            OWN_SHUTDOWN.set()  # its cluster ends now by this process's hand, not by a signal's
             self.ray.shutdown()
 
 
@@ -300,7 +302,7 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
         arm_source = arms(*args)
         actor_arms = [arms(*method.arm_source([cfg.seed, i, generation, 1])[1]) for i in range(cfg.actors)]
     cpus = actor_cpus(cfg, getattr(backend, "total_cpus", 1.0))
-    _check_room(cfg, backend)
+    check_backend_room(cfg, backend)
     mine = settings(ActorSettings, cfg)  # each part is sent what it reads, not the run's whole configuration
     actors = [backend.make(Actor, mine, spec, i, actor_arms[i], replay_ports[shard_of(i, cfg.replay_shards)],
                            generation, cpus=cpus, restartable=True) for i in range(cfg.actors)]

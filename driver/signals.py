@@ -13,7 +13,7 @@ import threading
 import time
 
 _SIGNALLED = threading.Event()  # a SIGTERM arrived (`sigterm_interrupts`)
-_OWN_SHUTDOWN = threading.Event()  # this process is shutting its local cluster down (`runtime.RayBackend.shutdown`)
+OWN_SHUTDOWN = threading.Event()  # this process is shutting its local cluster down (`runtime.RayBackend.shutdown`)
 CLUSTER_DRAIN_S = 30.0  # how long, after a SIGTERM, a local cluster's GCS or raylet may take to end
 OWN_SHUTDOWN_S = 5.0  # how long the watcher lets this process's own shutdown of its cluster finish
 
@@ -110,7 +110,7 @@ class _Watch:
         self.said_text = ""
         self.inside = True  # the block's body runs: a SIGTERM interrupts it (not the block's own way out)
         _SIGNALLED.clear()  # (this block's: a process may run several, one after the other)
-        _OWN_SHUTDOWN.clear()
+        OWN_SHUTDOWN.clear()
         from tqdm import tqdm
 
         tqdm.get_lock()  # (made here, in the main thread: not in the watcher's race with Ray's core)
@@ -172,7 +172,7 @@ class _Watch:
                 # (a SIGTERM to this process alone: its own shutdown may have ended the cluster, and the block then
                 # ends in seconds on its own, writing and releasing what it must)
                 if self.cluster_ends():
-                    if _OWN_SHUTDOWN.is_set() and self.ended.wait(OWN_SHUTDOWN_S):
+                    if OWN_SHUTDOWN.is_set() and self.ended.wait(OWN_SHUTDOWN_S):
                         return
                     break
         except OSError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import fields
 from importlib import import_module
 from typing import NamedTuple
 
@@ -55,13 +56,31 @@ METHODS: dict[str, Method] = {  # --algo NAME
 PLUGINS = "BETA_DQN_METHODS"  # environment variable: modules (comma-separated) that `register` methods of their own
 
 
+def check(name: str, method: Method) -> None:
+    """A registry line that can run, else ValueError naming what is wrong: ε-greedy acting (`EpsilonGreedy`) needs
+    the ε schedule (`epsilon`), and a flag named as `epsilon` is a boolean flag of the method's own."""
+    if issubclass(method.acting, EpsilonGreedy) and not method.epsilon:
+        raise ValueError(f"method {name!r}: its acting is ε-greedy (derives from EpsilonGreedy) but its Method does "
+                         "not say epsilon=True, so it would be given no ε schedule")
+    if isinstance(method.epsilon, str):
+        own = {f.name: f for f in fields(method.flags)} if method.flags is not None else {}
+        if method.epsilon not in own or not isinstance(own[method.epsilon].default, bool):
+            raise ValueError(f"method {name!r}: epsilon={method.epsilon!r} is not a boolean flag of its own "
+                             f"(its flags: {', '.join(own) or 'none'}); give True, False or such a flag's name")
+
+
 def register(name: str, method: Method) -> None:
     """Add a method whose folder lives outside this package (a module named in `PLUGINS` calls it when
     imported; Ray's workers inherit the variable, so they register it too)."""
     if name in METHODS:
         raise ValueError(f"a method named {name!r} is registered already")
+    check(name, method)
     Schema(method.acting.extras)  # extras the replay can hold (else ValueError now, not mid-run)
     METHODS[name] = method
+
+
+for _name, _method in METHODS.items():  # the built-in lines too
+    check(_name, _method)
 
 
 def algorithm(name: str) -> Algorithm:

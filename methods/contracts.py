@@ -21,7 +21,16 @@ from replay_service.schema import Field
 @dataclass(frozen=True)
 class MethodSettings:
     """What a method reads of a run's configuration; `configuration.settings.method_settings` makes it. Its acting
-    and its learning are given this as `cfg` (the learner passes on its `LearnerSettings.method`)."""
+    and its learning are given this as `cfg` (the learner passes on its `LearnerSettings.method`).
+
+    - `algo`: the run's --algo; `loss`: its --loss, the TD loss (`methods.td.td_loss`).
+    - `flags`: the method's own flags, an instance of its `Flags` class (`<method>/flags.py`, named in its
+      `methods.Method` line), or None where it has none: `cfg.flags.beta_eps`.
+    - `epsilon`: DQN's ε schedule (`methods.exploration.EpsilonSchedule`, `cfg.epsilon.at(step)`) where the method
+      acts on one (its `Method.epsilon`: always, or while its own flag named there is on), else None.
+    - `others`: the flags of other methods that it reads too (a flag whose `also` names it), by method name, each
+      an instance of that method's `Flags`: LESSON reads `cfg.others["rnd"].rnd_scale`.
+    """
 
     algo: str  # --algo
     loss: str  # --loss: the TD loss

@@ -25,7 +25,7 @@ those axes: `--bandit-returns minmax,raw` makes two β-DQN columns). `--column-b
 for runs of separate grids that differ in that flag, e.g. a probe with `--bandit-returns raw` beside the grid
 it departs from. Runs are compared only when their configurations agree in everything but the seed, the
 method, the grid's axes (and the flags --column-by names) and bookkeeping such as directories and addresses
-(`configuration.flags`'s field roles; a field a method does not read is not compared with that method's runs);
+(`configuration.fields`' field roles; a field a method does not read is not compared with that method's runs);
 otherwise it stops with one line naming the field and two runs that differ.
 `--seeds 0-2` keeps the runs of those seeds only (Table 1's three from records that also hold seeds 3-4). A
 run that two RUNS_DIRs both hold (a probe's record repeats the runs of its grid) counts once.

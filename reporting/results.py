@@ -4,7 +4,7 @@ meta-controller's window at the end, bootstrap intervals).
 
 Runs are compared only when their configurations agree in everything but the seed, the method, the grid's
 axes (and the flags `--column-by` makes axes) and bookkeeping such as directories and addresses
-(`configuration.flags`'s field roles; a field a method does not read is not compared with that method's runs).
+(`configuration.fields`' field roles; a field a method does not read is not compared with that method's runs).
 """
 
 from __future__ import annotations

@@ -88,13 +88,13 @@ def test_kwargs_are_one_object_in_one_spelling_with_commas_inside():
 def test_workers_are_sent_the_users_module(user_dir, monkeypatch):
     """What Ray is given (`runtime_env`'s py_modules): on one machine a worker finds a module of the driver's
     working directory anyway, so the run on Ray below cannot tell; this can."""
-    from driver.cluster import _runtime_env
+    from driver.cluster import worker_runtime_env
 
     monkeypatch.syspath_prepend(str(user_dir))
     env_spec("mycorridor:Corridor-v0")
-    given = _runtime_env(["mycorridor:Corridor-v0"], X="1")
+    given = worker_runtime_env(["mycorridor:Corridor-v0"], X="1")
     assert [m.__name__ for m in given["py_modules"]] == ["mycorridor"] and given["env_vars"]["X"] == "1"
-    assert "py_modules" not in _runtime_env(["CartPole-v1"])
+    assert "py_modules" not in worker_runtime_env(["CartPole-v1"])
 
 
 GRID_ENV = """
