@@ -33,7 +33,7 @@ done
   echo "($(nproc) cores). The grid's table:"
   echo
   echo '```'
-  grep -v '^outputs:\|^report:' "$WORK/log" | tail -8
+  grep -v '^outputs:\|^report:\|WARNING' "$WORK/log" | tail -8
   echo '```'
 } > "$OUT/RUN.md"
 # the run directory's absolute paths name this machine's temporary directory: keep the records free of them
