@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from actors.evaluator import Evaluator, EvaluatorSettings
-from configuration.flags import Config, ConfigError, resolve, settings
+from configuration.flags import Config, ConfigError, method_settings, resolve, settings
 from driver.runtime import SerialBackend, build
 from methods.beta_dqn import learning as beta_dqn
 from methods.beta_dqn.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
@@ -38,8 +38,9 @@ def test_two_q_adds_an_unconstrained_q_with_its_own_target_and_nothing_else():
     batch = {"obs": obs, "next_obs": obs.roll(1, 1), "action": torch.as_tensor(rng.integers(0, 4, 8)),
              "reward": torch.randn(8), "terminated": torch.zeros(8, dtype=torch.bool)}
     cfg, _ = resolve(Config(env="CliffWalk", algo="beta_dqn", wandb="disabled", two_q=True))
-    total, metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, cfg)
-    base, base_metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, dataclasses.replace(cfg, two_q=False))
+    total, metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, method_settings(cfg))
+    one_q = method_settings(dataclasses.replace(cfg, two_q=False))
+    base, base_metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, one_q)
     full, _ = dqn.q_loss(two.nets["q_full"], two.frozen["q_full"], batch, batch["reward"], 0.9, cfg.loss)
     torch.testing.assert_close(total, base + full)
     torch.testing.assert_close(metrics["loss_q_full"], full.detach())
