@@ -174,19 +174,25 @@ def verdict(runs, reps: int) -> int:
         outcome, said = decide(low, high, 2)
     elif outcome == "more-seeds":
         left = missing(runs, [3, 4])
+        print(_interval_line(p, low, high, floats, reps, seeds))
         print(f"verdict: {said}; {len(left)} of those runs {'is' if len(left) == 1 else 'are'} not in the records "
               f"yet: {', '.join(left)}")
         return 1
     print(f"β-epsilon study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
           f"{len(ARMS) * len(ENVS) * len(seeds)} β-DQN runs")
-    print(f"P(ε > none) = {float(p):.4f}, 95% interval [{float(low):.4f}, {float(high):.4f}] (rliable, stratified "
-          f"bootstrap, {reps:,} resamples, seed 0; exact: {p}, [{low}, {high}]; rliable's floats "
-          f"{floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
+    print(_interval_line(p, low, high, floats, reps, seeds))
     print(f"verdict: {said}" + ("" if reps == REPS else
                                 f" (NOT the verdict: {reps:,} resamples, not PLAN.md's {REPS:,})"))
     print()
     beside(runs, seeds, reps)
     return 0
+
+
+def _interval_line(p, low, high, floats, reps: int, seeds) -> str:
+    """P(ε > none) over seeds, its interval as the rule compares it (exact) and as rliable prints it."""
+    return (f"seeds {seeds[0]}-{seeds[-1]}: P(ε > none) = {float(p):.4f}, 95% interval [{float(low):.4f}, "
+            f"{float(high):.4f}] (rliable, stratified bootstrap, {reps:,} resamples, seed 0; exact: {p}, "
+            f"[{low}, {high}]; rliable's floats {floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
 
 
 def beside(runs, seeds, reps: int) -> None:
