@@ -4,7 +4,8 @@
 # its own, so one that runs long still leaves the others their results.
 #   bash bench/gpu.sh [OUT_DIR]     # JSON files and a log in OUT_DIR (default bench/results)
 # Where the machine lacks a package the project needs, put its wheels in .whl/ first (as pip download
-# gives them for that machine's Python); they are installed into a scratch directory, never into the system.
+# gives them for that machine's Python, or a wheel's files as NAME-site.tar.xz); they go into a scratch directory,
+# never into the system.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/results}
@@ -15,6 +16,12 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     || { echo "bench/gpu.sh: the wheels in .whl/ did not install" >&2; exit 1; }
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+for packed in .whl/*-site.tar.xz; do  # a wheel's files as a tarball (xz packs a large wheel's binaries smaller)
+  [ -f "$packed" ] || continue
+  mkdir -p /tmp/site && tar -xJf "$packed" -C /tmp/site \
+    || { echo "bench/gpu.sh: $packed did not unpack" >&2; exit 1; }
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+done
 python3 - <<'EOF' || exit 1
 import torch, ray, gymnasium, minatar  # noqa: F401  (fail here, at once, not inside a bench)
 print(f"torch {torch.__version__}, CUDA {torch.cuda.is_available()}, ray {ray.__version__}, "
