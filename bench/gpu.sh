@@ -38,4 +38,4 @@ bench() {  # bench SECONDS NAME ARGS...: one bench under its own limit, its outp
 bench 150 packed bench/packed.py --ks 1,8 --steps 10000 --learning-starts 2000 --learner-seconds 2 \
   --out "$out/packed-16cpu-h200.json"
 bench 110 cost bench/cost.py --device cuda --repeats 2 --steps 20000 --out "$out/cost-16cpu-h200.json"
-bench 240 grid bench/grid.py --runs 8 --steps 10000 --modes ray,default --out "$out/grid-16cpu-h200.json"
+bench 320 grid bench/grid.py --runs 8 --steps 10000 --modes ray,default --out "$out/grid-16cpu-h200.json"

@@ -185,6 +185,9 @@ def print_table(result: dict) -> None:
     m = result["machine"]
     print(f"\n{result['env']}, grids of {result['runs']} runs × {result['steps']:,} env steps after a "
           f"{result['warmup']:,}-step warm-up, on {m['cpu']} ({result['cores']} cores), commit {m['commit']}")
+    if m.get("gpu"):
+        print(f"(the learners ran on the {m['gpu']}: the limit counts CPU time only, and the grid's runs share "
+              "the GPU, so 'of limit' is the share of the cores' CPU the grid used, not how close it came to a bound)")
     print("| method | CPU ms per env step | limit (env steps/s) | grid mode | grid env steps/s | of limit | "
           "vs the Ray grid |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
