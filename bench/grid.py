@@ -14,8 +14,8 @@ Measures, in one sitting (run it on a quiet machine: nothing else running):
 (b) **A grid of `--runs` runs** (seeds 0..runs-1, `python -m learner.main ... --seeds`, a fresh process each), in
     each mode of `--modes`, its aggregate env steps per second = runs × steps / the command's wall clock (Ray's
     start, each run's start and its final evaluation included: what a user waits for):
-    - `ray`: the default grid until 2026-12-01 (each run a Ray run of 4 actors declaring the learner's 1 CPU +
-      4 × 0.25; `--runtime ray`);
+    - `ray`: each run a Ray run of 4 actors declaring the learner's 1 CPU + 4 × 0.25 (what `--runtime ray`
+      gives a grid's runs);
     - `ray-half`: the same runs declaring half of that (`--learner-cpus 0.5 --actor-cpus 0.125`): two at once on 2
       cores;
     - `serial`: each run one process (`--runtime serial --beta-thread false`), one per core;
@@ -48,10 +48,10 @@ from configuration.flags import Config, resolve  # noqa: E402
 from driver.run import Run  # noqa: E402
 
 MODES = {
-    "ray": ["--runtime", "ray"],  # the default grid until 2026-12-01
+    "ray": ["--runtime", "ray"],  # each run on Ray, 1 + 4 × 0.25 CPUs declared
     "ray-half": ["--runtime", "ray", "--learner-cpus", "0.5", "--actor-cpus", "0.125"],
     "serial": ["--runtime", "serial", "--beta-thread", "false"],
-    "default": [],  # what a grid does by default now (--runtime auto)
+    "default": [],  # no runtime flag: --runtime auto (a grid's runs serial, one a core)
 }
 WARMUP = 5_000  # the spec's learning starts: no update before it
 

@@ -65,8 +65,8 @@ class Section:
 
     @classmethod
     def from_json(cls, d: dict) -> Section:
-        """A section as grid.json saved it (a field this program no longer has is left out, as grid.json's own
-        arguments' are)."""
+        """A section as grid.json saved it (a field this program does not have, an older version's, is left out, as
+        grid.json's own arguments' are)."""
         return cls(d.get("env"), d.get("algo"), {k: v for k, v in d.get("values", {}).items() if k in FIELDS})
 
 

@@ -65,7 +65,7 @@ class Run(RunCheckpoints, RunMetrics):
             own = [e for e in replay_backend(cfg.replay).run_dir_entries(cfg)
                    if resume is None and not (self.out / e).exists()]
             self.written = Written(self.out)  # what this run creates here: all it may prune or --overwrite remove
-            if resume is not None and self.written.new:  # a run made before runs kept a record: its files by name
+            if resume is not None and self.written.new:  # a run with no record (an older version's): its files by name
                 self.written.add(*legacy_entries(self.out))
             self.written.add("ray_warnings.log", *own)
             torch.set_num_threads(cfg.learner_threads)

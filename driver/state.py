@@ -26,7 +26,8 @@ CHECKPOINT_FORMAT = 2
 # in replay/, redis-local's servers' files in redis/)
 RUN_ENTRIES = (RUN_FILES + ("checkpoint-nonfinite.pt", "wandb", "ray_warnings.log", ".lock", RECORD)
                + tuple(entry for backend in REPLAY_BACKENDS.values() for entry in backend.entries))
-# a run made before runs recorded their files (no OUT/.written): what `--overwrite` removes of it, by name
+# a run directory with no record of its files (no OUT/.written, an older version's): what `--overwrite` removes
+# of it, by name
 _LEGACY_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")
 _LEGACY_PATTERNS = ("replay/shard*-*.npz", "redis/shard*")
 
@@ -85,7 +86,7 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
 
 
 def _a_run_of_ours(out: Path) -> bool:
-    """A run directory made before runs kept a record (`.written`): its config.json is this program's."""
+    """A run directory with no record (`.written`, an older version's): its config.json is this program's."""
     try:
         config = json.loads((out / "config.json").read_text())
     except (OSError, UnicodeDecodeError, ValueError):
@@ -97,7 +98,7 @@ PROJECT = Path(__file__).resolve().parents[1]  # this checkout: never a run's --
 
 
 def _temp_of_an_entry(name: str) -> bool:
-    """A temp name a run's whole-file write leaves when killed mid-write: `.<entry>.<random>.tmp` (today's) or
+    """A temp name a run's whole-file write leaves when killed mid-write: `.<entry>.<random>.tmp` (this version's) or
     `<entry>.tmp` (earlier versions')."""
     if not name.endswith(".tmp"):
         return False
@@ -157,7 +158,7 @@ def _wandb_id(out: Path) -> str | None:
 
 
 def legacy_entries(out: Path) -> list[str]:
-    """What a run made before runs kept a record wrote in `out` (a run of this program: `check_run_dir` makes sure
+    """What a run with no record (an older version's) wrote in `out` (a run of this program: `check_run_dir` makes sure
     before `--overwrite` removes it, the checkpoint's run id before a resume adopts it), by name: its top-level
     files, replay snapshots, Redis directories and the W&B runs of the id its checkpoint names (relative paths, a
     directory with a trailing "/"; the names that exist)."""
@@ -169,8 +170,8 @@ def legacy_entries(out: Path) -> list[str]:
 
 
 def remove_run(out: Path) -> None:
-    """The files of the run in `out`: those its record names (`filesystem.safe.Written`), or for a run made
-    before runs kept one (`check_run_dir` made sure it is this program's), its own names: its top-level files,
+    """The files of the run in `out`: those its record names (`filesystem.safe.Written`), or for a run with
+    none (an older version's; `check_run_dir` made sure it is this program's), its own names: its top-level files,
     replay snapshots, Redis directories and the W&B runs of the id its checkpoint names; then the record, and
     the subdirectories left empty. A user's other files stay, wherever they are."""
     recorded = Written.read(out)

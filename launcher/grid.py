@@ -84,15 +84,15 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None, sections: tu
                                         "without --seeds or lists)") from None
         except (OSError, ValueError) as e:
             raise ConfigError("resume", f"{path} is not a grid file this program can read ({e})") from None
-        if saved.get("format") == 1:  # --algo and --env lists were comma-separated text
+        if saved.get("format") == 1:  # format 1: --algo and --env lists as comma-separated text
             for key in ("algo", "env"):
                 if "," in saved["args"][key]:
                     saved["args"][key] = [v.strip() for v in saved["args"][key].split(",") if v.strip()]
         elif saved.get("format") != GRID_FORMAT:
             raise ConfigError("resume", f"{path} has grid format {saved.get('format')}; this program reads "
                                         f"{GRID_FORMAT} and 1")
-        defaults = vars(parser.parse_args([]))  # fields added since the grid was written keep their default
-        # (or, for what runs made before it did, LEGACY: its runs keep what they ran with)
+        defaults = vars(parser.parse_args([]))  # a field grid.json lacks takes its default, or LEGACY's
+        # value where LEGACY has one (the value its runs ran with)
         saved["args"] = {**defaults, **LEGACY, **{k: v for k, v in saved["args"].items() if k in defaults}}
         for key, value in given.items():
             if key not in GRID_RESUME_MAY_CHANGE and saved["args"].get(key) != value:
@@ -101,7 +101,7 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None, sections: tu
         merged = {**saved["args"], **{k: v for k, v in given.items() if k in GRID_RESUME_MAY_CHANGE}}
         try:
             parse_seeds(merged["seeds"]) if merged.get("seeds") else None
-        except ConfigError:  # a grid written before a seed named twice was refused: it ran that seed once
+        except ConfigError:  # a grid.json (an older version's) that names a seed twice: it ran that seed once
             merged["seeds"] = ",".join(map(str, parse_seeds(merged["seeds"], repeats=True)))
         # grid.json keeps no passwords
         merged["replay"] = restore_password(merged["replay"], "grid", merged.get("replay_password_file", ""))

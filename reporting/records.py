@@ -82,13 +82,13 @@ def load_recorded(root: Path) -> tuple[list[RunData], list[str]]:
     when the runs' directories are gone; and the runs that report left out as unfinished (its report.json).
     Each run has what the tables need, as recorded: final score, speed, training score, first evaluation at
     ≥ 0.9; and a configuration read from its command, so that comparing runs still holds. The command names
-    only the flags that were not at their default when the report was made: the others take today's
-    defaults, so a default changed since the record would move its runs unseen; a LEGACY flag left out takes
-    LEGACY's value (the behaviour of runs made before the flag), which is right because `run_command` names
-    such a flag wherever a method reads it (β-DQN's --arm-exchange is written settled, never as auto). The
-    training score is study.json's where it has one (exact), else runs.csv's (6 digits). No curves, no
-    meta-controller: those need the run's directory. ReportError, in one line, when the files do not parse
-    or do not agree."""
+    only the flags that were not at their default when the report was made: the others take this program's
+    defaults, so a default other than the one the record ran with would move its runs unseen; a LEGACY flag
+    left out takes LEGACY's value (the behaviour of runs made before the flag), which is right because
+    `run_command` names such a flag wherever a method reads it (β-DQN's --arm-exchange is written settled,
+    never as auto). The training score is study.json's where it has one (exact), else runs.csv's (6 digits).
+    No curves, no meta-controller: those need the run's directory. ReportError, in one line, when the files do
+    not parse or do not agree."""
     def fail(reason: str) -> ReportError:
         return ReportError(f"{root} is a report's directory whose {reason}")
 
@@ -257,12 +257,13 @@ def command_fields(cmd: str) -> dict | None:
 
 def pinned_command(cmd: str, grid: bool = False) -> str:
     """A recorded command (a run's `cmd`, or with `grid` a grid's, from a report's study.json) with each LEGACY
-    flag that its methods read and that it leaves out added at LEGACY's value: such a command was written when
-    that value was the default (min-max returns until 2026-11-29; before --arm-exchange existed, a bandit call
-    per episode), so it ran with it, and the report reads such records so; as it stands it would now run
-    today's default. A grid's command gets --bandit-returns only: one written between --arm-exchange's arrival
-    and 2026-11-29 left out `auto`, its default then. A --resume command, or one that does not parse, is left
-    as it is."""
+    flag that its methods read and that it leaves out added at LEGACY's value: a command that leaves such a flag
+    out was written by code whose default that value was (`configuration.fields.LEGACY`; docs/changelog.md says
+    when each default changed), so it ran with it, and the report reads it so, not at this program's default.
+    A grid's command gets --bandit-returns and --runtime only, and --eps-decay-steps where it names no
+    --eps-decay-fraction (`grid_command` names the fraction): its --arm-exchange is left out, as a grid command
+    that leaves it out may have run at `auto`. A --resume command, or one that does not parse, is left as it
+    is."""
     named = command_fields(cmd)
     if named is None or named.get("resume"):
         return cmd
