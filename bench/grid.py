@@ -187,7 +187,7 @@ def print_table(result: dict) -> None:
           f"{result['warmup']:,}-step warm-up, on {m['cpu']} ({result['cores']} cores), commit {m['commit']}")
     if m.get("gpu"):
         print(f"(the learners ran on the {m['gpu']}: the limit counts CPU time only, and the grid's runs share "
-              "the GPU, so 'of limit' is the share of the cores' CPU the grid used, not how close it came to a bound)")
+              "the GPU, so 'of limit' (the grid's rate × the in-process CPU per step ÷ the cores) is no bound here)")
     print("| method | CPU ms per env step | limit (env steps/s) | grid mode | grid env steps/s | of limit | "
           "vs the Ray grid |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")

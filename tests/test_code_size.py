@@ -15,10 +15,12 @@ MAX_FUNCTION_LINES = 80
 
 def _modules() -> list[str]:
     try:
-        listed = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+        listed = subprocess.run(["git", "ls-files", "-z", "*.py"], cwd=ROOT, capture_output=True, text=True,
+                                check=True)
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout: the tracked modules are not known")
-    return [name for name in listed.stdout.split() if not name.startswith("tests/") and (ROOT / name).is_file()]
+    return [name for name in listed.stdout.split("\0")
+            if name and not name.startswith("tests/") and (ROOT / name).is_file()]
 
 
 def oversized(source: str, name: str) -> list[str]:

@@ -176,7 +176,8 @@ def verdict(runs, reps: int) -> int:
         left = missing(runs, [3, 4])
         print(_interval_line(p, low, high, floats, reps, seeds))
         print(f"verdict: {said}; {len(left)} of those runs {'is' if len(left) == 1 else 'are'} not in the records "
-              f"yet: {', '.join(left)}")
+              f"yet: {', '.join(left)}" + ("" if reps == REPS else f" (NOT the verdict: {reps:,} resamples, not "
+                                                                  f"PLAN.md's {REPS:,})"))
         return 1
     print(f"β-epsilon study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
           f"{len(ARMS) * len(ENVS) * len(seeds)} β-DQN runs")
