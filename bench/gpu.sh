@@ -42,11 +42,11 @@ bench() {  # bench SECONDS NAME ARGS...: one bench under its own limit, its outp
   local limit=$1 name=$2 status
   shift 2
   echo "== $name: $* (limit ${limit}s)"
+  # SIGTERM at the limit (the bench shuts its Ray cluster down as a run does), SIGKILL 10 s later
   timeout --kill-after=10 "$limit" python3 "$@" --out "$out/$name-$label.json" 2>&1 | tee "$out/$name.log"
   status=${PIPESTATUS[0]}
   echo "== $name: exit $status"
   [ "$status" = 0 ] || failed=1
-  python3 -m ray.scripts.scripts stop --force >/dev/null 2>&1 || true  # no Ray process of a cut bench lives on
 }
 bench 130 packed bench/packed.py --ks 1,8 --steps 10000 --learning-starts 2000 --learner-seconds 2
 bench 90 cost bench/cost.py --device cuda --repeats 2 --steps 20000
