@@ -176,17 +176,20 @@ def verdict(runs, reps: int) -> int:
         left = missing(runs, [3, 4])
         print(_interval_line(p, low, high, floats, reps, seeds))
         print(f"verdict: {said}; {len(left)} of those runs {'is' if len(left) == 1 else 'are'} not in the records "
-              f"yet: {', '.join(left)}" + ("" if reps == REPS else f" (NOT the verdict: {reps:,} resamples, not "
-                                                                  f"PLAN.md's {REPS:,})"))
+              f"yet: {', '.join(left)}{_not_preregistered(reps)}")
         return 1
     print(f"β-epsilon study: {len(ENVS)} environments, seeds {seeds[0]}-{seeds[-1]}, "
           f"{len(ARMS) * len(ENVS) * len(seeds)} β-DQN runs")
     print(_interval_line(p, low, high, floats, reps, seeds))
-    print(f"verdict: {said}" + ("" if reps == REPS else
-                                f" (NOT the verdict: {reps:,} resamples, not PLAN.md's {REPS:,})"))
+    print(f"verdict: {said}{_not_preregistered(reps)}")
     print()
     beside(runs, seeds, reps)
     return 0
+
+
+def _not_preregistered(reps: int) -> str:
+    """What a verdict line adds when its resample count is not PLAN.md's ("" when it is)."""
+    return "" if reps == REPS else f" (NOT the verdict: {reps:,} resamples, not PLAN.md's {REPS:,})"
 
 
 def _interval_line(p, low, high, floats, reps: int, seeds) -> str:
