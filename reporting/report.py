@@ -27,8 +27,9 @@ it departs from. Runs are compared only when their configurations agree in every
 method, the grid's axes (and the flags --column-by names) and bookkeeping such as directories and addresses
 (`configuration.fields`' field roles; a field a method does not read is not compared with that method's runs);
 otherwise it stops with one line naming the field and two runs that differ.
-`--seeds 0-2` keeps the runs of those seeds only (Table 1's three from records that also hold seeds 3-4). A
-run that two RUNS_DIRs both hold (a probe's record repeats the runs of its grid) counts once.
+`--seeds 0-2` keeps the runs of those seeds only (Table 1's three from records that also hold seeds 3-4), and
+`--only bandit-returns=raw` the runs with that value, where their method reads the flag (one reading from
+records that hold both; DQN's runs, which do not read it, stay). A run that two RUNS_DIRs both hold (a probe's record repeats the runs of its grid) counts once.
 Beside the report, `study.json` lists every run with the command line that computes it again.
 
 A RUNS_DIR may also be a report's directory (runs.csv and study.json, no run under it: a committed
@@ -76,7 +77,9 @@ from reporting.results import (
     final_score,
     first_solved,
     has_directory,
+    keep_only,
     metric,
+    only_values,
     train_score,
 )
 from reporting.stats import MAX_REPS, REPS
@@ -204,20 +207,23 @@ class _Selection:
     fields: list[str]
     measured: dict[str, float] | None
     source: dict | None
+    other_values: int = 0
+
 
     def left_out(self) -> list[str]:
         """What the report's first paragraph says it left out."""
-        return ([f"{self.found - len(self.runs)} of other seeds left out"] if len(self.runs) < self.found else []) \
+        return ([f"{self.other_values} with other values of --only left out"] if self.other_values else []) \
+            + ([f"{self.found - len(self.runs)} of other seeds left out"] if len(self.runs) < self.found else []) \
             + ([f"{self.copies} duplicate{'' if self.copies == 1 else 's'} left out: a run that two sources hold "
                 "counts once"] if self.copies else []) \
             + ([f"{len(self.unfinished)} unfinished or damaged left out"] if self.unfinished else [])
 
 
-def _select(roots: Path | list[Path], out: Path | None, column_flags: str, seeds: str, cost: Path | None
-            ) -> _Selection:
+def _select(roots: Path | list[Path], out: Path | None, column_flags: str, seeds: str, cost: Path | None,
+            only: str = "") -> _Selection:
     """The finished runs under `roots` that the report covers (`write_report`'s arguments), checked comparable;
     a ReportError for anything it cannot report."""
-    fields = column_fields(column_flags)
+    fields, wanted = column_fields(column_flags), only_values(only)
     measured, source = measured_cost(Path(cost)) if cost is not None else (None, None)
     try:
         kept = set(parse_seeds(seeds)) if seeds else None
@@ -237,7 +243,9 @@ def _select(roots: Path | list[Path], out: Path | None, column_flags: str, seeds
         raise ReportError(f"no finished run (a directory with summary.json) under {' or '.join(map(str, roots))}, "
                           "and no report's record (runs.csv and study.json)")
     column_by(runs, fields)
-    found = len(copies_once(runs)[0])  # finished runs, each once
+    other = len(copies_once(runs)[0])
+    runs = keep_only(runs, wanted)
+    found = len(copies_once(runs)[0])  # finished runs with --only's values, each once
     if kept is not None:
         runs = [r for r in runs if int(r.config["seed"]) in kept]
         unfinished = [u for u in unfinished if run_seed(Path(u).name) in kept | {None}]
@@ -254,7 +262,7 @@ def _select(roots: Path | list[Path], out: Path | None, column_flags: str, seeds
         if unmeasured:
             raise ReportError(f"--cost {cost} has no cost for {', '.join(unmeasured)} (it has "
                               f"{', '.join(sorted(measured))}); measure it with bench/cost.py --algos")
-    return _Selection(roots, runs, unfinished, found, copies, kept, fields, measured, source)
+    return _Selection(roots, runs, unfinished, found, copies, kept, fields, measured, source, other - found)
 
 
 def _check_out(roots: list[Path], out: Path) -> None:
@@ -339,13 +347,14 @@ def _environment(runs: list[RunData], env: str, stage: Path, reps: int | None) -
 
 
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
-                 reps: int | None = None, seeds: str = "", cost: Path | None = None) -> Path:
+                 reps: int | None = None, seeds: str = "", cost: Path | None = None, only: str = "") -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
     root's `report/`); `column_flags` (`--column-by`'s text) names flags whose values split the columns as a
     grid's axes do; `reps`: the bootstrap's resamples (default `reporting.stats.REPS`); `seeds` (`--seeds`'
     text, e.g. 0-2): only the runs of those seeds; `cost`: a `bench/cost.py` JSON whose measured cost per
-    method the cost row takes instead of the runs' own speeds."""
-    chosen = _select(roots, out, column_flags, seeds, cost)
+    method the cost row takes instead of the runs' own speeds; `only` (`--only`'s text, e.g. bandit-returns=raw):
+    only the runs with those values, where their method reads the flag."""
+    chosen = _select(roots, out, column_flags, seeds, cost, only)
     runs, roots = chosen.runs, chosen.roots
     asked = out is not None
     out = out or roots[0] / "report"
@@ -356,6 +365,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
                  + (f" --out {shlex.quote(str(out))}" if asked else "")
                  + (f" --column-by {','.join(cli_name(f)[2:] for f in chosen.fields)}" if chosen.fields else "")
+                 + (f" --only {shlex.quote(only)}" if only_values(only) else "")
                  + (f" --seeds {shlex.quote(seeds)}" if chosen.kept is not None else "")
                  + (f" --cost {shlex.quote(str(cost))}" if cost is not None else ""))
         lines = _head(chosen, described, again, header, rows, seeds)
@@ -422,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="", metavar="SEEDS",
                         help="only the runs of these seeds (as learner.main's --seeds: 0-2, 0,3,7 or 0-2,5), e.g. "
                              "Table 1's seeds 0-2 from records that also hold seeds 3-4")
+    parser.add_argument("--only", default="", metavar="FLAG=VALUE",
+                        help="only the runs with these values (a comma list, e.g. bandit-returns=raw), where their "
+                             "method reads the flag: one reading of a flag from records that hold several")
     parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help=f"bootstrap resamples of every interval (default {REPS}; rliable's stratified bootstrap)")
     parser.add_argument("--cost", default=None, metavar="JSON",
@@ -439,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
             return user_error(parser.prog, f"{name!r} is not a directory")
     try:
         path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
-                            args.column_by, args.reps, args.seeds, None if args.cost is None else Path(args.cost))
+                            args.column_by, args.reps, args.seeds, None if args.cost is None else Path(args.cost),
+                            args.only)
     except ReportError as e:
         return user_error(parser.prog, str(e))
     print(path)

@@ -102,6 +102,60 @@ def column_fields(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def only_values(text: str) -> dict[str, str]:
+    """`--only`'s comma list of FLAG=VALUE ("bandit-returns=raw,beta-epsilon=false") as {config field: value as
+    the command line gives it}; ReportError for a flag that cannot split columns, a part without "=" or a flag
+    given twice."""
+    allowed = sorted(AXES - {"env", "algo"})
+    chosen: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        flag, eq, value = part.partition("=")
+        name = flag.strip().removeprefix("--").replace("-", "_")
+        if not eq or not value.strip():
+            raise ReportError(f"--only {part!r}: give FLAG=VALUE, e.g. bandit-returns=raw")
+        if name not in allowed:
+            raise ReportError(f"--only {part!r}: {flag.strip()!r} is not a flag that can split columns; allowed: "
+                              + ", ".join(cli_name(n)[2:] for n in allowed))
+        if name in chosen:
+            raise ReportError(f"--only {text!r} names {cli_name(name)[2:]} twice")
+        chosen[name] = value.strip()
+    return chosen
+
+
+def _value_as_given(run: RunData, name: str) -> str:
+    """The run's value of a field as the command line writes it; the ε decay's fraction as the run used it (its
+    decay steps over its length, where it named steps or ran before fractions existed)."""
+    if name == "eps_decay_fraction" and config_value(run, "eps_decay_steps") is not None:
+        return flag_text(config_value(run, "eps_decay_steps") / config_value(run, "total_steps"))
+    return flag_text(config_value(run, name))
+
+
+def _same(got: str, want: str) -> bool:
+    """A value as a run has it against `--only`'s text: booleans in any case, numbers as numbers."""
+    if got == (want.lower() if want.lower() in ("true", "false") else want):
+        return True
+    try:
+        return float(got) == float(want)
+    except ValueError:
+        return False
+
+
+def keep_only(runs: list[RunData], only: dict[str, str]) -> list[RunData]:
+    """The runs with `only`'s values (`only_values`); a run whose method does not read a flag is kept (DQN beside
+    `bandit-returns=raw`). ReportError for a flag no run reads, or a value none of the runs that read it has."""
+    for name, want in only.items():
+        readers = [run for run in runs if _reads(run.algo, name, run)]
+        if not readers:
+            raise ReportError(f"--only {cli_name(name)[2:]}={want}: none of the runs' methods reads it "
+                              f"({', '.join(sorted({ALGO_LABELS.get(r.algo, r.algo) for r in runs}))})")
+        if not any(_same(_value_as_given(run, name), want) for run in readers):
+            found = sorted({_value_as_given(run, name) for run in readers})
+            raise ReportError(f"--only {cli_name(name)[2:]}={want}: no run that reads it has that value (they have "
+                              f"{', '.join(found)})")
+        runs = [run for run in runs if run not in readers or _same(_value_as_given(run, name), want)]
+    return runs
+
+
 def column_by(runs: list[RunData], names: list[str]) -> None:
     """Make each named field an axis of the columns, as a grid's axis is: its value joins the variant of every
     run whose method reads it, the variant's parts in the order a grid writes them (runs of separate grids

@@ -191,6 +191,7 @@ MESSAGES = [
     ("reporting/results.py", "report each run once"),
     ("reporting/results.py", "is not a flag that can split columns"),
     ("reporting/results.py", "none of the runs' methods reads it"),
+    ("reporting/results.py", "no run that reads it has that value (they have "),
     ("reporting/results.py", "in its summary.json"),
     ("reporting/report.py", "is a report's record, which this report would write into"),
     ("reporting/report.py", "would put this report's record (runs.csv) at or above the runs of"),

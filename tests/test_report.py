@@ -1037,3 +1037,55 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     with pytest.raises(ReportError, match=r"study.json has a grid command that does not split into words \(No "
                                           "closing quotation\\): python -m learner.main --env 'Mi$"):
         write_report([tmp_path / "old"], tmp_path / "bad")
+
+
+def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag(tmp_path):
+    """Table 1 from records that hold both readings of --bandit-returns: --only bandit-returns=raw keeps the raw
+    β-DQN runs and DQN's (which does not read the flag), says how many it left out, and its command says --only;
+    a bad FLAG=VALUE, a flag twice, or values no run has stop it in one line naming them."""
+    for seed, (minmax, raw) in enumerate(((2.0, 6.0), (4.0, 8.0))):
+        make_run(tmp_path / "runs", "MinAtar/Asterix", "beta_dqn", seed, minmax, 500.0, bandit_returns="minmax",
+                 variant="bandit-returns=minmax")
+        make_run(tmp_path / "runs", "MinAtar/Asterix", "beta_dqn", seed, raw, 500.0, bandit_returns="raw",
+                 variant="bandit-returns=raw")
+        make_run(tmp_path / "runs", "MinAtar/Asterix", "dqn", seed, 3.0, 1000.0)
+    out = tmp_path / "r"
+    report = write_report([tmp_path / "runs"], out, only="bandit-returns=raw").read_text()
+    assert "| MinAtar | MinAtar/Asterix | 3.00 [3.00, 3.00] (n=2) | 7.00 [6.00, 8.00] (n=2) |" in report
+    assert "4 finished runs (2 with other values of --only left out). " in report
+    assert f"python -m learner.report {tmp_path / 'runs'} --out {out} --only bandit-returns=raw\n" in report
+    with open(out / "runs.csv") as f:
+        assert sorted((r["algo"], r["score"]) for r in csv.DictReader(f)) == [
+            ("beta_dqn", "6"), ("beta_dqn", "8"), ("dqn", "3"), ("dqn", "3")]
+    # "--" and spaces allowed; booleans in any case; numbers as numbers
+    again = write_report([tmp_path / "runs"], tmp_path / "r2", only=" --bandit-returns=raw , ").read_text()
+    assert again.split("\n", 6)[6] == report.split("\n", 6)[6]
+    for good in ("beta-epsilon=FALSE", "lr=0.00003", "lr=3e-5"):  # (Asterix: 3e-5)
+        assert "6 finished runs. " in write_report([tmp_path / "runs"], tmp_path / "r3", only=good,
+                                                   column_flags="bandit-returns").read_text(), good
+    for bad, said in (("bandit-returns", "give FLAG=VALUE"), ("bandit-returns=", "give FLAG=VALUE"),
+                      ("out=x", "'out' is not a flag that can split columns; allowed: .*bandit-returns"),
+                      ("bandit-returns=raw,bandit-returns=minmax", "names bandit-returns twice"),
+                      ("bandit-returns=rank", "no run that reads it has that value \\(they have minmax, raw\\)"),
+                      ("count-mode=off", "no run that reads it has that value \\(they have augment\\)"),
+                      ("rnd-scale=1", "none of the runs' methods reads it \\(DQN, β-DQN\\)")):
+        with pytest.raises(ReportError, match=f"^--only .*{said}"):
+            write_report([tmp_path / "runs"], tmp_path / "r4", only=bad)
+    assert not (tmp_path / "r4").exists()
+    proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path / "runs"), "--only", "seed=3"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("python -m learner.report: error: --only 'seed=3': 'seed' "
+                                                           "is not a flag that can split columns; allowed: ")
+    # the ε decay's fraction as each run used it: runs that named 1M decay steps (or ran before fractions existed)
+    # are not runs of 20% (Table 1 under the protocol from records that also hold the old schedule's DQN)
+    for seed in (0, 1):
+        make_run(tmp_path / "old", "MinAtar/Asterix", "dqn", seed, 1.0, 1000.0, eps_decay_steps=1_000_000)
+        make_run(tmp_path / "new", "MinAtar/Asterix", "dqn", seed, 9.0, 1000.0)
+    roots = [tmp_path / "old", tmp_path / "new"]
+    with pytest.raises(ReportError, match="runs differ in eps_decay_steps"):
+        write_report(roots, tmp_path / "r5")
+    kept = write_report(roots, tmp_path / "r5", only="eps-decay-fraction=0.2").read_text()
+    assert "| MinAtar | MinAtar/Asterix | 9.00 [9.00, 9.00] (n=2) |" in kept and "2 with other values" in kept
+    with pytest.raises(ReportError, match=r"eps-decay-fraction=0.5: no run that reads it has that value \(they have "
+                                          r"0.2, 500.0\)"):
+        write_report(roots, tmp_path / "r6", only="eps-decay-fraction=0.5")
