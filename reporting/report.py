@@ -29,7 +29,8 @@ method, the grid's axes (and the flags --column-by names) and bookkeeping such a
 otherwise it stops with one line naming the field and two runs that differ.
 `--seeds 0-2` keeps the runs of those seeds only (Table 1's three from records that also hold seeds 3-4), and
 `--only bandit-returns=raw` the runs with that value, where their method reads the flag (one reading from
-records that hold both; DQN's runs, which do not read it, stay). A run that two RUNS_DIRs both hold (a probe's record repeats the runs of its grid) counts once.
+records that hold both; DQN's runs, which do not read it, stay). A run that two RUNS_DIRs both hold (a probe's
+record repeats the runs of its grid) counts once.
 Beside the report, `study.json` lists every run with the command line that computes it again.
 
 A RUNS_DIR may also be a report's directory (runs.csv and study.json, no run under it: a committed
@@ -79,6 +80,7 @@ from reporting.results import (
     has_directory,
     keep_only,
     metric,
+    only_text,
     only_values,
     train_score,
 )
@@ -195,8 +197,9 @@ def listed(names: list[str], sep: str, at_most: int = 4) -> str:
 
 @dataclass
 class _Selection:
-    """The runs a report covers, and what it left out: `found` finished runs (each once) before --seeds, `copies`
-    duplicates, `unfinished` run directories; `kept` the seeds --seeds names (None: every seed)."""
+    """The runs a report covers, and what it left out: `found` finished runs (each once) with --only's values,
+    before --seeds; `other_values` those --only left out; `copies` duplicates, `unfinished` run directories;
+    `kept` the seeds --seeds names (None: every seed)."""
 
     roots: list[Path]
     runs: list[RunData]
@@ -208,7 +211,6 @@ class _Selection:
     measured: dict[str, float] | None
     source: dict | None
     other_values: int = 0
-
 
     def left_out(self) -> list[str]:
         """What the report's first paragraph says it left out."""
@@ -365,7 +367,7 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
         again = (f"python -m learner.report {' '.join(shlex.quote(str(r)) for r in roots)}"
                  + (f" --out {shlex.quote(str(out))}" if asked else "")
                  + (f" --column-by {','.join(cli_name(f)[2:] for f in chosen.fields)}" if chosen.fields else "")
-                 + (f" --only {shlex.quote(only)}" if only_values(only) else "")
+                 + (f" --only {shlex.quote(only_text(only_values(only)))}" if only_values(only) else "")
                  + (f" --seeds {shlex.quote(seeds)}" if chosen.kept is not None else "")
                  + (f" --cost {shlex.quote(str(cost))}" if cost is not None else ""))
         lines = _head(chosen, described, again, header, rows, seeds)

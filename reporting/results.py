@@ -104,9 +104,9 @@ def column_fields(text: str) -> list[str]:
 
 def only_values(text: str) -> dict[str, str]:
     """`--only`'s comma list of FLAG=VALUE ("bandit-returns=raw,beta-epsilon=false") as {config field: value as
-    the command line gives it}; ReportError for a flag that cannot split columns, a part without "=" or a flag
-    given twice."""
-    allowed = sorted(AXES - {"env", "algo"})
+    the command line gives it}; ReportError for a part without "=", a flag --only cannot filter on (those
+    --column-by takes, but --env-kwargs, whose JSON has commas) or a flag given twice."""
+    allowed = sorted(AXES - {"env", "algo", "env_kwargs"})
     chosen: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         flag, eq, value = part.partition("=")
@@ -114,7 +114,8 @@ def only_values(text: str) -> dict[str, str]:
         if not eq or not value.strip():
             raise ReportError(f"--only {part!r}: give FLAG=VALUE, e.g. bandit-returns=raw")
         if name not in allowed:
-            raise ReportError(f"--only {part!r}: {flag.strip()!r} is not a flag that can split columns; allowed: "
+            hint = " (seeds: --seeds)" if name in ("seed", "seeds") else ""
+            raise ReportError(f"--only {part!r}: {flag.strip()!r} is not a flag --only filters on{hint}; allowed: "
                               + ", ".join(cli_name(n)[2:] for n in allowed))
         if name in chosen:
             raise ReportError(f"--only {text!r} names {cli_name(name)[2:]} twice")
@@ -122,10 +123,16 @@ def only_values(text: str) -> dict[str, str]:
     return chosen
 
 
+def only_text(only: dict[str, str]) -> str:
+    """`only_values`' result as --only's text (each flag without "--"), for the report's command."""
+    return ",".join(f"{cli_name(name)[2:]}={value}" for name, value in only.items())
+
+
 def _value_as_given(run: RunData, name: str) -> str:
-    """The run's value of a field as the command line writes it; the ε decay's fraction as the run used it (its
-    decay steps over its length, where it named steps or ran before fractions existed)."""
-    if name == "eps_decay_fraction" and config_value(run, "eps_decay_steps") is not None:
+    """The run's value of a field as the command line writes it; the ε decay's fraction as the run used it: its
+    --eps-decay-fraction where the decay followed it, else its decay steps over its length (a run that named
+    steps, or ran before fractions existed)."""
+    if name == "eps_decay_fraction" and not _decays_by_fraction(run):
         return flag_text(config_value(run, "eps_decay_steps") / config_value(run, "total_steps"))
     return flag_text(config_value(run, name))
 
@@ -141,8 +148,9 @@ def _same(got: str, want: str) -> bool:
 
 
 def keep_only(runs: list[RunData], only: dict[str, str]) -> list[RunData]:
-    """The runs with `only`'s values (`only_values`); a run whose method does not read a flag is kept (DQN beside
-    `bandit-returns=raw`). ReportError for a flag no run reads, or a value none of the runs that read it has."""
+    """The runs with `only`'s values (`only_values`): a run is kept when, for every flag, its method does not read
+    it (DQN beside `bandit-returns=raw`) or it has the value; each flag is checked against all the runs, so the
+    order of the flags does not matter. ReportError for a flag no run reads, or a value no run that reads it has."""
     for name, want in only.items():
         readers = [run for run in runs if _reads(run.algo, name, run)]
         if not readers:
@@ -152,8 +160,8 @@ def keep_only(runs: list[RunData], only: dict[str, str]) -> list[RunData]:
             found = sorted({_value_as_given(run, name) for run in readers})
             raise ReportError(f"--only {cli_name(name)[2:]}={want}: no run that reads it has that value (they have "
                               f"{', '.join(found)})")
-        runs = [run for run in runs if run not in readers or _same(_value_as_given(run, name), want)]
-    return runs
+    return [run for run in runs if all(not _reads(run.algo, name, run) or _same(_value_as_given(run, name), want)
+                                       for name, want in only.items())]
 
 
 def column_by(runs: list[RunData], names: list[str]) -> None:

@@ -1064,7 +1064,8 @@ def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag
         assert "6 finished runs. " in write_report([tmp_path / "runs"], tmp_path / "r3", only=good,
                                                    column_flags="bandit-returns").read_text(), good
     for bad, said in (("bandit-returns", "give FLAG=VALUE"), ("bandit-returns=", "give FLAG=VALUE"),
-                      ("out=x", "'out' is not a flag that can split columns; allowed: .*bandit-returns"),
+                      ("out=x", "'out' is not a flag --only filters on; allowed: .*bandit-returns"),
+                      ("seed=3", "'seed' is not a flag --only filters on \\(seeds: --seeds\\); allowed: "),
                       ("bandit-returns=raw,bandit-returns=minmax", "names bandit-returns twice"),
                       ("bandit-returns=rank", "no run that reads it has that value \\(they have minmax, raw\\)"),
                       ("count-mode=off", "no run that reads it has that value \\(they have augment\\)"),
@@ -1074,8 +1075,18 @@ def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag
     assert not (tmp_path / "r4").exists()
     proc = subprocess.run([sys.executable, "-m", "learner.report", str(tmp_path / "runs"), "--only", "seed=3"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.startswith("python -m learner.report: error: --only 'seed=3': 'seed' "
-                                                           "is not a flag that can split columns; allowed: ")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "python -m learner.report: error: --only 'seed=3': 'seed' is not a flag --only filters on (seeds: --seeds); "
+        "allowed: ")
+    # the command the report writes runs again as it is, whatever spelling the flags were given in
+    written = write_report([tmp_path / "runs"], tmp_path / "r7", only="--bandit-returns=raw, --beta-epsilon=FALSE")
+    command = next(line for line in written.read_text().splitlines() if line.startswith("python -m learner.report "))
+    assert command.endswith(" --only bandit-returns=raw,beta-epsilon=FALSE")
+    shutil.rmtree(tmp_path / "r7")
+    proc = subprocess.run([sys.executable, *command.split()[1:]], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "4 finished runs (2 with other values of --only left out). " in (tmp_path / "r7" / "report.md").read_text()
     # the ε decay's fraction as each run used it: runs that named 1M decay steps (or ran before fractions existed)
     # are not runs of 20% (Table 1 under the protocol from records that also hold the old schedule's DQN)
     for seed in (0, 1):
@@ -1089,3 +1100,18 @@ def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag
     with pytest.raises(ReportError, match=r"eps-decay-fraction=0.5: no run that reads it has that value \(they have "
                                           r"0.2, 500.0\)"):
         write_report(roots, tmp_path / "r6", only="eps-decay-fraction=0.5")
+    # a run whose decay followed the fraction has it, whatever its length (200 of 1,001 steps is 20%)
+    odd = make_run(tmp_path / "odd", "MinAtar/Asterix", "dqn", 0, 9.0, 1000.0) / "config.json"
+    odd.write_text(json.dumps({**json.loads(odd.read_text()), "total_steps": 1001, "eps_decay_steps": 200}))
+    assert "1 finished runs" in write_report([tmp_path / "odd"], tmp_path / "r8",
+                                             only="eps-decay-fraction=0.2").read_text()
+    # the flags' order does not matter: β-DQN reads the ε schedule only with --beta-epsilon true, and a flag is
+    # checked against every run, not the ones an earlier flag left
+    for seed in (0, 1):
+        make_run(tmp_path / "eps", "MinAtar/Asterix", "beta_dqn", seed, 7.0, 500.0, beta_epsilon=True)
+        make_run(tmp_path / "none", "MinAtar/Asterix", "beta_dqn", seed, 5.0, 500.0)
+    both = [tmp_path / "eps", tmp_path / "none"]
+    one = write_report(both, tmp_path / "r9", only="eps-decay-fraction=0.2,beta-epsilon=false").read_text()
+    other = write_report(both, tmp_path / "r10", only="beta-epsilon=false,eps-decay-fraction=0.2").read_text()
+    assert "| MinAtar | MinAtar/Asterix | 5.00 [5.00, 5.00] (n=2) |" in one
+    assert one.split("\n", 6)[6] == other.split("\n", 6)[6]
