@@ -9,7 +9,8 @@
 # has its record there is skipped, so the script continues wherever an earlier sitting, or another machine, left
 # off. A run whose grid directory exists under runs/ is continued with --resume (from its last checkpoint).
 # Ctrl-C (or SIGTERM) stops the run in hand; run the script again to continue. STAGE=2 adds seeds 3-4 (only if
-# the rule asks for them on seeds 0-2).
+# the rule asks for them on seeds 0-2). PART=dqn runs only what follows the study (Table 1's DQN grids, then the
+# runtime check); PART=record records the DQN grids' finished runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -53,28 +54,62 @@ study() {  # study ARM SEED...: β-DQN with (eps) or without (none) ε on every 
   done; done
 }
 
-# stage 1: the ε arm, seeds 0-2 (the none arm is reused: PLAN.md)
-study eps 0 1 2
-if [ "${STAGE:-1}" = 2 ]; then
-  study eps 3 4
-  # the none arm's seeds 3-4 that the bandit-returns study did not run
-  for task in SimpleCrossing-Easy LavaCrossing-Hard; do for seed in 3 4; do
-    one "be-$(lower "$task")-none-s$seed" "$RECORDS/beta-epsilon/$(lower "$task")-none-s$seed" --env "$task" \
-      --algo beta_dqn --beta-epsilon false --bandit-returns raw --seeds "$seed" --total-steps 500000
-  done; done
+# PART=dqn skips the study (its runs belong to the clone at the study's commit) and runs what follows it
+if [ "${PART:-all}" = all ]; then
+  # stage 1: the ε arm, seeds 0-2 (the none arm is reused: PLAN.md)
+  study eps 0 1 2
+  if [ "${STAGE:-1}" = 2 ]; then
+    study eps 3 4
+    # the none arm's seeds 3-4 that the bandit-returns study did not run
+    for task in SimpleCrossing-Easy LavaCrossing-Hard; do for seed in 3 4; do
+      one "be-$(lower "$task")-none-s$seed" "$RECORDS/beta-epsilon/$(lower "$task")-none-s$seed" --env "$task" \
+        --algo beta_dqn --beta-epsilon false --bandit-returns raw --seeds "$seed" --total-steps 500000
+    done; done
+  fi
 fi
 
-# after the study, not deciding: Table 1's DQN under the protocol (ε over 20% of the run), seeds 0-4
-for seed in 0 1 2 3 4; do
-  for task in "${MINIGRID[@]}"; do
-    one "t1p-dqn-$(lower "$task")-s$seed" "$RECORDS/table1-protocol/$(lower "$task")-dqn-s$seed" --env "$task" \
-      --algo dqn --seeds "$seed" --total-steps 500000
+# after the study, not deciding: Table 1's DQN under the protocol (ε over 20% of the run), seeds 0-4, as two grids
+# of serial runs that the grid places one a core (PLAN.md, deviation of 2026-12-05; the study's runs stay one Ray
+# run at a time, above). `PART=record` records the runs those grids have finished so far, and does nothing else.
+record_dqn() {  # record each finished run of the DQN grids that has no record yet
+  local summary run name task seed
+  for summary in runs/t1p-dqn-minigrid/*/summary.json runs/t1p-dqn-minatar/*/summary.json; do
+    [ -f "$summary" ] || continue
+    run=$(dirname "$summary")
+    name=$(basename "$run")  # e.g. DoorKey_dqn_s3, MinAtar-Breakout_dqn_s0
+    task=$(lower "${name%_dqn_s*}"); task=${task#minatar-}; seed=${name##*_s}
+    [ -f "$RECORDS/table1-protocol/$task-dqn-s$seed/runs.csv" ] && continue
+    python -m learner.report "$run" --out "$RECORDS/table1-protocol/$task-dqn-s$seed"
+    echo "run.sh: recorded $RECORDS/table1-protocol/$task-dqn-s$seed"
   done
-  for game in "${MINATAR[@]}"; do
-    one "t1p-dqn-$(lower "$game")-s$seed" "$RECORDS/table1-protocol/$(lower "$game")-dqn-s$seed" \
-      --env "MinAtar/$game" --algo dqn --seeds "$seed" --total-steps 1000000
-  done
-done
+}
+dqn_grid() {  # dqn_grid NAME TOTAL_STEPS ENV...: the DQN grid of these environments, seeds 0-4 (new or resumed)
+  local name=$1 steps=$2 envs task seed missing=0
+  shift 2
+  for task in "$@"; do for seed in 0 1 2 3 4; do
+    [ -f "$RECORDS/table1-protocol/$(lower "${task#MinAtar/}")-dqn-s$seed/runs.csv" ] || missing=1
+  done; done
+  if [ "$missing" = 0 ]; then return 0; fi
+  envs=$(IFS=,; echo "$*")
+  if [ -f "runs/$name/grid.json" ]; then
+    nice -n 19 python -m learner.main --resume "runs/$name" --progress false
+  else
+    nice -n 19 python -m learner.main --env "$envs" --algo dqn --seeds 0-4 --total-steps "$steps" --runtime serial \
+      --actors 4 --arm-exchange episode --progress false --wandb disabled --out "runs/$name"
+  fi
+  record_dqn
+}
+if [ "${PART:-all}" = record ]; then record_dqn; exit 0; fi
+dqn_grid t1p-dqn-minigrid 500000 "${MINIGRID[@]}"
+dqn_grid t1p-dqn-minatar 1000000 "${MINATAR[@]/#/MinAtar/}"
+# the runtime check beside Table 1 (not deciding): DQN on Ray, one run at a time with the study's flags, on one
+# environment of each domain, seeds 0-4
+for seed in 0 1 2 3 4; do for task in DoorKey MinAtar/Breakout; do
+  steps=500000; [ "${task#MinAtar/}" != "$task" ] && steps=1000000
+  short=$(lower "${task#MinAtar/}")
+  one "t1p-ray-dqn-$short-s$seed" "$RECORDS/table1-protocol-ray/$short-dqn-s$seed" --env "$task" --algo dqn \
+    --seeds "$seed" --total-steps "$steps"
+done; done
 # CliffWalk's DQN under the protocol, beside the CliffWalk study's β-DQN (its flags: serial, 1 actor x 1 env)
 if [ ! -f "$RECORDS/cliffwalk-protocol/runs.csv" ]; then
   if [ -f runs/cliffwalk-protocol/grid.json ]; then
