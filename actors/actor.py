@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -181,6 +182,7 @@ class Actor:
         `global_step` is the run's env-step count when this call was dispatched; it drives the warm-up
         and ε schedules.
         """
+        t_start = time.perf_counter()
         if weights is not None and (version != self.version or not self.nets):
             self.set_weights(weights, version)
         if not self.nets:
@@ -198,10 +200,16 @@ class Actor:
             produced += len(active)
         # `chunk`: the chunk's episodes are reported once it is in the replay (a chunk lost is not reported)
         reports, self.unreported = self.unreported, []
-        self.replay.insert(self._chunk(rows))
+        chunk = self._chunk(rows)
+        t_insert = time.perf_counter()
+        self.replay.insert(chunk)
+        t_inserted = time.perf_counter()
         if self.per_chunk:
             self._exchange_for_next_chunk(reports)
-        stats = {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished}
+        stats = {"actor_id": self.actor_id, "steps": produced, "version": self.version, "episodes": finished,
+                 # wall seconds of this call, and of them the insert (its round trip to the replay): where an
+                 # actor's time goes (the run's summary, `throughput.actor_*_fraction`)
+                 "seconds": time.perf_counter() - t_start, "insert_seconds": t_inserted - t_insert}
         if visits is not None:
             stats["visits"] = visits
         return stats

@@ -46,6 +46,8 @@ from driver.runtime import RayBackend, build, make_replay  # noqa: E402
 from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
 
 ALGOS = ("beta_dqn", "dqn")
+# of the actors' wall time: stepping and acting, the insert's round trip to the replay, waiting for the next chunk
+ACTOR_FRACTIONS = ("actor_busy_fraction", "actor_insert_fraction", "actor_idle_fraction")
 
 
 def config(args, algo: str, actors: int, out: str, arm_exchange: str = "auto"):
@@ -69,6 +71,7 @@ def end_to_end(args, algo: str, actors: int) -> dict:
             "update_ms": t["update_ms"], "learner_update_fraction": t["learner_update_fraction"],
             "learner_wait_fraction": t["learner_wait_fraction"], "learner_idle_fraction": t["learner_idle_fraction"],
             "staleness_median": t["staleness_median"], "staleness_p95": t["staleness_p95"],
+            **{k: t.get(k) for k in ACTOR_FRACTIONS},
             "first_transition_s": t["first_transition_s"], "all_actors_ready_s": t["all_actors_ready_s"],
             "peak_rss_gb": summary["peak_rss_gb"], "steady_seconds": t["steady_seconds"]}
 
@@ -88,13 +91,15 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
             # warm: every actor has its weights and has acted once (past learning_starts: arms in use)
             backend.get([backend.call(h, "collect", cfg.chunk_steps, weights, 0, cfg.learning_starts)
                          for h in handles])
-            steps, t0 = 0, time.perf_counter()
+            steps, acting, inserting, t0 = 0, 0.0, 0.0, time.perf_counter()
             inflight = {backend.call(h, "collect", cfg.chunk_steps, None, 0, cfg.learning_starts): h
                         for h in handles}
             while time.perf_counter() - t0 < seconds:
                 for fut in backend.ready(list(inflight), block=True):
                     h = inflight.pop(fut)
-                    steps += backend.get(fut)["steps"]
+                    stats = backend.get(fut)
+                    steps += stats["steps"]
+                    acting, inserting = acting + stats["seconds"], inserting + stats["insert_seconds"]
                     inflight[backend.call(h, "collect", cfg.chunk_steps, None, 0, cfg.learning_starts)] = h
             wall = time.perf_counter() - t0
             backend.get(list(inflight))
@@ -102,8 +107,11 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
                 lag = backend.get(backend.call(parts["arm_source"], "summary"))["lag"]
         finally:
             backend.shutdown()
+    # where the actors' time went (the chunks counted: those that returned inside the window)
     return {"algo": algo, "actors": actors, "arm_exchange": cfg.arm_exchange if algo == "beta_dqn" else None,
-            "env_steps_per_s": steps / wall, "arm_lag": lag}
+            "env_steps_per_s": steps / wall, "arm_lag": lag,
+            "actor_busy_fraction": (acting - inserting) / (actors * wall),
+            "actor_insert_fraction": inserting / (actors * wall), "actor_idle_fraction": 1 - acting / (actors * wall)}
 
 
 def actors_alone(args, actors: int) -> dict:
@@ -259,12 +267,13 @@ def print_table(result: dict) -> None:
     print(f"\n{result['env']} on {m['cpu']} ({m['cpu_count']} CPUs), learner on {result['device']}"
           + (f" ({m['gpu']})" if m["gpu"] else "") + f"; torch {m['torch']}, ray {m['ray']}")
     cols = ("algo", "actors", "env steps/s", "updates/s", "ratio", "update ms", "learner busy", "wait",
-            "idle", "stale p50/p95", "first step s", "all ready s", "peak RSS GB")
+            "idle", "actors busy/insert/idle", "stale p50/p95", "first step s", "all ready s", "peak RSS GB")
     print(" | ".join(cols))
     for r in result["runs"]:
         print(" | ".join([r["algo"], str(r["actors"]), f"{r['env_steps_per_s']:.0f}", f"{r['updates_per_s']:.0f}",
                           f"{r['replay_ratio']:.3f}", f"{r['update_ms']:.2f}", f"{r['learner_update_fraction']:.2f}",
                           f"{r['learner_wait_fraction']:.3f}", f"{r['learner_idle_fraction']:.3f}",
+                          "/".join("?" if r.get(k) is None else f"{r[k]:.2f}" for k in ACTOR_FRACTIONS),
                           f"{r['staleness_median']:.0f}/{r['staleness_p95']:.0f}", f"{r['first_transition_s']:.1f}",
                           f"{r['all_actors_ready_s']:.1f}", f"{r['peak_rss_gb']:.2f}"]))
     for r in result["actors_only"]:
@@ -272,7 +281,9 @@ def print_table(result: dict) -> None:
         how = f", --arm-exchange {r['arm_exchange']}" if r["arm_exchange"] else ""
         late = f"; arm lag median {lag['median']:.0f}, p95 {lag['p95']:.0f}, max {lag['max']} episodes" if lag else ""
         print(f"actors only ({r['algo']}{how}, {r['actors']} actors, learner paused): "
-              f"{r['env_steps_per_s']:.0f} env steps/s{late}")
+              f"{r['env_steps_per_s']:.0f} env steps/s{late}; of the actors' time: busy "
+              f"{r['actor_busy_fraction']:.2f}, insert {r['actor_insert_fraction']:.2f}, "
+              f"idle {r['actor_idle_fraction']:.2f}")
     for r in result["in_process"]:
         print(f"one actor in this process ({r['algo']}, {r['envs_per_actor']} envs): {r['env_steps_per_s']:.0f} "
               "env steps/s")

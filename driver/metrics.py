@@ -87,7 +87,7 @@ class RunMetrics:
             "replay_ratio": achieved_ratio(learner.updates, st.env_steps, cfg.learning_starts),
             "wall_seconds": wall, "env_steps_per_s": st.env_steps / wall, "peak_rss_gb": self.peak_rss,
             "device": str(learner.device),
-            "throughput": self.clock.summary(st.env_steps, learner.updates, self.staleness),
+            "throughput": self.clock.summary(st.env_steps, learner.updates, self.staleness, cfg.actors),
             "placement": self.placement,
             "replay_servers": self.replay.locations(),  # Redis: where the shards lived (no password)
             # one-hot grids (CliffWalk): training env steps taken in each cell (row-major), for the report

@@ -283,6 +283,9 @@ class Clock:
 
     `wait` is the learner blocked on a replay sample it needs now; `update` its gradient steps; `idle`
     the loop blocked on actors while no update is owed (the rate limiter holding the learner back).
+    `acting` and `inserting` sum the actors' own clocks over their chunks (`Actor.collect`): a call's wall
+    seconds and, of them, its insert's round trip to the replay; the rest of an actor's time it waits for its
+    next chunk (the rate limiter, the round trip from the run's loop and back).
     """
 
     def __init__(self):
@@ -290,6 +293,7 @@ class Clock:
         self.t_first_chunk = self.t_all_actors = self.t_steady = None
         self.steady_from = (0, 0)  # (env steps, updates) when the steady state began
         self.wait = self.update = self.idle = 0.0
+        self.acting = self.inserting = 0.0  # the actors' seconds in `collect` and, of them, in its insert
         self.end: tuple[float, int, int] | None = None  # (time, env steps, updates) when the loop ended
 
     def stop(self, env_steps: int, updates: int) -> None:
@@ -306,12 +310,19 @@ class Clock:
         self.t_steady = time.perf_counter()
         self.steady_from = (env_steps, updates)
         self.wait = self.update = self.idle = 0.0
+        self.acting = self.inserting = 0.0
 
     def learner(self, wait: float, update: float) -> None:
         self.wait += wait
         self.update += update
 
-    def summary(self, env_steps: int, updates: int, staleness: Counter) -> dict:
+    def actor(self, stats: dict) -> None:
+        """A chunk's own clock (`Actor.collect`'s `seconds` and `insert_seconds`; absent from other collectors)."""
+        self.acting += stats.get("seconds", 0.0)
+        self.inserting += stats.get("insert_seconds", 0.0)
+
+    def summary(self, env_steps: int, updates: int, staleness: Counter, actors: int = 0) -> dict:
+        """`actors`: how many actors ran (the actors' fractions are of their wall time together; 0: none given)."""
         now, env_steps, updates = self.end or (time.perf_counter(), env_steps, updates)
 
         def since(t):
@@ -329,6 +340,15 @@ class Clock:
                 "learner_idle_fraction": self.idle / steady,
                 "update_ms": 1e3 * self.update / max(updates - self.steady_from[1], 1),
             })
+            if actors and self.acting:
+                # of the actors' wall time: stepping and acting (with building the chunk), the insert's round
+                # trip to the replay, and waiting for the next chunk (on a serial run: while the others act and
+                # the learner updates)
+                out.update({
+                    "actor_busy_fraction": (self.acting - self.inserting) / (actors * steady),
+                    "actor_insert_fraction": self.inserting / (actors * steady),
+                    "actor_idle_fraction": 1.0 - self.acting / (actors * steady),
+                })
         if staleness:
             values = np.repeat(list(staleness), list(staleness.values()))
             out["staleness_median"] = float(np.median(values))

@@ -290,6 +290,7 @@ class Run(RunCheckpoints, RunMetrics):
         """Actor i's chunk is in the replay: count it, and tell a local arm source its finished episodes."""
         st, episodes = self.state, stats["episodes"]
         self.clock.chunk()
+        self.clock.actor(stats)
         st.env_steps += stats["steps"]
         self.replay.added(shard_of(i, self.cfg.replay_shards), stats["steps"])
         st.episodes += len(episodes)

@@ -38,6 +38,10 @@ def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards, arm_exchange):
     assert run.max_inflight == cfg.actors
     # the replay ratio is held within ±5% over the run
     assert summary["replay_ratio"] == pytest.approx(0.25, rel=0.05)
+    # where the actors' time went: acting, inserting (a round trip to a replay actor or a Redis server), waiting
+    t = summary["throughput"]
+    fractions = [t[f"actor_{k}_fraction"] for k in ("busy", "insert", "idle")]
+    assert sum(fractions) == pytest.approx(1.0) and all(0 < f < 1 for f in fractions)
     lines = [json.loads(line) for line in (tmp_path / "ray" / "metrics.jsonl").read_text().splitlines()]
     # every log interval that received chunks reports their weight staleness, in versions
     with_chunks = [line for line in lines if line["env_steps_per_s"] > 0]

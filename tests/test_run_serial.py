@@ -236,3 +236,14 @@ def test_arm_exchange_per_episode_or_per_chunk_and_the_lag_it_costs(tmp_path):
     assert resume_config([*resume, "--arm-exchange", "episode"])[0].arm_exchange == "episode"
     with pytest.raises(ConfigError, match="arm_exchange|arm-exchange"):
         resume_config([*resume, "--arm-exchange", "chunk"])
+
+
+def test_the_summary_says_where_the_actors_time_went(tmp_path):
+    cfg, spec = short(tmp_path, "clock", env="MinAtar/Breakout", algo="dqn")
+    t = train(cfg, spec)["throughput"]
+    busy, insert, idle = (t[f"actor_{k}_fraction"] for k in ("busy", "insert", "idle"))
+    assert busy + insert + idle == pytest.approx(1.0)
+    assert 0 < busy < 1 and 0 < insert < busy and 0 < idle < 1
+    # serial: the actors take turns in one process, beside the learner, so together they act less than the
+    # run's steady time (each is idle while the other acts: at least half the time with two)
+    assert busy + insert <= 1 / cfg.actors + 1e-9
