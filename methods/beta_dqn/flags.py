@@ -28,7 +28,8 @@ class Flags:
     beta_epsilon: bool = flag(False, "β-DQN: with probability ε (DQN's schedule: --eps-start, --eps-end, "
                                      "--eps-decay-steps or --eps-decay-fraction) take a uniform random action "
                                      "instead of the episode's policy's, on every arm; false (the paper's "
-                                     "Algorithm 1): the policy set alone explores")
+                                     "Algorithm 1; the preregistered study in results/beta-epsilon/ kept it): "
+                                     "the policy set alone explores")
     two_q: bool = flag(False, "β-DQN ablation: learn a second Q with the unconstrained target for π_cor's "
                               "optimistic term")
     eval_basic: bool = flag(True, "β-DQN: at every evaluation also evaluate the basic policies argmin β and "
