@@ -43,6 +43,7 @@ PY
 )
 mapfile -t records <<<"$list"
 # raw returns (the records also hold min–max runs), the protocol's ε schedule (they also hold DQN runs of the old
-# 1M-step decay; β-DQN without ε reads no schedule), the verdict's arm
+# 1M-step decay; β-DQN without ε reads no schedule), the verdict's arm; the columns name their runtime (DQN's runs
+# are serial, β-DQN's Ray: results/beta-epsilon/PLAN.md, deviation of 2026-12-05)
 python -m learner.report "${records[@]}" --only "bandit-returns=raw,eps-decay-fraction=0.2,beta-epsilon=$arm" \
-  --column-by bandit-returns --seeds 0-4 --cost bench/results/cost-2cpu-cpu.json --out results/table1-protocol-table
+  --column-by bandit-returns,runtime --seeds 0-4 --cost bench/results/cost-2cpu-cpu.json --out results/table1-protocol-table
