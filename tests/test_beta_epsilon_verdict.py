@@ -65,3 +65,23 @@ def test_the_committed_runs_follow_the_plan_and_a_departure_is_named(verdict):
     short.config = {**eps.config, "eps_decay_steps": 1_000_000}
     assert verdict.off_plan(short, "eps") == "eps_decay_steps is 1000000, not 100000"
     assert verdict.off_plan(none, "eps").startswith("beta_epsilon is False")
+
+
+def test_the_dqn_runs_are_serial_from_their_commit_and_the_new_none_runs_are_the_plans_four(verdict):
+    import copy
+
+    runs = verdict.collect(verdict.records())
+    dqn = runs["DoorKey", "dqn", 0]  # Table 1's DQN under the protocol: serial, at f7c4e83 (PLAN.md, 2026-12-05)
+    assert verdict.off_plan(dqn, "dqn") == ""
+    on_ray = copy.copy(dqn)
+    on_ray.config = {**dqn.config, "runtime": "ray"}
+    assert verdict.off_plan(on_ray, "dqn") == "runtime is 'ray', not 'serial'"
+    elsewhere = copy.copy(dqn)
+    elsewhere.summary = {**dqn.summary, "commit": "7adcac352cc2"}
+    assert verdict.off_plan(elsewhere, "dqn").startswith("its commit is '7adcac352cc2', not f7c4e83")
+    # the none runs made at the study's commit: the four PLAN.md names, and no other
+    new = runs["SimpleCrossing-Easy", "none", 3]
+    assert str(new.summary["commit"]).startswith("7adcac3") and verdict.off_plan(new, "none") == ""
+    moved = copy.copy(new)
+    moved.config = {**new.config, "seed": 0}
+    assert verdict.off_plan(moved, "none").startswith("its commit is the study's, 7adcac3, where PLAN.md makes")

@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # The β-epsilon study's runs (PLAN.md), one grid per run, one after the other; then the protocol's DQN runs (not
-# part of the decision). Run it from a clean clone at the study's commit, in its virtual environment:
-#   bash results/beta-epsilon/run.sh
+# part of the decision); then the runtime check beside them; then CliffWalk's DQN under the protocol. The study's
+# runs come from a clean clone at the study's commit (7adcac3), Table 1's DQN grids from one at f7c4e83 (PLAN.md,
+# deviation of 2026-12-05), each in its own virtual environment:
+#   bash results/beta-epsilon/run.sh              # (STAGE=2: with seeds 3-4) the study, then everything after it
+#   PART=dqn bash results/beta-epsilon/run.sh     # Table 1's two DQN grids only (new or resumed), then records
+#   PART=record bash results/beta-epsilon/run.sh  # records the DQN grids' finished runs, nothing else
+#   PART=check bash results/beta-epsilon/run.sh   # the runtime check only (DQN on Ray, one run at a time)
 # then copy each record it makes into the main checkout. RECORDS (default: this checkout's results/) is where each
 # finished run is recorded by learner.report (a relative path: report.md repeats it, so an absolute one would put
 # a machine path in the record)
 # (<RECORDS>/beta-epsilon/<task>-<eps|none>-s<seed>/, <RECORDS>/table1-protocol/<task>-dqn-s<seed>/); a run that
 # has its record there is skipped, so the script continues wherever an earlier sitting, or another machine, left
-# off. A run whose grid directory exists under runs/ is continued with --resume (from its last checkpoint).
-# Ctrl-C (or SIGTERM) stops the run in hand; run the script again to continue. STAGE=2 adds seeds 3-4 (only if
-# the rule asks for them on seeds 0-2). PART=dqn runs only what follows the study (Table 1's DQN grids, then the
-# runtime check); PART=record records the DQN grids' finished runs.
+# off. A run whose grid directory exists under runs/ is continued with --resume (from its last checkpoint); a DQN
+# grid whose directory is gone (a lost machine) starts again whole, even where some of its runs are recorded (the
+# records win; the repeats are not used). Ctrl-C (or SIGTERM) stops the run in hand; run the script again to
+# continue. STAGE=2 adds seeds 3-4 (only if the rule asks for them on seeds 0-2).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+case "${PART:-all}" in all|dqn|record|check) ;; *)
+  echo "run.sh: PART=${PART} is not a part; give all (the default), dqn, record or check" >&2; exit 2 ;; esac
+case "${STAGE:-1}" in 1|2) ;; *)
+  echo "run.sh: STAGE=${STAGE} is not a stage; give 1 (the default) or 2" >&2; exit 2 ;; esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the study runs from a clean clone at its commit" >&2
   exit 2
@@ -54,7 +63,7 @@ study() {  # study ARM SEED...: β-DQN with (eps) or without (none) ε on every 
   done; done
 }
 
-# PART=dqn skips the study (its runs belong to the clone at the study's commit) and runs what follows it
+# PART=dqn, record and check skip the study (its runs belong to the clone at the study's commit)
 if [ "${PART:-all}" = all ]; then
   # stage 1: the ε arm, seeds 0-2 (the none arm is reused: PLAN.md)
   study eps 0 1 2
@@ -91,25 +100,31 @@ dqn_grid() {  # dqn_grid NAME TOTAL_STEPS ENV...: the DQN grid of these environm
   done; done
   if [ "$missing" = 0 ]; then return 0; fi
   envs=$(IFS=,; echo "$*")
+  local status=0
   if [ -f "runs/$name/grid.json" ]; then
-    nice -n 19 python -m learner.main --resume "runs/$name" --progress false
+    nice -n 19 python -m learner.main --resume "runs/$name" --progress false || status=$?
   else
     nice -n 19 python -m learner.main --env "$envs" --algo dqn --seeds 0-4 --total-steps "$steps" --runtime serial \
-      --actors 4 --arm-exchange episode --progress false --wandb disabled --out "runs/$name"
+      --actors 4 --arm-exchange episode --progress false --wandb disabled --out "runs/$name" || status=$?
   fi
-  record_dqn
+  record_dqn  # the runs that finished, also when the grid did not (its line above says why)
+  return "$status"
 }
 if [ "${PART:-all}" = record ]; then record_dqn; exit 0; fi
-dqn_grid t1p-dqn-minigrid 500000 "${MINIGRID[@]}"
-dqn_grid t1p-dqn-minatar 1000000 "${MINATAR[@]/#/MinAtar/}"
-# the runtime check beside Table 1 (not deciding): DQN on Ray, one run at a time with the study's flags, on one
-# environment of each domain, seeds 0-4
-for seed in 0 1 2 3 4; do for task in DoorKey MinAtar/Breakout; do
+if [ "${PART:-all}" != check ]; then
+  dqn_grid t1p-dqn-minigrid 500000 "${MINIGRID[@]}"
+  dqn_grid t1p-dqn-minatar 1000000 "${MINATAR[@]/#/MinAtar/}"
+fi
+[ "${PART:-all}" = dqn ] && exit 0
+# the runtime check beside Table 1 (not deciding; PLAN.md, notes of 2026-12-05): DQN on Ray, one run at a time with
+# the study's flags, on one environment of each domain whose serial DQN is not at its ceiling, seeds 0-4
+for seed in 0 1 2 3 4; do for task in SimpleCrossing-Easy MinAtar/Breakout; do
   steps=500000; [ "${task#MinAtar/}" != "$task" ] && steps=1000000
   short=$(lower "${task#MinAtar/}")
   one "t1p-ray-dqn-$short-s$seed" "$RECORDS/table1-protocol-ray/$short-dqn-s$seed" --env "$task" --algo dqn \
     --seeds "$seed" --total-steps "$steps"
 done; done
+[ "${PART:-all}" = check ] && exit 0
 # CliffWalk's DQN under the protocol, beside the CliffWalk study's β-DQN (its flags: serial, 1 actor x 1 env)
 if [ ! -f "$RECORDS/cliffwalk-protocol/runs.csv" ]; then
   if [ -f runs/cliffwalk-protocol/grid.json ]; then
