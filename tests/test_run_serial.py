@@ -2,6 +2,7 @@
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,24 @@ def test_the_summary_says_where_the_actors_time_went(tmp_path):
     # serial: the actors take turns in one process, beside the learner, so together they act less than the
     # run's steady time (each is idle while the other acts: at least half the time with two)
     assert busy + insert <= 1 / cfg.actors + 1e-9
+
+
+def test_the_actors_clock_counts_the_steady_state_only(monkeypatch):
+    from driver import outputs
+
+    now = [0.0]
+    monkeypatch.setattr(outputs.time, "perf_counter", lambda: now[0])
+    clock = outputs.Clock()
+    clock.actor({"seconds": 5.0, "insert_seconds": 1.0})  # before the steady state: forgotten at its start
+    now[0] = 10.0
+    clock.start_steady(1000, 0)
+    for _ in range(4):  # two actors, 20 s of steady state: 6 s of `collect`, 2 of them inserting
+        clock.actor({"seconds": 1.5, "insert_seconds": 0.5})
+    clock.actor({})  # a collector without a clock (none of its own) adds nothing
+    now[0] = 30.0
+    clock.stop(5000, 1000)
+    t = clock.summary(5000, 1000, Counter(), actors=2)
+    assert t["actor_busy_fraction"] == pytest.approx(4 / 40)
+    assert t["actor_insert_fraction"] == pytest.approx(2 / 40)
+    assert t["actor_idle_fraction"] == pytest.approx(34 / 40)
+    assert "actor_busy_fraction" not in clock.summary(5000, 1000, Counter())  # the actors' count not given
