@@ -41,6 +41,7 @@ from bench.breakdown import actor_rows  # noqa: E402
 from bench.machine import machine, write_result  # noqa: E402
 from configuration.errors import OneLineParser, run_script  # noqa: E402
 from configuration.flags import Config, resolve, settings  # noqa: E402
+from driver.outputs import actor_fractions  # noqa: E402
 from driver.run import Run  # noqa: E402
 from driver.runtime import RayBackend, build, make_replay  # noqa: E402
 from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
@@ -109,9 +110,7 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
             backend.shutdown()
     # where the actors' time went (the chunks counted: those that returned inside the window)
     return {"algo": algo, "actors": actors, "arm_exchange": cfg.arm_exchange if algo == "beta_dqn" else None,
-            "env_steps_per_s": steps / wall, "arm_lag": lag,
-            "actor_busy_fraction": (acting - inserting) / (actors * wall),
-            "actor_insert_fraction": inserting / (actors * wall), "actor_idle_fraction": 1 - acting / (actors * wall)}
+            "env_steps_per_s": steps / wall, "arm_lag": lag, **actor_fractions(acting, inserting, actors * wall)}
 
 
 def actors_alone(args, actors: int) -> dict:

@@ -277,6 +277,12 @@ def process_tree_rss() -> float:
     return total / 1e9
 
 
+def actor_fractions(acting: float, inserting: float, actor_seconds: float) -> dict:
+    """Of the actors' wall time together (`actor_seconds`): in `collect` but its insert, in the insert, waiting."""
+    return {"actor_busy_fraction": (acting - inserting) / actor_seconds,
+            "actor_insert_fraction": inserting / actor_seconds, "actor_idle_fraction": 1.0 - acting / actor_seconds}
+
+
 class Clock:
     """Where the time goes: startup (to every actor constructed, to the first transition), the steady
     state (from the first update on), and the learner's share of it.
@@ -344,11 +350,7 @@ class Clock:
                 # of the actors' wall time: stepping and acting (with building the chunk), the insert's round
                 # trip to the replay, and waiting for the next chunk (on a serial run: while the others act and
                 # the learner updates)
-                out.update({
-                    "actor_busy_fraction": (self.acting - self.inserting) / (actors * steady),
-                    "actor_insert_fraction": self.inserting / (actors * steady),
-                    "actor_idle_fraction": 1.0 - self.acting / (actors * steady),
-                })
+                out.update(actor_fractions(self.acting, self.inserting, actors * steady))
         if staleness:
             values = np.repeat(list(staleness), list(staleness.values()))
             out["staleness_median"] = float(np.median(values))
