@@ -311,10 +311,9 @@ def _head(chosen: _Selection, described: dict, again: str, header: list[str], ro
            "runs' directories only." if len(drawn) < len(runs) else ""), "",
         "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    lines += ["", "Exploration, as each column's runs acted: " + "; ".join(
-        f"{column_label(column)}: {', '.join(schedules)}"
-        for column, schedules in explorations(runs).items()) + ".",
-        ""]
+    lines += ["", "Exploration, as each column's runs acted:", "",
+              *(f"- {column_label(column)}: {'; '.join(schedules)}."
+                for column, schedules in explorations(runs).items()), ""]
     return lines
 
 

@@ -20,6 +20,7 @@ from reporting.results import (
     bandit_arms,
     column_label,
     columns_of,
+    config_value,
     exploration,
     final_score,
     first_solved,
@@ -157,20 +158,27 @@ def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> t
             lines.append(f"| {dom} | {where} | {column_label(column)} | "
                          + " | ".join(f"{p:.2f} [{lo:.2f}, {hi:.2f}]" for p, lo, hi in values.values()) + " |")
     lines += ["", "Probability of improvement (rliable): P(X > Y), the chance that a run of X ends above a run of Y "
-              "in the same environment (a tie counts half), averaged over the environments both ran with equal seed "
-              "counts; 95% stratified bootstrap interval. 0.5 is no difference.", "",
-              "| X | Y | environments | P(X > Y) |", "| --- | --- | --- | --- |"]
-    for i, y in enumerate(columns):
-        for x in columns[i + 1:]:
-            shared = [e for e in envs if any(r.env == e and r.column == x for r in runs)
-                      and any(r.env == e and r.column == y for r in runs)]
-            mx, my = _matrix(runs, x, shared), _matrix(runs, y, shared)
-            if mx is None or my is None:
-                lines.append(f"| {column_label(x)} | {column_label(y)} | {len(shared)} | — |")
-                continue
-            p, lo, hi = improvement(mx, my, reps)
-            numbers["improvement"][f"{column_label(x)}|{column_label(y)}"] = (p, lo, hi)
-            lines.append(f"| {column_label(x)} | {column_label(y)} | {len(shared)} | {p:.2f} [{lo:.2f}, {hi:.2f}] |")
+              "in the same environment (a tie counts half), averaged over the domain's environments that both ran "
+              "with equal seed counts; 95% stratified bootstrap interval. 0.5 is no difference.", "",
+              "| domain | X | Y | environments | P(X > Y) |", "| --- | --- | --- | --- | --- |"]
+    for dom, dom_envs in groups.items():
+        for i, y in enumerate(columns):
+            for x in columns[i + 1:]:
+                shared = [e for e in dom_envs if any(r.env == e and r.column == x for r in runs)
+                          and any(r.env == e and r.column == y for r in runs)]
+                if not shared:
+                    continue
+                mx, my = _matrix(runs, x, shared), _matrix(runs, y, shared)
+                row = f"| {dom} | {column_label(x)} | {column_label(y)} | {len(shared)} |"
+                if mx is None or my is None:
+                    lines.append(f"{row} — |")
+                    continue
+                p, lo, hi = improvement(mx, my, reps)
+                # over every environment (the one domain's, where there is one): "X|Y"; per domain: "domain|X|Y"
+                key = f"{column_label(x)}|{column_label(y)}"
+                numbers["improvement"][key if dom == ("all" if "all" in groups else dom) else f"{dom}|{key}"] = \
+                    (p, lo, hi)
+                lines.append(f"{row} {p:.2f} [{lo:.2f}, {hi:.2f}] |")
     lines.append("")
     if profiled:
         top = max(float(m.max()) for m in profiled.values())
@@ -301,8 +309,12 @@ def test_rows(runs: list[RunData]) -> tuple[list[str], dict]:
 
 def explorations(runs: list[RunData]) -> dict[tuple, list[str]]:
     """Per column, the ε schedules its runs acted by (`exploration`), each once: one, unless its runs differ in
-    length (the decay is a share of the run) or a grid varied the schedule."""
-    found: dict[tuple, dict[str, None]] = {}
+    length (the decay is a share of the run: each schedule then names the run length it is for) or a grid varied
+    the schedule."""
+    found: dict[tuple, dict[str, set[int]]] = {}
     for run in sorted(runs, key=lambda r: (r.algo, r.variant)):
-        found.setdefault(run.column, {})[exploration(run)] = None
-    return {column: list(schedules) for column, schedules in found.items()}
+        found.setdefault(run.column, {}).setdefault(exploration(run), set()).add(config_value(run, "total_steps"))
+    return {column: [schedule if len(schedules) == 1 or schedule == "no ε"
+                     else f"{schedule} (runs of {' and '.join(f'{n:,}' for n in sorted(lengths))} env steps)"
+                     for schedule, lengths in sorted(schedules.items(), key=lambda item: min(item[1]))]
+            for column, schedules in found.items()}

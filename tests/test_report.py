@@ -95,7 +95,9 @@ def test_table_one_by_hand(tmp_path):
     assert f"| all | 3 | β-DQN | {np.mean(sorted([1 / 0.9] * 2 + [1.6, 2, 2, 2])[1:5]):.2f} [" in report
     assert f"| {(2 / 0.9 + 1.6 + 2 + 4) / 6:.2f} [" in report and "| 1.80 [" in report
     assert "| all | 3 | DQN | 1.00 [" in report
-    assert "| β-DQN | DQN | 3 | 0.92 [" in report and "![performance profile](profile.png)" in report
+    assert "| all | β-DQN | DQN | 3 | 0.92 [" in report and "![performance profile](profile.png)" in report
+    # and per domain: CliffWalk's 3/4 alone, MinAtar's two games 1 each
+    assert "| CliffWalk | β-DQN | DQN | 1 | 0.75 [" in report and "| MinAtar | β-DQN | DQN | 2 | 1.00 [" in report
     breakout_dqn = [r for r in rows if r["env"] == "MinAtar/Breakout" and r["algo"] == "dqn"]
     assert [(r["seed"], r["score"], r["metric"], r["train_score"]) for r in breakout_dqn] == [
         ("0", "4", "return_mean", "3.2"), ("1", "6", "return_mean", "4.8")]  # 0.8 × final (make_run)
@@ -243,6 +245,18 @@ def test_runs_of_different_lengths_compare_when_their_epsilon_decays_over_the_sa
     (out / "config.json").write_text(json.dumps({**config, "total_steps": 4000, "eps_decay_steps": 400}))
     with pytest.raises(ReportError, match="runs differ in eps_decay_steps"):
         write_report([tmp_path / "grid", tmp_path / "other"], tmp_path / "mixed")
+    # one column whose environments run different lengths (Table 1: MiniGrid 500k, MinAtar 1M): each schedule
+    # names the run length it is for, and β-DQN (no ε) says so once
+    for env, steps in (("CliffWalk", 2000), ("MinAtar/Breakout", 4000)):
+        for algo in ("dqn", "beta_dqn"):
+            out = make_run(tmp_path / "lengths", env, algo, 0, 0.5, 1000.0)
+            config = json.loads((out / "config.json").read_text())
+            (out / "config.json").write_text(json.dumps({**config, "total_steps": steps,
+                                                         "eps_decay_steps": steps // 5}))
+    report = write_report(tmp_path / "lengths", tmp_path / "lengths-report").read_text()
+    assert ("- DQN: ε 1 → 0.01 over 400 env steps (20% of the run), then held (runs of 2,000 env steps); "
+            "ε 1 → 0.01 over 800 env steps (20% of the run), then held (runs of 4,000 env steps).") in report
+    assert "- β-DQN: no ε." in report
 
 
 def test_each_environment_is_tested_against_dqn(tmp_path):
