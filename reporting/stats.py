@@ -165,7 +165,10 @@ def difference(x, y) -> dict:
     a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     welch = None
     if len(a) > 1 and len(b) > 1 and (a.std() > 0 or b.std() > 0):
-        welch = float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
+        with warnings.catch_warnings():  # scipy's "precision loss" warning for a constant sample (seeds that all
+            # scored 0.1333...): its variance is 0 to rounding, and Welch's test then rests on the other sample's
+            warnings.filterwarnings("ignore", message="Precision loss occurred", category=RuntimeWarning)
+            welch = float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
     splits, whitney = comb(len(a) + len(b), len(a)), None
     if splits <= MAX_SPLITS:
         pooled, centre = np.concatenate([a, b]), len(a) * len(b) / 2
