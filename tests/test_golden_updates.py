@@ -64,3 +64,19 @@ if __name__ == "__main__":
     record = {f"{env}/{algo}": updates(env, algo) for env in ENVS for algo in ALGOS}
     FIXTURE.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {FIXTURE}")
+
+
+def test_golden_py_never_writes_into_an_existing_directory(tmp_path):
+    """`tests/golden.py --out DIR` refuses a DIR that exists, in one line, before any run: a comparison against
+    outputs partly replaced would prove nothing."""
+    import subprocess
+    import sys
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "kept").write_text("x")
+    done = subprocess.run([sys.executable, "tests/golden.py", "--out", str(tmp_path / "old")],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"golden.py: error: --out {tmp_path / 'old'} exists; give a new " \
+                                                   "directory"
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["kept"]
