@@ -3,11 +3,18 @@
 # β-epsilon study's verdict decides (with or without --beta-epsilon), 11 environments, seeds 0-4, the cost that
 # bench/cost.py measured. Run it from the repository's root or anywhere:
 #   bash results/table1-protocol/table.sh          # the verdict (~4 min on 2 cores), then the report (~1 min)
-# It stops (exit 1) while the verdict or the 55 DQN records are missing, passes on any other failure of the
-# verdict (exit 2: a record off the plan, or one that does not read), and then writes results/table1-protocol-table/
-# (beside, not under, results/table1-protocol/, whose records the verdict reads).
+# It stops (exit 1) while the 55 DQN records are missing (at once) or the verdict is, passes on any other failure
+# of the verdict (exit 2: a record off the plan, or one that does not read), prints the verdict's whole output, and
+# then writes results/table1-protocol-table/ (beside, not under, results/table1-protocol/, whose records the
+# verdict reads).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+shopt -s nullglob
+dqn=(results/table1-protocol/*-dqn-s[0-4]/runs.csv)
+if [ "${#dqn[@]}" -ne 55 ]; then
+  echo "table.sh: ${#dqn[@]} of the protocol's 55 DQN runs are recorded (results/table1-protocol/); Table 1 waits for them" >&2
+  exit 1
+fi
 rc=0
 verdict=$(python results/beta-epsilon/verdict.py) || rc=$?
 if [ "$rc" -eq 1 ]; then
@@ -19,18 +26,12 @@ elif [ "$rc" -ne 0 ]; then
   echo "table.sh: results/beta-epsilon/verdict.py failed (exit $rc, above)" >&2
   exit "$rc"
 fi
-echo "$verdict" | grep '^verdict: '
+echo "$verdict"  # the decision, and beside it (not deciding) the domains, the environments and the IQM over DQN
 case "$verdict" in
   *"verdict: "*"(--beta-epsilon true)"*) arm=true ;;
   *"verdict: "*"(--beta-epsilon false)"*) arm=false ;;
   *) echo "table.sh: the verdict's line names no --beta-epsilon value" >&2; exit 2 ;;
 esac
-shopt -s nullglob
-dqn=(results/table1-protocol/*-dqn-s[0-4]/runs.csv)
-if [ "${#dqn[@]}" -ne 55 ]; then
-  echo "table.sh: ${#dqn[@]} of the protocol's 55 DQN runs are recorded (results/table1-protocol/); Table 1 waits for them" >&2
-  exit 1
-fi
 # every record the verdict reads: the reused none runs, the study's runs, the protocol's DQN runs
 list=$(python - <<'PY'
 import sys
