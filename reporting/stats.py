@@ -151,9 +151,16 @@ def _u(a: np.ndarray, b: np.ndarray) -> float:
     return float((a[:, None] > b[None, :]).sum() + 0.5 * (a[:, None] == b[None, :]).sum())
 
 
+def _variance(x: np.ndarray) -> float:
+    """The sample variance (n - 1), or 0 where the values differ by no more than rounding."""
+    if np.ptp(x) <= 16 * np.finfo(np.float64).eps * max(1.0, float(np.abs(x).max())):
+        return 0.0
+    return float(x.var(ddof=1))
+
+
 def difference(x, y) -> dict:
     """Two samples of final scores (one environment's seeds of two columns): the difference of their means,
-    Welch's t-test's two-sided p (None where both samples are constant: no variance to test), the two-sided
+    Welch's t-test's two-sided p (None where both samples are constant, to rounding: no variance to test), the two-sided
     Mann–Whitney p as an exact permutation test over every split of the runs into the two sizes (ties count
     half, so it holds with tied scores too; None beyond MAX_SPLITS splits), and the smallest p that test can reach
     with these sizes, 2 / C(n + m, n) (3 runs a side: 0.10, so it can never call a difference at 0.05)."""
@@ -164,11 +171,15 @@ def difference(x, y) -> dict:
 
     a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     welch = None
-    if len(a) > 1 and len(b) > 1 and (a.std() > 0 or b.std() > 0):
-        with warnings.catch_warnings():  # scipy's "precision loss" warning for a constant sample (seeds that all
-            # scored 0.1333...): its variance is 0 to rounding, and Welch's test then rests on the other sample's
-            warnings.filterwarnings("ignore", message="Precision loss occurred", category=RuntimeWarning)
-            welch = float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
+    if len(a) > 1 and len(b) > 1:
+        # Welch's t-test, written out so that a sample whose spread is rounding (seeds that all scored 4/30, summed
+        # in another order) counts as constant, variance 0, rather than as a tiny variance that makes any
+        # difference "significant" (scipy's own test warns of precision loss there and divides by it)
+        va, vb = _variance(a) / len(a), _variance(b) / len(b)
+        if va + vb > 0:
+            t = (a.mean() - b.mean()) / np.sqrt(va + vb)
+            df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+            welch = float(2 * scipy_stats.t.sf(abs(t), df))
     splits, whitney = comb(len(a) + len(b), len(a)), None
     if splits <= MAX_SPLITS:
         pooled, centre = np.concatenate([a, b]), len(a) * len(b) / 2

@@ -1,8 +1,9 @@
 """The report's tables, as Markdown lines from the runs (`reporting.results.RunData`): Table 1 with its cost and
 performance/cost rows (`table`), each environment against DQN with its tests (`test_rows`), the aggregates over
-environments with the probability of improvement and the performance profile (`aggregate_rows`), and per
-environment the columns' rows (`variant_rows`), each axis value's (`axis_rows`) and β-DQN's meta-controller at
-the end of each run (`bandit_rows`); `explorations` lists the ε schedules each column acted by."""
+environments and the probability of improvement, both per domain, with the performance profile
+(`aggregate_rows`), and per environment the columns' rows (`variant_rows`), each axis value's (`axis_rows`) and
+β-DQN's meta-controller at the end of each run (`bandit_rows`); `explorations` lists the ε schedules each column
+acted by."""
 
 from __future__ import annotations
 
@@ -121,9 +122,10 @@ def _matrix(runs: list[RunData], column: tuple, envs: list[str], scale: dict[str
 def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> tuple[list[str], dict]:
     """With two or more columns: per domain (and over all of them), each column's IQM, mean and median of its
     final scores normalised by the baseline's mean in the same environment (DQN's first column, else the first
-    column), with stratified bootstrap intervals; for every two columns the probability that a run of the later
-    one scores above a run of the earlier one (raw scores, per environment, averaged); and the performance
-    profile of the normalised scores (a figure). All from rliable (`reporting.stats`)."""
+    column), with stratified bootstrap intervals; for every two columns, per domain (and over all of them), the
+    probability that a run of the later one scores above a run of the earlier one (raw scores, per environment,
+    averaged); and the performance profile of the normalised scores (a figure). All from rliable
+    (`reporting.stats`). The numbers are keyed "domain|column" and "domain|X|Y" ("all" over every domain)."""
     columns = columns_of(runs)
     if len(columns) < 2:
         return [], {}
@@ -158,8 +160,10 @@ def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> t
             lines.append(f"| {dom} | {where} | {column_label(column)} | "
                          + " | ".join(f"{p:.2f} [{lo:.2f}, {hi:.2f}]" for p, lo, hi in values.values()) + " |")
     lines += ["", "Probability of improvement (rliable): P(X > Y), the chance that a run of X ends above a run of Y "
-              "in the same environment (a tie counts half), averaged over the domain's environments that both ran "
-              "with equal seed counts; 95% stratified bootstrap interval. 0.5 is no difference.", "",
+              "in the same environment (a tie counts half), averaged over the environments of the row's domain "
+              "(all: every environment) that both ran; 95% stratified bootstrap interval. 0.5 is no difference. "
+              "— where a column's seed count differs between those environments; a pair with no environment of "
+              "a domain in common has no row there.", "",
               "| domain | X | Y | environments | P(X > Y) |", "| --- | --- | --- | --- | --- |"]
     for dom, dom_envs in groups.items():
         for i, y in enumerate(columns):
@@ -174,10 +178,7 @@ def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> t
                     lines.append(f"{row} — |")
                     continue
                 p, lo, hi = improvement(mx, my, reps)
-                # over every environment (the one domain's, where there is one): "X|Y"; per domain: "domain|X|Y"
-                key = f"{column_label(x)}|{column_label(y)}"
-                numbers["improvement"][key if dom == ("all" if "all" in groups else dom) else f"{dom}|{key}"] = \
-                    (p, lo, hi)
+                numbers["improvement"][f"{dom}|{column_label(x)}|{column_label(y)}"] = (p, lo, hi)  # as "aggregates"
                 lines.append(f"{row} {p:.2f} [{lo:.2f}, {hi:.2f}] |")
     lines.append("")
     if profiled:

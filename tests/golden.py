@@ -162,7 +162,8 @@ def main() -> int:
     unknown = sorted(set(only) - set(runs()))
     if unknown:
         p.error(f"--only: no run named {', '.join(unknown)}; known: {', '.join(runs())}")
-    if args.out.exists():  # outputs are never overwritten: a comparison against a half-replaced side proves nothing
+    # outputs are never overwritten: a comparison against a half-replaced side proves nothing
+    if args.out.exists() or args.out.is_symlink():
         p.error(f"--out {args.out} exists; give a new directory")
     record(args.out, args.repo.resolve(), only, shlex.split(args.flags))
     return 0

@@ -60,12 +60,6 @@ def test_the_first_updates_match_the_recorded_golden(env, algo):
     assert got["abs_sums"] == pytest.approx(expected["abs_sums"], rel=1e-4)
 
 
-if __name__ == "__main__":
-    record = {f"{env}/{algo}": updates(env, algo) for env in ENVS for algo in ALGOS}
-    FIXTURE.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"wrote {FIXTURE}")
-
-
 def test_golden_py_never_writes_into_an_existing_directory(tmp_path):
     """`tests/golden.py --out DIR` refuses a DIR that exists, in one line, before any run: a comparison against
     outputs partly replaced would prove nothing."""
@@ -80,3 +74,10 @@ def test_golden_py_never_writes_into_an_existing_directory(tmp_path):
     assert done.stderr.strip().splitlines()[-1] == f"golden.py: error: --out {tmp_path / 'old'} exists; give a new " \
                                                    "directory"
     assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["kept"]
+
+
+if __name__ == "__main__":
+    record = {f"{env}/{algo}": updates(env, algo) for env in ENVS for algo in ALGOS}
+    FIXTURE.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"wrote {FIXTURE}")
+

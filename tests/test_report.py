@@ -99,6 +99,9 @@ def test_table_one_by_hand(tmp_path):
     assert "| all | β-DQN | DQN | 3 | 0.92 [" in report and "![performance profile](profile.png)" in report
     # and per domain: CliffWalk's 3/4 alone, MinAtar's two games 1 each
     assert "| CliffWalk | β-DQN | DQN | 1 | 0.75 [" in report and "| MinAtar | β-DQN | DQN | 2 | 1.00 [" in report
+    improvement = json.loads((tmp_path / "runs" / "report" / "report.json").read_text())["improvement"]
+    assert sorted(improvement) == ["CliffWalk|β-DQN|DQN", "MinAtar|β-DQN|DQN", "all|β-DQN|DQN"]
+    assert [round(improvement[k][0], 4) for k in sorted(improvement)] == [0.75, 1.0, round(2.75 / 3, 4)]
     breakout_dqn = [r for r in rows if r["env"] == "MinAtar/Breakout" and r["algo"] == "dqn"]
     assert [(r["seed"], r["score"], r["metric"], r["train_score"]) for r in breakout_dqn] == [
         ("0", "4", "return_mean", "3.2"), ("1", "6", "return_mean", "4.8")]  # 0.8 × final (make_run)
@@ -285,6 +288,16 @@ def test_each_environment_is_tested_against_dqn(tmp_path):
         warnings.simplefilter("error")
         constant = stats.difference([rate, rate], [0.6, rate])["welch_p"]
     assert constant == pytest.approx(stats.difference([0.0, 0.0], [0.6 - rate, 0.0])["welch_p"])
+    # a spread of rounding only (0.1 + 0.2 beside 0.3) is no variance: no test, not p = 1e-32
+    assert stats.difference([0.5] * 3, [0.1 + 0.2, 0.3, 0.3])["welch_p"] is None
+    # otherwise the p is scipy's Welch test
+    from scipy import stats as scipy_stats
+
+    rng = np.random.default_rng(0)
+    for n, m in ((3, 3), (5, 5), (2, 7)):
+        x, y = rng.normal(0, 1, n), rng.normal(0.5, 2, m)
+        assert stats.difference(x, y)["welch_p"] == pytest.approx(
+            scipy_stats.ttest_ind(x, y, equal_var=False).pvalue, rel=1e-9)
 
 
 def test_a_run_counted_twice_is_refused(tmp_path):

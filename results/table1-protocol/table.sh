@@ -26,7 +26,7 @@ elif [ "$rc" -ne 0 ]; then
   echo "table.sh: results/beta-epsilon/verdict.py failed (exit $rc, above)" >&2
   exit "$rc"
 fi
-echo "$verdict"  # the decision, and beside it (not deciding) the domains, the environments and the IQM over DQN
+echo "$verdict"  # the decision; beside it, not deciding: domains, environments, the IQM over DQN, each arm's CPUs
 case "$verdict" in
   *"verdict: "*"(--beta-epsilon true)"*) arm=true ;;
   *"verdict: "*"(--beta-epsilon false)"*) arm=false ;;
