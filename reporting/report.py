@@ -195,6 +195,13 @@ def listed(names: list[str], sep: str, at_most: int = 4) -> str:
     return sep.join(names if more <= 1 else [*names[:at_most], f"{more} more"])
 
 
+def _names(roots: list[Path]) -> list[str]:
+    """Each root's name, with its parent's where two roots share a name (a Ray record beside the serial record
+    of the same run: `table1-protocol-ray/breakout-dqn-s0 + table1-protocol/breakout-dqn-s0`, not the name twice)."""
+    names = [root.name for root in roots]
+    return [f"{root.parent.name}/{root.name}" if names.count(root.name) > 1 else root.name for root in roots]
+
+
 @dataclass
 class _Selection:
     """The runs a report covers, and what it left out: `found` finished runs (each once) with --only's values,
@@ -287,7 +294,7 @@ def _head(chosen: _Selection, described: dict, again: str, header: list[str], ro
     runs, roots, left = chosen.runs, chosen.roots, chosen.left_out()
     drawn = [r for r in runs if has_directory(r)]
     records = list(dict.fromkeys(str(Path(r.path).parent) for r in runs if not has_directory(r)))  # (runs.csv's)
-    lines = [f"# Report: {listed([root.name for root in roots], ' + ')}", ""]
+    lines = [f"# Report: {listed(_names(roots), ' + ')}", ""]
     lines += ["```bash", *described["commands"], again, "```", ""]  # the grids' commands, then this report's
     lines += [
         f"{len(runs)} finished runs" + (f" of seeds {seeds}" if chosen.kept is not None else "")

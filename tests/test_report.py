@@ -1006,6 +1006,10 @@ def test_a_report_of_many_sources_names_a_few_and_lists_the_records_its_runs_com
     assert report.startswith("# Report: g0 + g1 + g2 + g3 + 2 more\n")
     assert f"python -m learner.report {' '.join(map(str, roots))} --out {tmp_path / 'r'}\n" in report
     assert write_report(roots[:5], tmp_path / "r5").read_text().startswith("# Report: g0 + g1 + g2 + g3 + g4\n")
+    # two roots of one name (a Ray record beside the serial one): each named with its parent, not the name twice
+    make_run(tmp_path / "ray" / "g0", "MinAtar/Breakout", "dqn", 6, 5.0, 2000.0)
+    twice = write_report([roots[0], tmp_path / "ray" / "g0", roots[1]], tmp_path / "r2").read_text()
+    assert twice.startswith(f"# Report: {tmp_path.name}/g0 + ray/g0 + g1\n")
     # records of seeds 0-2 and of seed 3, as rows (their copies gone); Table 1 of seeds 0-2 counts the first only
     write_report(roots[:3], tmp_path / "rec" / "old")
     write_report(roots[3:4], tmp_path / "rec" / "three")
