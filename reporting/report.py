@@ -196,10 +196,15 @@ def listed(names: list[str], sep: str, at_most: int = 4) -> str:
 
 
 def _names(roots: list[Path]) -> list[str]:
-    """Each root's name, with its parent's where two roots share a name (a Ray record beside the serial record
-    of the same run: `table1-protocol-ray/breakout-dqn-s0 + table1-protocol/breakout-dqn-s0`, not the name twice)."""
+    """Each root's name, and where roots share it, the shortest end of their paths that tells them apart (a serial
+    record beside the Ray record of the same run: `table1-protocol/breakout-dqn-s0 + table1-protocol-ray/...`)."""
     names = [root.name for root in roots]
-    return [f"{root.parent.name}/{root.name}" if names.count(root.name) > 1 else root.name for root in roots]
+    for depth in range(2, max((len(root.parts) for root in roots), default=1) + 1):
+        if len(set(names)) == len(names):
+            break
+        names = [Path(*root.parts[-depth:]).as_posix() if names.count(name) > 1 else name
+                 for root, name in zip(roots, names, strict=True)]
+    return names
 
 
 @dataclass

@@ -16,7 +16,7 @@ import pytest
 from configuration.flags import Config, resolve
 from reporting import stats
 from reporting.records import load_all
-from reporting.report import ReportError, write_report
+from reporting.report import ReportError, _names, write_report
 from reporting.report import main as report_main
 from reporting.results import copies_once, load_runs, train_window
 
@@ -1010,6 +1010,9 @@ def test_a_report_of_many_sources_names_a_few_and_lists_the_records_its_runs_com
     make_run(tmp_path / "ray" / "g0", "MinAtar/Breakout", "dqn", 6, 5.0, 2000.0)
     twice = write_report([roots[0], tmp_path / "ray" / "g0", roots[1]], tmp_path / "r2").read_text()
     assert twice.startswith(f"# Report: {tmp_path.name}/g0 + ray/g0 + g1\n")
+    assert _names([Path("run"), Path("results/x/run")]) == ["run", "x/run"]  # no leading slash
+    assert _names([Path("/r/a/x/run"), Path("/r/b/x/run"), Path("/r/c")]) == ["a/x/run", "b/x/run", "c"]
+    assert _names([Path("/r/run"), Path("/r/run")]) == ["/r/run", "/r/run"]  # one path twice: its whole path
     # records of seeds 0-2 and of seed 3, as rows (their copies gone); Table 1 of seeds 0-2 counts the first only
     write_report(roots[:3], tmp_path / "rec" / "old")
     write_report(roots[3:4], tmp_path / "rec" / "three")
