@@ -197,13 +197,15 @@ def listed(names: list[str], sep: str, at_most: int = 4) -> str:
 
 def _names(roots: list[Path]) -> list[str]:
     """Each root's name, and where roots share it, the shortest end of their paths that tells them apart (a serial
-    record beside the Ray record of the same run: `table1-protocol/breakout-dqn-s0 + table1-protocol-ray/...`)."""
-    names = [root.name for root in roots]
-    for depth in range(2, max((len(root.parts) for root in roots), default=1) + 1):
+    record beside the Ray record of the same run: `table1-protocol/breakout-dqn-s0 + table1-protocol-ray/...`). A
+    root written as `.` or `..` is named by the directory it is."""
+    paths = [root.resolve() if root.name in ("", "..") else root for root in roots]
+    names = [path.name or path.as_posix() for path in paths]
+    for depth in range(2, max((len(path.parts) for path in paths), default=1) + 1):
         if len(set(names)) == len(names):
             break
-        names = [Path(*root.parts[-depth:]).as_posix() if names.count(name) > 1 else name
-                 for root, name in zip(roots, names, strict=True)]
+        names = [Path(*path.parts[-depth:]).as_posix() if names.count(name) > 1 else name
+                 for path, name in zip(paths, names, strict=True)]
     return names
 
 

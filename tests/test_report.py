@@ -1006,13 +1006,11 @@ def test_a_report_of_many_sources_names_a_few_and_lists_the_records_its_runs_com
     assert report.startswith("# Report: g0 + g1 + g2 + g3 + 2 more\n")
     assert f"python -m learner.report {' '.join(map(str, roots))} --out {tmp_path / 'r'}\n" in report
     assert write_report(roots[:5], tmp_path / "r5").read_text().startswith("# Report: g0 + g1 + g2 + g3 + g4\n")
-    # two roots of one name (a Ray record beside the serial one): each named with its parent, not the name twice
+    # two roots of one name (a Ray record beside the serial one): each told apart by its parent, not the name twice
     make_run(tmp_path / "ray" / "g0", "MinAtar/Breakout", "dqn", 6, 5.0, 2000.0)
     twice = write_report([roots[0], tmp_path / "ray" / "g0", roots[1]], tmp_path / "r2").read_text()
     assert twice.startswith(f"# Report: {tmp_path.name}/g0 + ray/g0 + g1\n")
-    assert _names([Path("run"), Path("results/x/run")]) == ["run", "x/run"]  # no leading slash
-    assert _names([Path("/r/a/x/run"), Path("/r/b/x/run"), Path("/r/c")]) == ["a/x/run", "b/x/run", "c"]
-    assert _names([Path("/r/run"), Path("/r/run")]) == ["/r/run", "/r/run"]  # one path twice: its whole path
+
     # records of seeds 0-2 and of seed 3, as rows (their copies gone); Table 1 of seeds 0-2 counts the first only
     write_report(roots[:3], tmp_path / "rec" / "old")
     write_report(roots[3:4], tmp_path / "rec" / "three")
@@ -1025,6 +1023,15 @@ def test_a_report_of_many_sources_names_a_few_and_lists_the_records_its_runs_com
     shutil.copytree(tmp_path / "rec" / "three", roots[0] / "rec3")
     inside = write_report([roots[0], roots[0] / "rec3"], tmp_path / "inside").read_text()
     assert f"2 of the runs are a report's record (its runs.csv and study.json: {roots[0] / 'rec3'}): " in inside
+
+
+def test_a_title_tells_roots_of_one_name_apart_by_the_shortest_end_of_their_paths(tmp_path, monkeypatch):
+    assert _names([Path("run"), Path("results/x/run")]) == ["run", "x/run"]  # no leading slash
+    assert _names([Path("/r/a/x/run"), Path("/r/b/x/run"), Path("/r/c")]) == ["a/x/run", "b/x/run", "c"]
+    (tmp_path / "grids" / "g").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "grids" / "g")
+    assert _names([Path(".")]) == ["g"]  # `learner.report .`: the directory's own name, not an empty title
+    assert _names([Path(".."), Path("/elsewhere/grids")]) == [f"{tmp_path.name}/grids", "elsewhere/grids"]
 
 
 def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp_path):
