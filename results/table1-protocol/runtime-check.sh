@@ -6,6 +6,8 @@
 # It stops (exit 1) while any of the 20 records is missing, and then writes results/table1-protocol-runtime/,
 # whose "Each environment against DQN" table gives the Ray column's Welch p against the serial one (the plan's
 # test: p below 0.05 in either environment calls a runtime effect).
+# Its cost row compares the runs' own wall clocks, serial runs made two at a time against Ray runs made alone: it
+# is not a measurement of cost (bench/cost.py is).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 shopt -s nullglob
