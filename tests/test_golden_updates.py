@@ -80,4 +80,3 @@ if __name__ == "__main__":
     record = {f"{env}/{algo}": updates(env, algo) for env in ENVS for algo in ALGOS}
     FIXTURE.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {FIXTURE}")
-

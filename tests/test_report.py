@@ -1010,7 +1010,6 @@ def test_a_report_of_many_sources_names_a_few_and_lists_the_records_its_runs_com
     make_run(tmp_path / "ray" / "g0", "MinAtar/Breakout", "dqn", 6, 5.0, 2000.0)
     twice = write_report([roots[0], tmp_path / "ray" / "g0", roots[1]], tmp_path / "r2").read_text()
     assert twice.startswith(f"# Report: {tmp_path.name}/g0 + ray/g0 + g1\n")
-
     # records of seeds 0-2 and of seed 3, as rows (their copies gone); Table 1 of seeds 0-2 counts the first only
     write_report(roots[:3], tmp_path / "rec" / "old")
     write_report(roots[3:4], tmp_path / "rec" / "three")
