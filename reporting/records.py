@@ -38,7 +38,9 @@ from reporting.results import (
 
 # (and after the first six, every group's share, `arms_<group>`)
 METRICS_KEPT = ("env_steps", "updates", "episodes", "train_episodes", "train_return_mean", "train_success_rate",
-                "arm_proportions", "arm_mu", "arm_bonus")
+                "arm_proportions", "arm_mu", "arm_bonus",
+                # the learner's diagnostics, means over the line's updates (a merged line keeps its last line's)
+                "q_mean", "beta_entropy", "mask_drops_argmax")
 METRICS_LINES = 500  # a copy's metrics.jsonl keeps at most about this many lines (~600 bytes each for β-DQN)
 
 

@@ -27,6 +27,17 @@ def test_in_sample_max_falls_back_to_the_largest_beta():
     assert beta_dqn.in_sample_max(q_next, beta_next, EPS).tolist() == [3.0]
 
 
+def test_mask_drops_argmax_counts_next_states_whose_q_argmax_is_masked():
+    q_next = torch.tensor([[1.0, 9.0, 3.0], [4.0, 2.0, 8.0], [7.0, 1.0, 0.0], [1.0, 9.0, 3.0]])
+    beta_next = torch.tensor([[0.50, 0.01, 0.49], [0.04, 0.90, 0.06], [0.90, 0.05, 0.05], [0.03, 0.01, 0.04]])
+    # row 0: argmax 1 masked (β 0.01); row 1: argmax 2 kept; row 2: argmax 0 kept; row 3: nothing passes ε, the
+    # fallback keeps only action 2 (largest β), so argmax 1 is dropped
+    mask = beta_dqn.in_sample_mask(beta_next, EPS)
+    assert float(beta_dqn.mask_drops_argmax(q_next, mask)) == 0.5
+    # the target reads the same mask: its max is over the kept actions
+    assert beta_dqn.in_sample_max(q_next, beta_next, EPS, mask).tolist() == [3.0, 8.0, 7.0, 3.0]
+
+
 def test_target_bootstraps_on_truncation_but_not_on_termination():
     reward = torch.tensor([1.0, 1.0])
     terminated = torch.tensor([True, False])  # the second transition was truncated by a time limit

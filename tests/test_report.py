@@ -561,6 +561,10 @@ def test_metrics_are_thinned_before_the_training_window_only():
     assert thin[2]["train_return_mean"] == 4.5 and thin[3:] == [{k: v for k, v in r.items() if k != "replay_ratio"}
                                                                for r in rows[6:]]
     assert thin_metrics(rows, cut=600) == [{k: v for k, v in r.items() if k != "replay_ratio"} for r in rows]
+    # the learner's diagnostics stay (the late-training study reads them); its losses do not
+    learner = {"q_mean": 1.5, "beta_entropy": 0.7, "mask_drops_argmax": 0.25, "loss_q": 0.1}
+    assert thin_metrics([{"env_steps": 100, **learner}], cut=0) == [{"env_steps": 100, "q_mean": 1.5,
+                                                                     "beta_entropy": 0.7, "mask_drops_argmax": 0.25}]
 
 
 def test_a_record_from_before_the_arm_exchange_flag_and_with_the_old_study_format_is_read(tmp_path):

@@ -36,18 +36,31 @@ def behaviour_loss(beta_logits: torch.Tensor, action: torch.Tensor) -> torch.Ten
     return F.cross_entropy(beta_logits, action)
 
 
-def in_sample_max(q_next: torch.Tensor, beta_next: torch.Tensor, eps: float) -> torch.Tensor:
-    """max_{a′ : β(a′|s′) > ε} Q(s′,a′); when no action passes, the action with the largest β."""
+def in_sample_mask(beta_next: torch.Tensor, eps: float) -> torch.Tensor:
+    """{a′ : β(a′|s′) > ε}, row by row; when no action passes, the action with the largest β."""
     mask = beta_next > eps
     actions = torch.arange(beta_next.shape[1], device=beta_next.device)
     fallback = actions == beta_next.argmax(1, keepdim=True)
-    mask = torch.where(mask.any(1, keepdim=True), mask, fallback)
+    return torch.where(mask.any(1, keepdim=True), mask, fallback)
+
+
+def in_sample_max(q_next: torch.Tensor, beta_next: torch.Tensor, eps: float,
+                  mask: torch.Tensor | None = None) -> torch.Tensor:
+    """max_{a′ : β(a′|s′) > ε} Q(s′,a′) (`mask`: `in_sample_mask(beta_next, eps)`, when already made)."""
+    mask = in_sample_mask(beta_next, eps) if mask is None else mask
     return q_next.masked_fill(~mask, float("-inf")).amax(1)
 
 
-def in_sample_target(reward, terminated, q_next_target, beta_next, gamma: float, eps: float):
+def in_sample_target(reward, terminated, q_next_target, beta_next, gamma: float, eps: float,
+                     mask: torch.Tensor | None = None):
     """y = r + γ (1 − terminated) max_{a′ : β(a′|s′) > ε} Q_θ⁻(s′,a′)   [eq:in distribution td learning]."""
-    return bootstrap(reward, terminated, in_sample_max(q_next_target, beta_next, eps), gamma)
+    return bootstrap(reward, terminated, in_sample_max(q_next_target, beta_next, eps, mask), gamma)
+
+
+def mask_drops_argmax(q_next: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The share of next states whose argmax_a′ Q(s′,a′) the in-sample mask leaves out: how often the target
+    differs from DQN's max (a diagnostic; ties count as kept only where the first maximal action is)."""
+    return (~mask.gather(1, q_next.argmax(1, keepdim=True))).float().mean()
 
 
 def behaviour_part(beta_net, obs, next_obs, action) -> tuple[torch.Tensor, torch.Tensor, dict]:
@@ -73,9 +86,12 @@ def value_forward(nets, frozen, batch: dict[str, torch.Tensor]) -> tuple[torch.T
 def value_loss(q_sa, q_next_target, beta_next, batch: dict[str, torch.Tensor], gamma: float, cfg,
                nets=None, frozen=None):
     """The in-sample TD loss on Q, given β(·|s′); with two Q, plus `q_full`'s DQN loss."""
-    y = in_sample_target(batch["reward"], batch["terminated"], q_next_target, beta_next, gamma, cfg.flags.beta_eps)
+    mask = in_sample_mask(beta_next, cfg.flags.beta_eps)
+    y = in_sample_target(batch["reward"], batch["terminated"], q_next_target, beta_next, gamma, cfg.flags.beta_eps,
+                         mask)
     loss_q = td_loss(q_sa, y, cfg.loss)
-    metrics = {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean()}
+    metrics = {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean(),
+               "mask_drops_argmax": mask_drops_argmax(q_next_target, mask)}
     if cfg.flags.two_q:
         loss_full, q_full_sa = dqn.q_loss(nets["q_full"], frozen["q_full"], batch, batch["reward"], gamma, cfg.loss)
         metrics.update(loss_q_full=loss_full.detach(), q_full_mean=q_full_sa.detach().mean())
