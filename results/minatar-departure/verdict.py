@@ -1,0 +1,171 @@
+"""Stage 1b's rule of the MinAtar-departure study (PLAN.md), printed from the committed records.
+
+    python results/minatar-departure/verdict.py            # the preregistered computation (50,000 resamples)
+
+Reads the records under results/minatar-departure/1b/ (β-DQN and DQN, 5M env steps, MinAtar Asterix, Breakout and
+Seaquest, seeds 0-2), refuses runs that depart from PLAN.md's flags or commit, and computes with rliable the
+probability that a β-DQN run ends above a DQN run of the same game, averaged over the three games, with its 95%
+stratified bootstrap interval; the rule compares the lower bound with 0.5 as an exact fraction
+(`reporting.stats.exact_improvement`). Beside it, not deciding: P(β-DQN > DQN) at every evaluation, over the
+three games and per game (2,000 resamples), each column's mean per game, and the CPU kinds.
+
+Exit status: 0 with the rule's outcome, 1 when runs are missing (listed), 2 on a bad argument, a record that does
+not read, or a run off the plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # (run as a script from anywhere)
+
+from configuration.errors import OneLineParser  # noqa: E402
+from reporting import stats  # noqa: E402
+from reporting.records import load_all  # noqa: E402
+from reporting.results import ReportError, config_value, final_score  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+GAMES = ("MinAtar/Asterix", "MinAtar/Breakout", "MinAtar/Seaquest")
+METHODS = {"beta_dqn": "β-DQN", "dqn": "DQN"}
+SEEDS = (0, 1, 2)
+STEPS = 5_000_000
+REPS = 50_000  # PLAN.md: rliable's get_interval_estimates, reps=50000, percentile, 95%, seed 0
+# PLAN.md's flags for every run, beside the method's own (--algo; β-DQN: raw returns, no ε)
+PLAN = {"runtime": "serial", "actors": 4, "envs_per_actor": 4, "arm_exchange": "episode", "total_steps": STEPS,
+        "eval_every": 100_000, "eval_episodes": 30, "replay_capacity": 100_000, "replay_ratio": 0.25,
+        "batch_size": 32, "target_update": 1000, "learning_starts": 5000, "eps_decay_fraction": 0.2,
+        "eps_decay_steps": None, "eps_start": 1.0, "eps_end": 0.01, "lr": None, "gamma": None}
+PLAN_BETA = {"bandit_returns": "raw", "beta_epsilon": False, "count_mode": "augment", "policy_set": "13",
+             "two_q": False}
+
+
+def study_commit() -> str:
+    """The commit that added PLAN.md (PLAN.md: the study's commit), abbreviated as a run's summary has it."""
+    out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", "results/minatar-departure/PLAN.md"],
+                         cwd=ROOT, capture_output=True, text=True, check=False).stdout.split()
+    if not out:
+        raise ReportError("git log finds no commit that added results/minatar-departure/PLAN.md: run this in a clone "
+                          "with the project's history")
+    return out[-1]
+
+
+def collect() -> dict[tuple[str, str, int], object]:
+    """Every stage-1b run once, keyed (game, algo, seed)."""
+    roots = sorted(p.parent for p in (HERE / "1b").glob("*/runs.csv"))
+    runs, _ = load_all(*roots) if roots else ([], [])
+    chosen: dict[tuple[str, str, int], object] = {}
+    for run in runs:
+        key = (run.env, run.algo, int(run.config["seed"]))
+        if key in chosen:
+            raise ReportError(f"{key[0]} {key[1]} seed {key[2]} is in two records ({chosen[key].path}, {run.path})")
+        chosen[key] = run
+    return chosen
+
+
+def off_plan(run, commit: str) -> str:
+    """How a run departs from PLAN.md ("" when it does not)."""
+    if run.env not in GAMES or run.algo not in METHODS:
+        return f"{run.env} {run.algo} is not a stage-1b cell"
+    want = {**PLAN, **(PLAN_BETA if run.algo == "beta_dqn" else {})}
+    for key, value in want.items():
+        got = config_value(run, key)
+        if got != value and not (isinstance(value, float) and isinstance(got, (int, float)) and float(got) == value):
+            return f"{key} is {got!r}, not {value!r}"
+    got = str(run.summary.get("commit") or "")
+    if not got or "dirty" in got or not commit.startswith(got.split("+")[0]):
+        return f"its commit is {got or 'not recorded'!r}, not the study's {commit[:12]} (clean)"
+    return ""
+
+
+def missing(runs) -> list[str]:
+    return [f"{g} {METHODS[a]} seed {s}" for g in GAMES for a in METHODS for s in SEEDS if (g, a, s) not in runs]
+
+
+def matrix(runs, algo: str, games=GAMES, at: int | None = None) -> np.ndarray:
+    """Scores, seeds × games: the final evaluation, or the evaluation at env step `at`."""
+    def score(run) -> float:
+        if at is None:
+            return final_score(run)
+        row = next(r for r in run.evals if int(r["env_steps"]) == at)
+        return float(row["return_mean"])
+    return np.array([[score(runs[g, algo, s]) for g in games] for s in SEEDS], dtype=np.float64)
+
+
+def decide(low: Fraction) -> str:
+    if low > Fraction(1, 2):
+        return ("the lower bound is above 0.5: the MinAtar departure at 1M is the budget; the docs say so, and stage "
+                "2b is not run (stage 2a runs either way)")
+    return "the lower bound is not above 0.5: stage 2b runs (and stage 2a, which runs either way)"
+
+
+def beside(runs, reps: int) -> None:
+    """Not deciding: P(β-DQN > DQN) at every evaluation, over the games and per game; means; CPUs."""
+    steps = sorted({int(r["env_steps"]) for run in runs.values() for r in run.evals})
+    steps = [s for s in steps if all(any(int(r["env_steps"]) == s for r in run.evals) for run in runs.values())]
+    few = min(reps, 2_000)
+    print(f"P(β-DQN > DQN) at each evaluation, 95% interval ({few:,} resamples); then each game's means "
+          "(β-DQN / DQN):")
+    head = f"{'env steps':>9}  {'3 games':>18}  " + "  ".join(f"{g.removeprefix('MinAtar/'):>30}" for g in GAMES)
+    print(head)
+    for at in steps:
+        x, y = matrix(runs, "beta_dqn", at=at), matrix(runs, "dqn", at=at)
+        p, lo, hi = stats.improvement(x, y, reps=few, seed=0)
+        cells = []
+        for i in range(len(GAMES)):
+            q, qlo, qhi = stats.improvement(x[:, [i]], y[:, [i]], reps=few, seed=0)
+            cells.append(f"{q:.2f} [{qlo:.2f}, {qhi:.2f}] {x[:, i].mean():6.2f}/{y[:, i].mean():6.2f}")
+        print(f"{at:>9}  {f'{p:.2f} [{lo:.2f}, {hi:.2f}]':>18}  " + "  ".join(f"{c:>30}" for c in cells))
+    for algo, label in METHODS.items():
+        cpus = Counter((runs[g, algo, s].summary.get("cpu") or "not recorded") for g in GAMES for s in SEEDS)
+        print(f"CPU of the {label} runs: " + ", ".join(f"{cpu} {n}" for cpu, n in cpus.most_common()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog="python results/minatar-departure/verdict.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=REPS,
+                        help=f"bootstrap resamples (default {REPS:,}, the preregistered count; fewer for a quick "
+                             "look, and the output then says it is not the verdict)")
+    args = parser.parse_args(argv)
+    if not 100 <= args.reps <= stats.MAX_REPS:
+        print(f"verdict.py: error: --reps {args.reps}: give 100 to {stats.MAX_REPS:,} resamples", file=sys.stderr)
+        return 2
+    try:
+        runs = collect()
+        commit = study_commit()
+    except ReportError as e:
+        print(f"verdict.py: error: {e}", file=sys.stderr)
+        return 2
+    wrong = [f"{g} {a} seed {s}: {why}" for (g, a, s), run in sorted(runs.items()) for why in [off_plan(run, commit)]
+             if why]
+    if wrong:
+        print(f"verdict.py: error: runs that do not follow PLAN.md: {'; '.join(wrong)}", file=sys.stderr)
+        return 2
+    left = missing(runs)
+    if left:
+        print(f"{len(left)} of stage 1b's {len(GAMES) * len(METHODS) * len(SEEDS)} runs "
+              f"{'is' if len(left) == 1 else 'are'} not in the records yet: {', '.join(left)}")
+        return 1
+    x, y = matrix(runs, "beta_dqn"), matrix(runs, "dqn")
+    (p, low, high), floats = stats.exact_improvement(x, y, args.reps), stats.improvement(x, y, reps=args.reps, seed=0)
+    note = "" if args.reps == REPS else f" (NOT the verdict: {args.reps:,} resamples, not PLAN.md's {REPS:,})"
+    print(f"stage 1b: 3 games, seeds 0-2, {STEPS:,} env steps, {len(runs)} runs")
+    print(f"at 5M: P(β-DQN > DQN) = {float(p):.4f}, 95% interval [{float(low):.4f}, {float(high):.4f}] (rliable, "
+          f"stratified bootstrap, {args.reps:,} resamples, seed 0; exact: {p}, [{low}, {high}]; rliable's floats "
+          f"{floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
+    print(f"rule: {decide(low)}{note}")
+    print()
+    beside(runs, args.reps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
