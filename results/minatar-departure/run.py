@@ -19,8 +19,10 @@ its record ran with, and compares the sha256 of its evals.csv with the record's 
 for a seed on one kind of CPU (float kernels differ between AMD and Intel), so the two match bit for bit where the
 CPU kind and the commit's training code are the record's. Exit status 0: identical; 1: different; 2: a bad argument.
 
-The script refuses to start runs from a checkout with uncommitted changes to tracked files: a run's summary records
-its commit, and PLAN.md fixes which commit the study's runs come from.
+`--repo DIR` runs the code of another checkout (default: this one), with this Python: the study's clone, pinned at
+the study's commit, while this script comes from a later commit of main (it only schedules and records; what a run
+computes is the clone's code, and its summary records the clone's commit). The script refuses to start runs from a
+checkout with uncommitted changes to tracked files: PLAN.md fixes which commit the study's runs come from.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -37,9 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
-RECORDS = HERE.relative_to(ROOT)  # results/minatar-departure
+ROOT = Path(__file__).resolve().parents[2]  # the checkout whose code runs (--repo)
+RECORDS = Path("results/minatar-departure")
 RUNS = Path("runs")
 
 MINATAR = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
@@ -52,9 +54,10 @@ COMMON = ("--runtime", "serial", "--actors", "4", "--arm-exchange", "episode", "
           "--progress", "false", "--wandb", "disabled")
 METHOD = {"beta": ("--algo", "beta_dqn", "--bandit-returns", "raw", "--beta-epsilon", "false"),
           "dqn": ("--algo", "dqn")}
-# minutes per million env steps of one serial run beside another and beside other work (AMD EPYC, nice 19): above
-# what Table 1's serial DQN grid took (9-10 min a 1M MinAtar run, 8-23 min a 1M MiniGrid run), β-DQN about 2x DQN
-ESTIMATE = {("dqn", "MinAtar"): 12, ("beta", "MinAtar"): 25, ("dqn", "MiniGrid"): 25, ("beta", "MiniGrid"): 50}
+# minutes per million env steps of one serial run beside another and beside other work (nice 19), set above what was
+# seen: on a 2-core AMD EPYC, stage 1a's β-DQN ran at about 480 env steps/s a run (35 min for 1M) on MinAtar; Table
+# 1's serial DQN grid took 9-10 min a 1M MinAtar run and 8-23 min a 500k MiniGrid run
+ESTIMATE = {("dqn", "MinAtar"): 20, ("beta", "MinAtar"): 45, ("dqn", "MiniGrid"): 50, ("beta", "MiniGrid"): 100}
 
 
 @dataclass(frozen=True)
@@ -117,11 +120,36 @@ def run_dir(grid: Path) -> Path | None:
     return found[0].relative_to(ROOT) if found else None
 
 
+_children: set[subprocess.Popen] = set()
+_stopping = threading.Event()  # set by `stop`: no run starts after it
+_started = threading.Lock()  # held while a child starts
+
+
 def launch(cmd: list[str], log: Path) -> int:
-    """`cmd` at the lowest CPU priority, its output to `log`; its exit status."""
+    """`cmd` at the lowest CPU priority, its output to `log`; its exit status. While it runs, a SIGINT or SIGTERM
+    to this script is passed on to it (`stop`): a run stops at its next step and keeps its last checkpoint."""
     with open(ROOT / log, "a") as out:
-        return subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(19),
-                              check=False).returncode
+        with _started:  # a stop sees every child started before it, and none starts after it
+            if _stopping.is_set():
+                return 130
+            child = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                     preexec_fn=lambda: os.nice(19))
+            _children.add(child)
+        try:
+            return child.wait()
+        finally:
+            _children.discard(child)
+
+
+def stop(signum, frame) -> None:
+    """Passes the signal on to the runs in hand (as SIGINT: a run's graceful stop), then stops this script."""
+    with _started:
+        _stopping.set()
+    for child in list(_children):
+        child.send_signal(signal.SIGINT)
+    for child in list(_children):
+        child.wait()
+    raise KeyboardInterrupt
 
 
 def run(cell: Cell) -> bool:
@@ -136,6 +164,8 @@ def run(cell: Cell) -> bool:
     say(f"start  {cell.name} (estimate {cell.minutes:.0f} min): {' '.join(cmd[1:])}")
     rc = launch(cmd, log)
     done = run_dir(cell.grid)
+    if _stopping.is_set():
+        return True  # stopped on purpose: it continues on the next start
     if rc != 0 or done is None:
         say(f"FAILED {cell.name}: exit {rc}, see {log}")
         return False
@@ -173,6 +203,8 @@ def work(todo: list[Cell], jobs: int, end: float | None) -> int:
 
     def take() -> Cell | None:
         with lock:
+            if _stopping.is_set():
+                return None
             for cell in todo:
                 if end is None or time.time() + 60 * cell.minutes <= end:
                     todo.remove(cell)
@@ -245,7 +277,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--until", metavar="HH:MM", help="start no run whose estimate would end after this local time")
     p.add_argument("--list", action="store_true", help="list the stage's runs and their state; run nothing")
     p.add_argument("--check", metavar="STAGE/CELL", help="run one recorded cell again and compare its evals.csv")
+    p.add_argument("--repo", type=Path, metavar="DIR",
+                   help="the checkout whose code runs and where runs/ and the records go (default: this one)")
     args = p.parse_args(argv)
+    if args.repo is not None:
+        global ROOT
+        if not (args.repo / "learner" / "main.py").is_file():
+            p.error(f"--repo {args.repo}: not a checkout of this project (no learner/main.py there)")
+        ROOT = args.repo.resolve()
     if args.until is not None:
         try:
             hour, minute = (int(x) for x in args.until.split(":"))
@@ -273,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     todo = [c for c in todo if not recorded(c)]
     say(f"stage {args.stage}: {len(todo)} runs to do, {args.jobs} at once"
         + (f", none starting unless it fits before {args.until}" if args.until else ""))
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         return 1 if work(todo, args.jobs, deadline(args.until)) else 0
     except KeyboardInterrupt:
