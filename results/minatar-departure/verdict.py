@@ -42,7 +42,7 @@ REPS = 50_000  # PLAN.md: rliable's get_interval_estimates, reps=50000, percenti
 PLAN = {"runtime": "serial", "actors": 4, "envs_per_actor": 4, "arm_exchange": "episode", "total_steps": STEPS,
         "eval_every": 100_000, "eval_episodes": 30, "replay_capacity": 100_000, "replay_ratio": 0.25,
         "batch_size": 32, "target_update": 1000, "learning_starts": 5000, "eps_decay_fraction": 0.2,
-        "eps_decay_steps": None, "eps_start": 1.0, "eps_end": 0.01, "lr": None, "gamma": None}
+        "eps_decay_steps": STEPS // 5, "eps_start": 1.0, "eps_end": 0.01}  # and the game's own lr and γ (off_plan)
 PLAN_BETA = {"bandit_returns": "raw", "beta_epsilon": False, "count_mode": "augment", "policy_set": "13",
              "two_q": False}
 
@@ -74,7 +74,10 @@ def off_plan(run, commit: str) -> str:
     """How a run departs from PLAN.md ("" when it does not)."""
     if run.env not in GAMES or run.algo not in METHODS:
         return f"{run.env} {run.algo} is not a stage-1b cell"
-    want = {**PLAN, **(PLAN_BETA if run.algo == "beta_dqn" else {})}
+    from configuration.defaults import env_defaults
+
+    gamma, lr = env_defaults(run.env)  # a run's config.json has them resolved, as the ε schedule's steps
+    want = {**PLAN, "gamma": gamma, "lr": lr, **(PLAN_BETA if run.algo == "beta_dqn" else {})}
     for key, value in want.items():
         got = config_value(run, key)
         if got != value and not (isinstance(value, float) and isinstance(got, (int, float)) and float(got) == value):
