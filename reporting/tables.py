@@ -34,12 +34,15 @@ from reporting.results import (
     value_order,
     window_shares,
 )
-from reporting.stats import aggregates, difference, improvement, mean_ci, profile
+from reporting.stats import aggregates, difference, improvement, mean_ci, profile, t_interval
 
 
-def score_text(mean: float, lo: float, hi: float, n: int) -> str:
-    """A cell's mean with its 95% interval and seed count; one seed has no interval to show: its value alone."""
-    return f"{mean:.2f} (n=1)" if n == 1 else f"{mean:.2f} [{lo:.2f}, {hi:.2f}] (n={n})"
+def score_text(mean: float, lo: float, hi: float, n: int, t: tuple[float, float] | None = None) -> str:
+    """A cell's mean with its 95% percentile bootstrap interval, Student's t interval where given (`t`), and seed
+    count; one seed has no interval to show: its value alone."""
+    if n == 1:
+        return f"{mean:.2f} (n=1)"
+    return f"{mean:.2f} [{lo:.2f}, {hi:.2f}]" + (f" t[{t[0]:.2f}, {t[1]:.2f}]" if t else "") + f" (n={n})"
 
 
 def table(runs: list[RunData], reps: int | None = None, measured: dict[str, float] | None = None
@@ -50,12 +53,15 @@ def table(runs: list[RunData], reps: int | None = None, measured: dict[str, floa
     columns = columns_of(runs)
     envs = sorted({r.env for r in runs}, key=lambda e: (domain(e), e))
     cells: dict[tuple[str, tuple], tuple[float, float, float, int]] = {}
+    t_cells: dict[tuple[str, tuple], tuple[float, float]] = {}  # Student's t intervals beside the bootstrap's
     rates: dict[tuple[str, tuple], float] = {}
     for env in envs:
         for column in columns:
             group = [r for r in runs if r.env == env and r.column == column]
             if group:
-                cells[env, column] = (*mean_ci([final_score(r) for r in group], reps), len(group))
+                scores = [final_score(r) for r in group]
+                cells[env, column] = (*mean_ci(scores, reps), len(group))
+                t_cells[env, column] = t_interval(scores)
                 rates[env, column] = float(np.mean([r.summary["env_steps_per_s"] for r in group]))
     header = ["Domain", "Environment", *[column_label(c) for c in columns]]
     rows = []
@@ -66,7 +72,7 @@ def table(runs: list[RunData], reps: int | None = None, measured: dict[str, floa
             for column in columns:
                 if (env, column) in cells:
                     mean, lo, hi, n = cells[env, column]
-                    row.append(score_text(mean, lo, hi, n))
+                    row.append(score_text(mean, lo, hi, n, t_cells[env, column]))
                 else:
                     row.append("—")
             rows.append(row)

@@ -75,8 +75,11 @@ def test_table_one_by_hand(tmp_path):
     assert report.startswith(f"# Report: runs\n\n```bash\npython -m learner.report {tmp_path / 'runs'}\n```\n")
     # two seeds: the bootstrap's 2.5th/97.5th percentiles are the smaller and the larger (each resample of
     # both seeds being the smaller one has probability 1/4, far above 2.5%)
-    assert "| CliffWalk | CliffWalk | 0.90 [0.80, 1.00] (n=2) | 1.00 [1.00, 1.00] (n=2) |" in report
-    assert "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] (n=2) | 9.00 [8.00, 10.00] (n=2) |" in report
+    # and Student's t interval beside it, mean ± t(0.975, n − 1) · s/√n: for 4 and 6, 5 ± 12.706 · 1.414/1.414
+    assert ("| CliffWalk | CliffWalk | 0.90 [0.80, 1.00] t[-0.37, 2.17] (n=2) | "
+            "1.00 [1.00, 1.00] t[1.00, 1.00] (n=2) |") in report
+    assert ("| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] t[-7.71, 17.71] (n=2) | "
+            "9.00 [8.00, 10.00] t[-3.71, 21.71] (n=2) |") in report
     assert "| MinAtar | average | 7.50 | 14.50 |" in report  # (5 + 10) / 2, (9 + 20) / 2
     # β-DQN takes twice DQN's seconds per step everywhere; performance relative to DQN: 1.0/0.9, 9/5, 20/10
     assert "| Computational cost |  | 100% | 200% |" in report
@@ -134,7 +137,7 @@ def test_several_runs_dirs_make_one_report(tmp_path):
     table = [line for line in report.splitlines() if line.startswith("| ")]
     assert table == [line for line in whole.splitlines() if line.startswith("| ")] and len(table) > 8
     assert write_report([dirs[1], tmp_path / "grids"], tmp_path / "again").read_text().count(
-        "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] (n=2) |") == 1
+        "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] t[-7.71, 17.71] (n=2) |") == 1
     with open(tmp_path / "again" / "runs.csv") as f:
         assert len(list(csv.DictReader(f))) == 12
     with pytest.raises(ReportError, match="3 RUNS_DIRs need --out"):
@@ -320,8 +323,8 @@ def test_variants_are_columns_side_by_side_with_their_selection_and_commands(tmp
         make_run(tmp_path, "CliffWalk", "dqn", seed, 1.0, 1000.0)
     report = write_report(tmp_path).read_text()
     assert "| DQN | β-DQN [bandit-returns=minmax] | β-DQN [bandit-returns=raw] |" in report
-    assert "| CliffWalk | CliffWalk | 1.00 [1.00, 1.00] (n=2) | 0.50 [0.00, 1.00] (n=2) | 0.97 [0.95, 1.00] (n=2) |" \
-        in report
+    assert ("| CliffWalk | CliffWalk | 1.00 [1.00, 1.00] t[1.00, 1.00] (n=2) | "
+            "0.50 [0.00, 1.00] t[-5.85, 6.85] (n=2) | 0.97 [0.95, 1.00] t[0.66, 1.29] (n=2) |") in report
     # one seed of minmax solves at its last evaluation (2000), none at the first (1.0 / 2 < 0.9); raw: both
     assert "| β-DQN [bandit-returns=minmax] | 0.50 [0.00, 1.00] (n=2) | 1 of 2 | 2k (2k–2k), 1 of 2 seeds | " \
            "0.40 [0.00, 0.80] (n=2) | 0.10 / 0.90 / 0.00 |" in report  # training: 0.8 × final
@@ -378,8 +381,8 @@ def test_column_by_puts_two_grids_that_differ_in_a_flag_side_by_side(tmp_path):
         write_report(roots, tmp_path / "r")
     report = write_report(roots, tmp_path / "r", column_flags="bandit-returns").read_text()
     assert "| Domain | Environment | DQN | β-DQN [bandit-returns=minmax] | β-DQN [bandit-returns=raw] |" in report
-    assert "| MinAtar | MinAtar/Asterix | 3.00 [3.00, 3.00] (n=2) | 3.00 [2.00, 4.00] (n=2) | " \
-           "7.00 [6.00, 8.00] (n=2) |" in report
+    assert "| MinAtar | MinAtar/Asterix | 3.00 [3.00, 3.00] t[3.00, 3.00] (n=2) | " \
+           "3.00 [2.00, 4.00] t[-9.71, 15.71] (n=2) | 7.00 [6.00, 8.00] t[-5.71, 19.71] (n=2) |" in report
     assert f"python -m learner.report {roots[0]} {roots[1]} --out {tmp_path / 'r'} --column-by bandit-returns" \
         in report
     with open(tmp_path / "r" / "runs.csv") as f:
@@ -441,7 +444,7 @@ def test_a_damaged_run_is_left_out_with_a_warning_naming_its_file(tmp_path, caps
     assert len(warning) == 1 and f"warning: {run / name}" in warning[0]
     assert warning[0].endswith("the report leaves this run out")
     assert "11 finished runs (1 unfinished or damaged left out)" in report
-    assert "| MinAtar | MinAtar/Breakout | 4.00 (n=1) | 9.00 [8.00, 10.00] (n=2) |" in report
+    assert "| MinAtar | MinAtar/Breakout | 4.00 (n=1) | 9.00 [8.00, 10.00] t[-3.71, 21.71] (n=2) |" in report
 
 
 def test_training_score_reads_the_last_evaluation_interval_each_log_line_by_its_share_in_it(tmp_path):
@@ -582,7 +585,7 @@ def test_a_record_from_before_the_arm_exchange_flag_and_with_the_old_study_forma
     make_run(tmp_path / "new", "CliffWalk", "beta_dqn", 2, 1.0, 500.0, bandit=bandit, arm_exchange="episode")
     make_run(tmp_path / "new", "CliffWalk", "dqn", 0, 1.0, 1000.0)
     report = write_report([tmp_path / "old", tmp_path / "new"], tmp_path / "t").read_text()
-    assert "| CliffWalk | CliffWalk | 1.00 (n=1) | 0.83 [0.50, 1.00] (n=3) |" in report
+    assert "| CliffWalk | CliffWalk | 1.00 (n=1) | 0.83 [0.50, 1.00] t[0.12, 1.55] (n=3) |" in report
     # (its grid command, written when min-max and Ray were the defaults, as it ran: pinned_command)
     assert ("```bash\npython -m learner.main --env CliffWalk --bandit-returns minmax --runtime ray\n"
             "python -m learner.report") in report
@@ -850,7 +853,8 @@ def test_seeds_keeps_the_runs_of_those_seeds_only(tmp_path):
     (make_run(tmp_path / "runs", "MinAtar/Breakout", "dqn", 4, 1.0, 2000.0) / "summary.json").unlink()  # unfinished
     out = tmp_path / "r"
     report = write_report([tmp_path / "runs"], out, seeds="0-2").read_text()
-    assert "| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] (n=3) | 9.00 [8.00, 10.00] (n=3) |" in report
+    assert ("| MinAtar | MinAtar/Breakout | 5.00 [4.00, 6.00] t[2.52, 7.48] (n=3) | "
+            "9.00 [8.00, 10.00] t[6.52, 11.48] (n=3) |") in report
     assert "6 finished runs of seeds 0-2 (2 of other seeds left out). " in report
     assert f"python -m learner.report {tmp_path / 'runs'} --out {out} --seeds 0-2\n" in report
     with open(out / "runs.csv") as f:
@@ -1104,7 +1108,8 @@ def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag
         make_run(tmp_path / "runs", "MinAtar/Asterix", "dqn", seed, 3.0, 1000.0)
     out = tmp_path / "r"
     report = write_report([tmp_path / "runs"], out, only="bandit-returns=raw").read_text()
-    assert "| MinAtar | MinAtar/Asterix | 3.00 [3.00, 3.00] (n=2) | 7.00 [6.00, 8.00] (n=2) |" in report
+    assert ("| MinAtar | MinAtar/Asterix | 3.00 [3.00, 3.00] t[3.00, 3.00] (n=2) | "
+            "7.00 [6.00, 8.00] t[-5.71, 19.71] (n=2) |") in report
     assert "4 finished runs (2 with other values of --only left out). " in report
     assert f"python -m learner.report {tmp_path / 'runs'} --out {out} --only bandit-returns=raw\n" in report
     with open(out / "runs.csv") as f:
@@ -1149,7 +1154,8 @@ def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag
     with pytest.raises(ReportError, match="runs differ in eps_decay_steps"):
         write_report(roots, tmp_path / "r5")
     kept = write_report(roots, tmp_path / "r5", only="eps-decay-fraction=0.2").read_text()
-    assert "| MinAtar | MinAtar/Asterix | 9.00 [9.00, 9.00] (n=2) |" in kept and "2 with other values" in kept
+    assert "| MinAtar | MinAtar/Asterix | 9.00 [9.00, 9.00] t[9.00, 9.00] (n=2) |" in kept
+    assert "2 with other values" in kept
     with pytest.raises(ReportError, match=r"eps-decay-fraction=0.5: no run that reads it has that value \(they have "
                                           r"0.2, 500.0\)"):
         write_report(roots, tmp_path / "r6", only="eps-decay-fraction=0.5")
@@ -1166,5 +1172,5 @@ def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag
     both = [tmp_path / "eps", tmp_path / "none"]
     one = write_report(both, tmp_path / "r9", only="eps-decay-fraction=0.2,beta-epsilon=false").read_text()
     other = write_report(both, tmp_path / "r10", only="beta-epsilon=false,eps-decay-fraction=0.2").read_text()
-    assert "| MinAtar | MinAtar/Asterix | 5.00 [5.00, 5.00] (n=2) |" in one
+    assert "| MinAtar | MinAtar/Asterix | 5.00 [5.00, 5.00] t[5.00, 5.00] (n=2) |" in one
     assert one.split("\n", 6)[6] == other.split("\n", 6)[6]
