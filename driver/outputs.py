@@ -220,10 +220,19 @@ def describe_run(cfg, summary: dict) -> str:
     return "\n".join(lines)
 
 
-def git_commit() -> str | None:
-    """The source's git commit (with "+dirty" for uncommitted changes), or None outside a git checkout."""
-    root = Path(__file__).resolve().parents[1]
+SOURCE = Path(__file__).resolve().parents[1]  # where this project's packages are: a checkout, or site-packages
+
+
+def git_commit(root: Path = SOURCE) -> str | None:
+    """This project's git commit (with "+dirty" for uncommitted changes) where `root`, the directory its packages
+    are in, is the top of a git checkout (an editable install, or the repository itself); None otherwise. An install
+    into site-packages inside some other git repository (a venv in the user's own project) is not that repository's
+    checkout: its commit is the user's, not ours."""
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        if not top or Path(top).resolve() != root.resolve():
+            return None
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
@@ -234,16 +243,17 @@ def git_commit() -> str | None:
 
 
 VERSIONED = ("torch", "numpy", "gymnasium", "minigrid", "minatar", "ray")  # what a run's numbers may depend on
+PROJECT = "beta-dqn"  # this project's own distribution (pyproject.toml): its version beside the commit
 
 
 def package_versions() -> dict[str, str | None]:
-    """Python's version and those of the packages a run's numbers may depend on (`VERSIONED`; None for one not
-    installed): what a run's summary records beside its commit and CPU, so that a cell of a table can be
-    computed again on the same software."""
+    """Python's version, this project's (`PROJECT`) and those of the packages a run's numbers may depend on
+    (`VERSIONED`; None for one not installed): what a run's summary records beside its commit and CPU, so that a
+    cell of a table can be computed again on the same software."""
     from importlib import metadata
 
     versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in VERSIONED:
+    for name in (PROJECT, *VERSIONED):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

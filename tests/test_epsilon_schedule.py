@@ -30,7 +30,9 @@ def test_a_5000_step_run_decays_over_1000_steps_and_says_so(tmp_path):
     assert "exploration: ε 1 → 0.01 over 1,000 env steps (20% of the run), then held" in done.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["epsilon"] == {"start": 1.0, "end": 0.01, "decay_steps": 1000, "decay_share": 0.2}
-    assert set(summary["versions"]) == {"python", "torch", "numpy", "gymnasium", "minigrid", "minatar", "ray"}
+    assert set(summary["versions"]) == {"python", "beta-dqn", "torch", "numpy", "gymnasium", "minigrid", "minatar",
+                                        "ray"}
+    assert summary["versions"]["beta-dqn"]  # our own version, installed by deploy/install.sh
     config = json.loads((out / "config.json").read_text())
     assert (config["eps_decay_steps"], config["eps_decay_fraction"]) == (1000, 0.2)
     assert "--eps-decay-steps 1000" in run_command(config)  # its command says the decay it ran with
