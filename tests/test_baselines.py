@@ -115,6 +115,22 @@ def test_ez_greedy_holds_a_random_action_for_its_duration():
     assert ez_greedy(q, 0.0, 2.0, rng, hold)[0] == 1  # the hold is over
 
 
+def test_ez_greedy_takes_the_drawn_action_on_the_drawing_step_and_n_more(monkeypatch):
+    """Algorithm 1 of Dabney et al. and spec §7 ("start a random action and repeat it for n steps"): a drawn
+    n = 3 is 4 steps of the action, so even the shortest hold (n = 1, 61% of draws at μ = 2) lasts 2 steps."""
+    from methods.ez_greedy import acting as ez
+
+    for n in (1, 3):
+        monkeypatch.setattr(ez, "zeta_duration", lambda mu, rng, n=n: n)
+        rng, q = np.random.default_rng(0), np.array([0.0, 5.0, 0.0, 0.0])
+        action, hold = ez.ez_greedy(q, 1.0, 2.0, rng, (0, 0))
+        taken = [action]
+        while hold[1] > 0:
+            action, hold = ez.ez_greedy(q, 0.0, 2.0, rng, hold)
+            taken.append(action)
+        assert taken == [taken[0]] * (n + 1)
+
+
 def test_the_hold_survives_chunk_boundaries_and_ends_with_the_episode():
     """ε = 1 and μ = 1.01 (holds of hundreds of steps, longer than a CliffWalk episode): inside an episode
     the action never changes, even across `collect` calls of 7 steps; a new episode draws a new one."""
