@@ -284,6 +284,14 @@ def test_lesson_loss_uses_the_stored_option():
     assert losses[0]["loss_option"] != losses[1]["loss_option"]
 
 
+def test_lessons_option_value_loss_is_half_the_squared_error_whatever_the_td_loss():
+    """LESSON's code (spec §7: its losses) trains Q_Ω by ½·MSE; `--loss huber` is the Q functions'. With an error
+    of 3 on every row: ½ · 9 = 4.5, where Huber would give 2.5."""
+    q, g = torch.full((8,), 3.0), torch.zeros(8)
+    assert lesson.option_value_loss(q, g).item() == pytest.approx(4.5)
+    assert lesson.option_value_loss(torch.tensor([1.0, -0.5]), torch.zeros(2)).item() == pytest.approx(0.3125)
+
+
 # ---- every algorithm: checkpointed state, acting outputs ----
 
 @pytest.mark.parametrize("algo", ["bootstrapped_dqn", "ez_greedy", "rnd", "lesson"])

@@ -11,7 +11,8 @@ r_i the RND bonus of s′:
 - task Q:       y = r + γ m max_a Q⁻(s′,a)                         (DQN, `dqn.q_loss`; m = 1 − terminated)
 - intrinsic Q:  y = scale · r_i + γ m max_a Q_I⁻(s′,a)              (scale = `--rnd-scale`, the code's 10)
 - option value: g = r + α r_i + γ m [(1 − β′) Q_Ω⁻(s′,ω) + β′ max_ω′ Q_Ω⁻(s′,ω′)],
-                β′ = clip(β_ω(s′), 0.1, 0.9) from the online network, no gradient   (option-critic's U)
+                β′ = clip(β_ω(s′), 0.1, 0.9) from the online network, no gradient   (option-critic's U);
+                loss ½ mean (Q_Ω(s,ω) − g)², the authors' code's, whatever `--loss` says (`option_value_loss`)
 - termination:  L = mean[β_ω(s) (A + ξ) m], A = Q_Ω⁻(s,ω) − max_ω′ Q_Ω⁻(s,ω′) (no gradient), ξ = −mean A
 - RND predictor: as `methods.rnd.learning`.
 """
@@ -24,7 +25,7 @@ from methods.dqn import learning as dqn
 from methods.lesson.options import LESSON_OPTIONS, TERMINATION_CLIP
 from methods.networks import make_network
 from methods.rnd import learning as rnd
-from methods.td import bootstrap, td_loss
+from methods.td import bootstrap
 
 N_OPTIONS = len(LESSON_OPTIONS)
 fixed = rnd.fixed
@@ -58,6 +59,11 @@ def option_value_target(reward, terminated, option, beta_next, q_option_next_tar
     return bootstrap(reward, terminated, u, gamma)
 
 
+def option_value_loss(q_option_sa: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """½ mean (Q_Ω(s,ω) − g)²: the option-value loss of LESSON's code (spec §7: its losses), not `--loss`."""
+    return 0.5 * (q_option_sa - g).pow(2).mean()
+
+
 def termination_loss(beta_s, option, q_option_target_s, terminated) -> torch.Tensor:
     """mean[β_ω(s) (A + ξ) m] with A = Q_Ω⁻(s,ω) − max Q_Ω⁻(s,·), ξ = −mean A: an option that is worse than
     the batch's average advantage learns to end, a better one to continue."""
@@ -81,7 +87,7 @@ def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tup
         g = option_value_target(batch["reward"] + cfg.flags.lesson_alpha * bonus, batch["terminated"], option,
                                 beta_next, target_out[n:, :N_OPTIONS], gamma)
     q_option_sa = q_option.gather(1, option[:, None]).squeeze(1)
-    loss_option = td_loss(q_option_sa, g, cfg.loss)
+    loss_option = option_value_loss(q_option_sa, g)
     loss_term = termination_loss(beta, option, target_out[:n, :N_OPTIONS], batch["terminated"])
     total = loss_q + loss_int + loss_option + loss_term + loss_rnd
     return total, {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean(), "loss_q_int": loss_int.detach(),
