@@ -92,8 +92,13 @@ def _check_type(name: str, value) -> None:
         raise ConfigError(name, f"{value!r}: give {' or '.join(words[a] for a in kinds(name))}")
 
 
-def load(run_dir: str | Path) -> Agent:
-    """The agent of a run directory, as its last checkpoint left it (a finished run's: its final networks)."""
+def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -> Agent:
+    """The agent of a run directory, as its last checkpoint left it (a finished run's: its final networks).
+
+    A run folder is data, not code: where the run's environment is a user module's (`module:Id`), `load` imports
+    that module, which runs its code, only when you name it (`env="module:Id"`, the run's own) or trust the run
+    (`trust_run=True`); otherwise it refuses in one line. Environments of installed packages (CliffWalk, MinAtar,
+    MiniGrid, registered Gymnasium ids) need neither."""
     import torch  # (lazy: importing this module answers in a second)
 
     run_dir = Path(run_dir)
@@ -107,6 +112,7 @@ def load(run_dir: str | Path) -> Agent:
     except Exception as e:  # noqa: BLE001 - whatever the file holds, one line
         raise ValueError(f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
     cfg = Config(**{k: v for k, v in saved.items() if k in FIELDS})
+    check_run_code(path, cfg.env, env, trust_run)
     try:
         spec = env_spec(cfg.env, cfg.env_kwargs)
     except UnknownEnvError as e:
@@ -120,6 +126,20 @@ def load(run_dir: str | Path) -> Agent:
     finally:
         learner.close()
     return Agent(cfg, spec, weights, int(ckpt["counters"]["env_steps"]))
+
+
+def check_run_code(path: Path, run_env, named: str | None, trust_run: bool) -> None:
+    """ValueError (one line) where loading the checkpoint at `path` would import a module that only the run names:
+    its environment is `module:Id`, and the user neither named that environment (`named`) nor trusts the run."""
+    if named is not None and named != run_env:
+        raise ValueError(f"env {named!r}: {path} ran on {run_env!r}; name that environment, or leave env out")
+    if not isinstance(run_env, str):
+        raise ValueError(f"{path}: its config's env is {run_env!r}, not an environment's name")
+    if ":" in run_env and named is None and not trust_run:
+        module = run_env.partition(":")[0]
+        raise ValueError(f"{path} ran on {run_env!r}, whose module {module!r} would be imported, running its code; "
+                         "a run folder is not trusted to name code: name the environment yourself (--env "
+                         f"{run_env} / env={run_env!r}) or trust the run (--trust-run / trust_run=True)")
 
 
 class Agent:

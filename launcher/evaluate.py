@@ -4,7 +4,8 @@
     python -m learner.evaluate runs/CartPole-v1_dqn_s0 --episodes 3 --video videos/cartpole   # where it renders
 
 The same as `learner.api.load(RUN_DIR).evaluate(...)`: ε as the run's own evaluations (`--eval-epsilon`)
-unless --epsilon says otherwise; environment and rng seeds from --seed.
+unless --epsilon says otherwise; environment and rng seeds from --seed. What it executes: this project and the
+installed packages; a module that the run's environment names (`module:Id`) only with --env or --trust-run.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--video", default=None, metavar="DIR", help="record each episode there (a new or empty "
                                                                 "directory; the env must render rgb_array)")
     p.add_argument("--json", type=read_bool, default=False, help="the result as JSON on stdout (default: false)")
+    p.add_argument("--env", default=None, metavar="MODULE:ID",
+                   help="the run's own environment, where it is a module's (module:Id): naming it says to import "
+                        "that module, which runs its code. Without it (or --trust-run) a run whose environment is a "
+                        "module's is refused: a run folder is data, and what it names is not imported. Installed "
+                        "environments (CliffWalk, MinAtar, MiniGrid, Gymnasium ids) need neither")
+    p.add_argument("--trust-run", action="store_true",
+                   help="import the module the run's environment names (module:Id) without naming it: only for a run "
+                        "you made or trust, as it runs that module's code")
     args = p.parse_args(argv)
     if not 1 <= args.episodes <= 100_000:
         p.error(f"--episodes {args.episodes}: give a whole number from 1 to 100,000")
@@ -38,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from launcher.api import load  # (after the command line: torch's import takes seconds)
 
     try:
-        agent = load(args.run_dir)
+        agent = load(args.run_dir, env=args.env, trust_run=args.trust_run)
         result = agent.evaluate(episodes=args.episodes, seed=args.seed, video_dir=args.video, epsilon=args.epsilon)
     except ValueError as e:  # ConfigError too: an unreadable run, a bad number, a video that cannot be made
         return user_error(PROG, str(e))

@@ -118,7 +118,39 @@ def test_load_and_evaluate_refuse_in_one_line(tmp_path, trained):
 def test_env_kwargs_as_a_dict(tmp_path):
     run = train(**{**TINY, "env": "examples.corridor:Corridor-v0", "env_kwargs": {"length": 5}},
                 out=str(tmp_path / "corridor"))
-    assert load(run.run_dir).spec.obs_shape == (5,)
+    assert load(run.run_dir, env="examples.corridor:Corridor-v0").spec.obs_shape == (5,)
+    assert load(run.run_dir, trust_run=True).spec.obs_shape == (5,)
+    with pytest.raises(ValueError, match="whose module 'examples.corridor' would be imported"):
+        load(run.run_dir)
+
+
+def test_a_downloaded_run_folder_names_no_code_that_evaluating_it_runs(tmp_path, trained):
+    """A run folder whose checkpoint names `evilenv:X-v0`, with evilenv.py beside it: `load` and `python -m
+    learner.evaluate .` run from inside it import nothing and refuse in one line; naming the environment or
+    trusting the run is what imports it."""
+    import torch
+
+    folder = tmp_path / "downloaded"
+    folder.mkdir()
+    ckpt = torch.load(trained.run_dir / "checkpoint.pt", weights_only=True)
+    ckpt["config"] = {**ckpt["config"], "env": "evilenv:X-v0"}
+    torch.save(ckpt, folder / "checkpoint.pt")
+    marker = tmp_path / "ran"
+    (folder / "evilenv.py").write_text(f"open({str(marker)!r}, 'w').write('code ran')\n")
+    done = subprocess.run([sys.executable, "-m", "learner.evaluate", "."], cwd=folder, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "'evilenv' would be imported" in done.stderr and "--trust-run" in done.stderr
+    with pytest.raises(ValueError, match="a run folder is not trusted to name code"):
+        load(folder)
+    with pytest.raises(ValueError, match=r"env 'other:Y-v0': .* ran on 'evilenv:X-v0'"):
+        load(folder, env="other:Y-v0")
+    assert not marker.exists()
+    # trusted, the module is imported (here it then registers no X-v0: one line too)
+    trusted = subprocess.run([sys.executable, "-m", "learner.evaluate", ".", "--trust-run"], cwd=folder,
+                             capture_output=True, text=True, timeout=300)
+    assert trusted.returncode == 2 and "registers no Gymnasium id 'X-v0'" in trusted.stderr
+    assert marker.read_text() == "code ran"
 
 
 def test_a_video_of_an_env_that_renders_nothing_is_refused(tmp_path):
