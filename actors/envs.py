@@ -53,6 +53,17 @@ def _unique_keys(pairs: list) -> dict:
     return dict(pairs)
 
 
+MAX_NESTING = 16  # how deep objects and lists may nest in --env-kwargs and in a settings file
+
+
+def nesting(value, limit: int = MAX_NESTING + 1) -> int:
+    """How deep dicts and lists nest in `value` (a scalar: 0), counted up to `limit` and no further."""
+    if limit <= 0 or not isinstance(value, (dict, list)):
+        return 0
+    inner = value.values() if isinstance(value, dict) else value
+    return 1 + max((nesting(v, limit - 1) for v in inner), default=0)
+
+
 def parse_env_kwargs(text: str) -> dict:
     """`--env-kwargs` as a dict: a JSON object (empty text: none); anything else, one line saying why."""
     if not isinstance(text, str):
@@ -63,12 +74,18 @@ def parse_env_kwargs(text: str) -> dict:
         value = json.loads(text, object_pairs_hook=_unique_keys)
     except UnknownEnvError as e:
         raise UnknownEnvError(f"{text!r}: {e}") from None
+    except RecursionError:  # json recurses per level of nesting
+        raise UnknownEnvError(f"{text[:40]!r}... nests objects or lists more than {MAX_NESTING} deep; give "
+                              "keyword arguments of plain values") from None
     except ValueError as e:
         raise UnknownEnvError(f"{text!r} is not JSON ({e}); give an object, e.g. "
                               "'{\"size\": 8}'") from None
     if not isinstance(value, dict):
         raise UnknownEnvError(f"{text!r} is {_JSON_KINDS.get(type(value), 'not an object')} in JSON, not an object "
                               "of keyword arguments, e.g. '{\"size\": 8}'")
+    if nesting(value) > MAX_NESTING:
+        raise UnknownEnvError(f"{text[:40]!r}... nests objects or lists more than {MAX_NESTING} deep; give keyword "
+                              "arguments of plain values")
     return value
 
 

@@ -25,7 +25,7 @@ import math
 import tomllib
 from pathlib import Path
 
-from actors.envs import canonical_kwargs, canonical_name, known_names
+from actors.envs import MAX_NESTING, canonical_kwargs, canonical_name, known_names, nesting
 from configuration.errors import ConfigError
 from configuration.fields import AXES, FIELDS, fits, kinds, reads
 from filesystem.safe import Unreadable, read_bounded
@@ -36,7 +36,10 @@ SUFFIXES = (".toml", ".yaml", ".yml")
 # not in a file: the file itself and what a grid sets for its runs. A section sets only what changes what a
 # run computes (`AXES`: where and how runs execute is the command's, or the file's top level), less what names
 # its runs (`env`, `algo`)
-NOT_IN_FILE = frozenset({"config", "resume", "grid", "variant"})
+# `overwrite` and `take_run_id` too: what removes a run's outputs or takes another run's replay is said on the command
+# line each time, never carried by a shared settings file
+NOT_IN_FILE = frozenset({"config", "resume", "grid", "variant", "overwrite", "take_run_id"})
+MAX_DEPTH = MAX_NESTING  # nesting of tables and lists in a file (settings need 4: envs.<env>.algos.<method>, a list)
 IN_SECTION = AXES - {"env", "algo"}
 
 
@@ -99,6 +102,9 @@ def _parse(path: Path) -> dict:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise _fail(path, f"is not valid TOML ({e})") from None
+        except RecursionError:  # tomllib recurses per level of nesting
+            raise _fail(path, f"nests tables or lists deeper than Python can read; settings nest {MAX_DEPTH} deep "
+                              "at most") from None
     else:
         import yaml  # (PyYAML: Ray's dependency)
 
@@ -109,6 +115,8 @@ def _parse(path: Path) -> dict:
         data = {} if data is None else data
     if not isinstance(data, dict):
         raise _fail(path, "must hold a table of settings (key = value)")
+    if nesting(data, MAX_DEPTH + 1) > MAX_DEPTH:
+        raise _fail(path, f"nests tables or lists more than {MAX_DEPTH} deep; settings need 4 at most")
     return data
 
 
@@ -121,7 +129,38 @@ def _yaml_loader():
     import yaml
 
     class Loader(yaml.SafeLoader):
-        pass
+        """Refuses what a page of settings never needs and a hostile file uses: aliases (`*name`, which expand a
+        1 KB file into 10⁹ nodes), nesting deeper than MAX_DEPTH (read recursively) and a key given twice
+        (TOML refuses it too)."""
+
+        depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(None, None, f"an alias (*{event.anchor}): a configuration file "
+                                                  "may not repeat a node by reference; write it out",
+                                                  event.start_mark)
+            if self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent):
+                if self.depth >= MAX_DEPTH:
+                    raise yaml.composer.ComposerError(None, None, f"tables or lists nest more than {MAX_DEPTH} "
+                                                      "deep; settings need 4 at most", self.peek_event().start_mark)
+                self.depth += 1
+                try:
+                    return super().compose_node(parent, index)
+                finally:
+                    self.depth -= 1
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, (str, int, float, bool)) and key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
+                                                            key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
 
     tags = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
     Loader.yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if tag not in tags]

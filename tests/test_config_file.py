@@ -111,6 +111,9 @@ def test_a_resumed_grid_runs_the_sections_it_saved_whatever_became_of_the_file(t
     ("[envs.Asterix]\nlr = 1e-4\n", '[envs."Asterix"] names no environment'),
     ("resume = 'runs/x'\n", "resume cannot be set in a file (it is given on the command line)"),
     ("config = 'other.toml'\n", "config cannot be set in a file"),
+    # what removes a run's outputs is said on the command line each time, never carried by a shared file
+    ("overwrite = true\n", "overwrite cannot be set in a file (it is given on the command line)"),
+    ("take_run_id = true\n", "take_run_id cannot be set in a file"),
     ("envs = 3\n", "envs must be a table of sections"),
     ("lr = \n", "is not valid TOML"),
     ('env_kwargs = "[1]"\n', "env_kwargs:"),
@@ -134,6 +137,34 @@ def test_a_file_that_is_not_a_small_regular_utf8_file_is_refused_in_one_line(tmp
                        (tmp_path, "unknown format"), (write(tmp_path, "hp.ini", "lr = 1\n"), "unknown format '.ini'")):
         with pytest.raises(ConfigError, match=said):
             config_file.read(path)
+
+
+def test_a_hostile_settings_file_is_one_line_before_it_costs_memory_or_stack(tmp_path):
+    """A YAML 'billion laughs' (10 aliases of 10: 10⁹ nodes from 1 KB) is refused at its first alias; nesting is
+    capped in YAML, TOML and --env-kwargs (20,000 deep inside the 1 MiB cap was a RecursionError); a YAML key
+    given twice is refused as TOML refuses it."""
+    laughs = ["lol0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    laughs += [f"lol{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    bomb = write(tmp_path, "bomb.yaml", "env_kwargs:\n" + "".join(f"  {line}\n" for line in laughs))
+    deep_yaml = write(tmp_path, "deep.yaml", "env_kwargs: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    deep_toml = write(tmp_path, "deep.toml", "env_kwargs = " + "[" * 20_000 + "]" * 20_000 + "\n")
+    deep_17 = write(tmp_path, "d17.toml", "env_kwargs = " + "[" * 17 + "]" * 17 + "\n")
+    twice = write(tmp_path, "twice.yaml", "lr: 1.0e-4\nlr: 3.0e-4\n")
+    for path, said in ((bomb, "an alias (*a0)"), (deep_yaml, "nest more than 16 deep"),
+                       (deep_toml, "nests tables or lists"), (deep_17, "more than 16 deep"),
+                       (twice, "the key 'lr' is given twice")):
+        with pytest.raises(ConfigError) as e:
+            config_file.read(path)
+        assert said in str(e.value) and "\n" not in str(e.value), str(e.value)
+    # an anchor without an alias is plain YAML, and 16 deep is allowed
+    fine = write(tmp_path, "fine.yaml", "lr: &rate 1.0e-4\n")
+    assert config_file.read(fine).top["lr"] == 1e-4
+    from actors.envs import UnknownEnvError, parse_env_kwargs
+
+    assert parse_env_kwargs('{"a": ' + "[" * 15 + "]" * 15 + "}") == {"a": eval("[" * 15 + "]" * 15)}
+    for text in ('{"a": ' + "[" * 16 + "]" * 16 + "}", '{"a": ' + "[" * 30_000 + "]" * 30_000 + "}"):
+        with pytest.raises(UnknownEnvError, match="more than 16 deep"):
+            parse_env_kwargs(text)
 
 
 def test_the_shipped_defaults_are_a_config_file_of_the_spec_learning_rates():
