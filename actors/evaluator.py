@@ -8,6 +8,7 @@ argmax Q with `--eval-basic`), recorded beside it as `<policy>_<score>`.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,16 +28,34 @@ class EvaluatorSettings:
     method: MethodSettings  # what the method's acting reads
 
 
+# an evaluation episode's most steps, where the environment itself sets no limit: Atari's customary 108,000 frames
+# at a frame skip of 4 (every environment this project ships ends or truncates its episodes long before)
+EVAL_MAX_STEPS = 27_000
+
+
+class EpisodeCut(UserWarning):
+    """An evaluation episode reached EVAL_MAX_STEPS without ending (said once per environment and process)."""
+
+
+_cut: set[str] = set()
+
+
 def play(acting, nets: dict[str, NumpyNet], env, rng: np.random.Generator, episodes: int, epsilon: float,
-         n_actions: int, policy: str = "main") -> tuple[list[float], list[bool]]:
+         n_actions: int, policy: str = "main", max_steps: int = EVAL_MAX_STEPS) -> tuple[list[float], list[bool]]:
     """`episodes` episodes of `acting`'s evaluation `policy` on `env`, with probability `epsilon` of a uniform
-    action: each episode's return and whether it ended in success. (The run's evaluator and a loaded agent's
-    `evaluate`, `launcher.api`, both play this way.)"""
+    action: each episode's return and whether it ended in success. An episode still going after `max_steps`
+    steps is cut there, as a truncation (an environment registered without `max_episode_steps` may never end);
+    the first cut says so in a warning. (The run's evaluator and a loaded agent's `evaluate`, `launcher.api`,
+    both play this way.)"""
     returns, successes = [], []
     for _ in range(episodes):
         obs, _ = env.reset()
-        ret, done, info = 0.0, False, {}
+        ret, done, info, steps = 0.0, False, {}, 0
         while not done:
+            if steps == max_steps:
+                _say_cut(env, max_steps)
+                break
+            steps += 1
             if rng.random() < epsilon:
                 a = int(rng.integers(n_actions))
             else:
@@ -46,8 +65,17 @@ def play(acting, nets: dict[str, NumpyNet], env, rng: np.random.Generator, episo
             ret += float(r)
             done = terminated or truncated
         returns.append(ret)
-        successes.append(bool(info.get("success", False)))
+        successes.append(bool(info.get("success", False)) if done else False)
     return returns, successes
+
+
+def _say_cut(env, max_steps: int) -> None:
+    name = str(getattr(getattr(env, "spec", None), "id", None) or type(env.unwrapped).__name__)
+    if name not in _cut:
+        _cut.add(name)
+        warnings.warn(f"an evaluation episode of {name} reached {max_steps:,} steps without ending and was cut there "
+                      "(its return so far counts; no success): the environment sets no step limit (register it "
+                      "with gymnasium.register(..., max_episode_steps=N) to choose one)", EpisodeCut, stacklevel=3)
 
 
 class Evaluator:

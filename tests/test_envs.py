@@ -177,3 +177,36 @@ def test_minigrid_observes_as_minigrids_full_observation_wrappers_do(task):
             obs, _ = theirs.reset()
             expected.append((obs.copy(),))
     _same(_steps(ours, 3), expected)
+
+
+def test_an_evaluation_episode_that_never_ends_is_cut_and_said_once():
+    """An environment registered without max_episode_steps whose episodes never end: evaluation cuts each
+    episode at its step cap (its return so far counts, no success) and warns once, instead of hanging."""
+    import gymnasium as gym
+
+    from actors import evaluator
+
+    class Endless(gym.Env):
+        observation_space = gym.spaces.Box(0, 1, shape=(2,), dtype=np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(2, dtype=np.float32), {}
+
+        def step(self, action):
+            return np.zeros(2, dtype=np.float32), 1.0, False, False, {"success": True}
+
+    class Greedy:
+        def outputs(self, nets, obs):
+            return {"q": np.zeros((1, 2))}
+
+        def evaluate(self, policy, values, rng):
+            return 0
+
+    evaluator._cut.clear()
+    with pytest.warns(evaluator.EpisodeCut, match="reached 50 steps without ending") as said:
+        returns, successes = evaluator.play(Greedy(), {}, Endless(), np.random.default_rng(0), 3, 0.5, 2,
+                                            max_steps=50)
+    assert returns == [50.0, 50.0, 50.0] and successes == [False, False, False]
+    assert len([w for w in said if w.category is evaluator.EpisodeCut]) == 1
+    assert evaluator.EVAL_MAX_STEPS == 27_000  # the default cap the docs state
