@@ -18,10 +18,9 @@ from configuration.flags import (
     cli_name,
     replay_backend,
     restore_password,
-    with_legacy,
 )
 from driver.outputs import metrics_until
-from driver.state import CHECKPOINT_FORMAT
+from driver.state import read_checkpoint
 from replay_service.backends import backend_for
 
 
@@ -111,18 +110,9 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     path = run_dir / "checkpoint.pt"
     if not path.is_file():
         raise ConfigError("resume", f"no checkpoint.pt in {args['resume']!r}")
-    import torch  # (lazy: a mistaken --resume answers before torch's import, seconds on 2 cores)
-
-    try:
-        # tensors and plain data only (nothing is unpickled), onto the CPU (a GPU run can resume on a CPU)
-        ckpt = torch.load(path, weights_only=True, map_location="cpu")
-        saved = dict(ckpt["config"])
-    except Exception as e:
-        raise ConfigError("resume", f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
-    if ckpt.get("format", 1) != CHECKPOINT_FORMAT:
-        raise ConfigError("resume", f"{path} has checkpoint format {ckpt.get('format', 1)}, written by another version "
-                                    f"of this program; this one continues format {CHECKPOINT_FORMAT} only")
-    saved = with_legacy(saved)  # a checkpoint from before a field: as it ran
+    # tensors and plain data only (nothing is unpickled), onto the CPU (a GPU run can resume on a CPU); the checks
+    # every reader of a checkpoint makes (`read_checkpoint`), then the resume's own (`_check_checkpoint`)
+    ckpt, saved = read_checkpoint(path, lambda message: ConfigError("resume", message))
     named = vars(build_parser(defaults=False).parse_args(argv))  # a flag named at its default's value is given too
     given = {k: v for k, v in args.items() if v != parser.get_default(k) or k in named}
     given.pop("resume", None)

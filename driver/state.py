@@ -21,6 +21,63 @@ from replay_service.backends import REPLAY_BACKENDS, backend_for
 # copies and fixed modules as one "frozen" dict, the replay's options in its state
 CHECKPOINT_FORMAT = 2
 
+def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
+    """`path` (a run's checkpoint.pt) read as data and checked as every reader needs it (`load`, `learner.evaluate`
+    and `--resume`): `torch.load(weights_only=True)` (nothing unpickled), this program's format, a configuration
+    whose every field is of its type and valid, counters with the env steps, and the learner's state a table of
+    finite tensors. Returns (checkpoint, its configuration with the fields added since filled as it ran);
+    `fail(message)` makes the exception raised, one line that names the file."""
+    import torch
+
+    from configuration.checks import validate
+    from configuration.flags import FIELDS, Config, fits, kinds, with_legacy
+
+    try:
+        ckpt = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as e:  # noqa: BLE001 - whatever the file holds, one line
+        raise fail(f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("config"), dict):
+        raise fail(f"{path} is not a checkpoint this program can read (it holds no configuration)")
+    if ckpt.get("format", 1) != CHECKPOINT_FORMAT:
+        raise fail(f"{path} has checkpoint format {ckpt.get('format', 1)!r}, written by another version of this "
+                   f"program; this one reads format {CHECKPOINT_FORMAT} only")
+    saved = with_legacy(dict(ckpt["config"]))
+    for key, value in saved.items():
+        if key in FIELDS and not fits(key, value):
+            allowed = " or ".join(getattr(k, "__name__", str(k)).replace("NoneType", "None") for k in kinds(key))
+            raise fail(f"{path} is damaged: its configuration's {key} is {value!r}, not {allowed}")
+    try:
+        validate(Config(**{k: v for k, v in saved.items() if k in FIELDS}))
+    except (ConfigError, TypeError) as e:
+        raise fail(f"{path} is damaged: its configuration is not valid ({e})") from None
+    counters = ckpt.get("counters")
+    steps = counters.get("env_steps") if isinstance(counters, dict) else None
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise fail(f"{path} is damaged: it has no env_steps counter (counters: {type(counters).__name__})")
+    learner = ckpt.get("learner")
+    if not isinstance(learner, dict):
+        raise fail(f"{path} is damaged: it has no learner state")
+    bad = _first_nonfinite(learner)
+    if bad is not None:
+        raise fail(f"{path} holds non-finite values in {bad}: a run stopped at a non-finite loss keeps its last "
+                   "good checkpoint, not this one")
+    return ckpt, saved
+
+
+def _first_nonfinite(state, prefix: str = "learner") -> str | None:
+    """The name of the first tensor of `state` (nested dicts and lists) with a NaN or an infinity, or None."""
+    import torch
+
+    if isinstance(state, torch.Tensor):
+        return prefix if state.is_floating_point() and not bool(torch.isfinite(state).all()) else None
+    items = state.items() if isinstance(state, dict) else enumerate(state) if isinstance(state, (list, tuple)) else ()
+    for key, value in items:
+        found = _first_nonfinite(value, f"{prefix}.{key}")
+        if found is not None:
+            return found
+    return None
+
+
 # the names a run writes at its directory's top: each must be a file or directory of its own, never a link
 # what a run directory may hold: the run's files, and what every replay backend may make there (memory's snapshots
 # in replay/, redis-local's servers' files in redis/)

@@ -29,7 +29,8 @@ import numpy as np
 from actors.envs import EnvSpec, UnknownEnvError, env_spec, make_env
 from actors.evaluator import play
 from configuration import config_file
-from configuration.flags import FIELDS, Config, ConfigError, fit_warning, fits, kinds, resolve, settings, with_legacy
+from configuration.flags import FIELDS, Config, ConfigError, fit_warning, fits, kinds, resolve, settings
+from driver.state import read_checkpoint
 from methods import acting
 from methods.numpy_net import NumpyNet, unflatten
 
@@ -106,11 +107,7 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -
     if not path.is_file():
         raise ValueError(f"no checkpoint.pt in {str(run_dir)!r}: give a run's directory (a run writes one at its "
                          "end and every --checkpoint-every env steps)")
-    try:
-        ckpt = torch.load(path, weights_only=True, map_location="cpu")
-        saved = with_legacy(dict(ckpt["config"]))
-    except Exception as e:  # noqa: BLE001 - whatever the file holds, one line
-        raise ValueError(f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
+    ckpt, saved = read_checkpoint(path, ValueError)
     cfg = Config(**{k: v for k, v in saved.items() if k in FIELDS})
     check_run_code(path, cfg.env, env, trust_run)
     try:
@@ -123,6 +120,10 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -
     try:
         learner.load_state_dict(ckpt["learner"])
         weights = learner.weights()
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as e:  # shapes, names, another method's
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise ValueError(f"{path} does not fit {cfg.algo}'s networks on {spec.name} ({type(e).__name__}: "
+                         f"{reason})") from None
     finally:
         learner.close()
     return Agent(cfg, spec, weights, int(ckpt["counters"]["env_steps"]))

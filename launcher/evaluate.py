@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", default=None, metavar="MODULE:ID",
                    help="the run's own environment, where it is a module's (module:Id): naming it says to import "
                         "that module, which runs its code. Without it (or --trust-run) a run whose environment is a "
-                        "module's is refused: a run folder is data, and what it names is not imported. Installed "
-                        "environments (CliffWalk, MinAtar, MiniGrid, Gymnasium ids) need neither")
+                        "module's is refused: a run folder is data, and what it names is not imported. The "
+                        "project's own environments and registered Gymnasium ids need neither")
     p.add_argument("--trust-run", action="store_true",
                    help="import the module the run's environment names (module:Id) without naming it: only for a run "
                         "you made or trust, as it runs that module's code")

@@ -115,6 +115,46 @@ def test_load_and_evaluate_refuse_in_one_line(tmp_path, trained):
     assert (full / "mine.mp4").read_bytes() == b"x"
 
 
+@pytest.mark.parametrize("damage, says", [
+    (lambda c: c["learner"]["nets"].__setitem__("q.out.weight", c["learner"]["nets"]["q.out.weight"][:1]),
+     "does not fit dqn's networks on CartPole-v1"),
+    (lambda c: c["config"].__setitem__("env", "MountainCar-v0"), "does not fit dqn's networks on MountainCar-v0"),
+    (lambda c: c["config"].__setitem__("algo", "beta_dqn"), "does not fit beta_dqn's networks"),
+    (lambda c: c["config"].__setitem__("algo", "nope"), "its configuration is not valid"),
+    (lambda c: c.pop("counters"), "it has no env_steps counter"),
+    (lambda c: c.pop("learner"), "it has no learner state"),
+    (lambda c: c["config"].__setitem__("eval_epsilon", "x"), "its configuration's eval_epsilon is 'x', not float"),
+    (lambda c: c["config"].__setitem__("total_steps", 1.5), "its configuration's total_steps is 1.5, not int"),
+    (lambda c: c["learner"]["nets"].__setitem__("q.out.bias", c["learner"]["nets"]["q.out.bias"] * float("nan")),
+     "holds non-finite values in learner.nets.q.out.bias"),
+    (lambda c: c.__setitem__("format", 1), "has checkpoint format 1"),
+])
+def test_a_damaged_or_mismatched_checkpoint_is_one_line_for_load_evaluate_and_resume(tmp_path, trained, damage,
+                                                                                      says):
+    """`load`, `learner.evaluate` and `--resume` read a checkpoint through one check (`driver.state.read_checkpoint`):
+    each damage one line naming the file, never a traceback."""
+    import shutil
+
+    import torch
+
+    run = tmp_path / "run"
+    shutil.copytree(trained.run_dir, run)
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert "q.out.weight" in ckpt["learner"]["nets"], sorted(ckpt["learner"]["nets"])
+    damage(ckpt)
+    torch.save(ckpt, run / "checkpoint.pt")
+    with pytest.raises(ValueError, match=re.escape(says)) as e:
+        load(run)
+    assert "\n" not in str(e.value) and str(run / "checkpoint.pt") in str(e.value)
+    done = _evaluate(str(run), "--episodes", "1")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
+    if "fit" not in says:  # (a resume checks the networks by loading them, as a run: its own line)
+        resumed = subprocess.run([sys.executable, "-m", "learner.main", "--resume", str(run)], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 2 and len(resumed.stderr.strip().splitlines()) == 1, resumed.stderr
+        assert says in resumed.stderr, resumed.stderr
+
+
 def test_env_kwargs_as_a_dict(tmp_path):
     run = train(**{**TINY, "env": "examples.corridor:Corridor-v0", "env_kwargs": {"length": 5}},
                 out=str(tmp_path / "corridor"))
