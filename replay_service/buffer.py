@@ -88,10 +88,19 @@ class ReplayBuffer:
         return state
 
     def load_state_dict(self, state) -> None:
+        """A snapshot's contents back (ValueError, one line, where they do not fit this buffer or the sampler's
+        random state does not read: the text of a literal, never code)."""
         self.size, self.cursor, self.inserted = int(state["size"]), int(state["cursor"]), int(state["inserted"])
+        if not 0 <= self.size <= self.capacity or not 0 <= self.cursor < self.capacity:
+            raise ValueError(f"its size {self.size} or cursor {self.cursor} does not fit a buffer of {self.capacity}")
         for name, column in self.columns.items():  # (a snapshot of an older version may hold more: not read)
+            if len(state[name]) != self.size:
+                raise ValueError(f"its column {name!r} holds {len(state[name])} rows, not its size {self.size}")
             column[:self.size] = state[name]
-        self.rng.bit_generator.state = ast.literal_eval(bytes(state["rng"]).decode())
+        try:
+            self.rng.bit_generator.state = ast.literal_eval(bytes(state["rng"]).decode())
+        except (SyntaxError, ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError, MemoryError):
+            raise ValueError("its sampler's random state is damaged") from None
 
     def stats(self) -> dict[str, int]:
         return {"size": self.size, "inserted": self.inserted, "capacity": self.capacity}

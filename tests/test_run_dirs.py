@@ -240,7 +240,7 @@ def test_a_full_disk_for_the_metrics_is_one_line(tmp_path, monkeypatch, capsys):
     assert line.endswith(f"cannot write {tmp_path / 'run' / 'metrics.jsonl'} (No space left on device)")
 
 
-@pytest.mark.parametrize("damage", ["truncated", "missing", "foreign"])
+@pytest.mark.parametrize("damage", ["truncated", "missing", "foreign", "rng", "rng-state", "columns"])
 def test_a_damaged_replay_snapshot_is_one_line_on_resume(finished, tmp_path, capsys, damage):
     import numpy as np
 
@@ -250,9 +250,19 @@ def test_a_damaged_replay_snapshot_is_one_line_on_resume(finished, tmp_path, cap
         snapshot_file.write_bytes(snapshot_file.read_bytes()[:100])
     elif damage == "missing":
         snapshot_file.unlink()
-    else:  # a valid .npz, but not a replay shard's
+    elif damage == "foreign":  # a valid .npz, but not a replay shard's
         with open(snapshot_file, "wb") as f:
             np.savez(f, something=np.zeros(3))
+    else:  # a shard's snapshot with its sampler's random state, or a column, damaged
+        with np.load(snapshot_file, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        if damage == "columns":
+            arrays["action"] = arrays["action"][:1]
+        else:
+            text = b"{'bit_generator': 'PCG64', 'state': (" if damage == "rng" else b"{'bit_generator': 'PCG64'}"
+            arrays["rng"] = np.frombuffer(text, dtype=np.uint8)
+        with open(snapshot_file, "wb") as f:
+            np.savez(f, **arrays)
     before = snapshot(out)
     line = one_line(capsys, main(["--resume", str(out)]))
     assert "--resume: the replay snapshot of" in line and "cannot be read" in line
