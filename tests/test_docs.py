@@ -79,8 +79,10 @@ MESSAGES = [
     ("driver/state.py", "nothing was started, and that run is partly removed"),
     # resume
     ("driver/resume.py", "no checkpoint.pt in"),
-    ("driver/resume.py", "is not a checkpoint this program can read"),
-    ("driver/resume.py", "written by another version of this program; this one continues format"),
+    ("driver/state.py", "is not a checkpoint this program can read"),
+    ("driver/state.py", "written by another version of this program; this one reads format"),
+    ("driver/state.py", "is damaged: its configuration's"),
+    ("driver/state.py", "holds non-finite values in"),
     ("driver/resume.py", "is damaged or not this run's: "),
     ("driver/resume.py", "the checkpoint holds the run's configuration: restore config.json or remove it"),
     ("driver/resume.py", "a checkpoint copied from another run directory does not continue this one"),

@@ -8,7 +8,8 @@
 Each run is a one-run grid of its own under `runs/md-<stage>-<cell>/` (its log beside it, `.log`), started with the
 flags PLAN.md fixes, or continued with `--resume` where that directory holds a grid from an earlier sitting on this
 machine; when it ends, `learner.report` records it under `results/minatar-departure/<stage>/<cell>/` (a relative
-path: the record repeats it). A run that has its record is skipped, so the script goes on wherever an earlier
+path: the record repeats it), and with `--repo` copies the record into this script's checkout too, where it is
+committed; a record in either counts. A run that has its record is skipped, so the script goes on wherever an earlier
 sitting, or another machine, left off. `--until HH:MM` (this machine's local clock, today or, if that has passed,
 tomorrow) keeps a session's end from killing a run half done: a run starts only if its estimated time fits before
 then (ESTIMATE, minutes per million env steps, set high on purpose; an estimate for scheduling, not a measurement).
@@ -32,6 +33,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,7 +42,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout whose code runs (--repo)
+HOME = Path(__file__).resolve().parents[2]  # this script's checkout (main): its committed records count too
+ROOT = HOME  # the checkout whose code runs (--repo), where runs/ and the new records are made
 RECORDS = Path("results/minatar-departure")
 RUNS = Path("runs")
 
@@ -105,7 +108,13 @@ def cells(stage: str) -> list[Cell]:
 
 
 def recorded(cell: Cell) -> bool:
-    return (ROOT / cell.record / "runs.csv").is_file()
+    """Recorded in the checkout that runs (--repo) or in this script's own (main, where records are committed)."""
+    return any((root / cell.record / "runs.csv").is_file() for root in {ROOT, HOME})
+
+
+def record_dir(cell: Cell) -> Path:
+    """Where the cell's record is: the running checkout's, else this script's."""
+    return next(root / cell.record for root in (ROOT, HOME) if (root / cell.record / "runs.csv").is_file())
 
 
 def status(cell: Cell) -> str:
@@ -173,7 +182,9 @@ def run(cell: Cell) -> bool:
     if rc != 0:
         say(f"FAILED {cell.name}: its report, exit {rc}, see {log}")
         return False
-    say(f"recorded {cell.record}")
+    if HOME != ROOT and not (HOME / cell.record).exists():  # into main's results/ too, to be committed there
+        shutil.copytree(ROOT / cell.record, HOME / cell.record)
+    say(f"recorded {cell.record}" + (" (and copied into this script's checkout)" if HOME != ROOT else ""))
     return True
 
 
@@ -242,7 +253,7 @@ def check(name: str) -> int:
     if not recorded(cell):
         print(f"run.py: error: --check {name}: {cell.record} holds no record yet", file=sys.stderr)
         return 2
-    copies = sorted((ROOT / cell.record / "runs").glob("*/evals.csv"))
+    copies = sorted((record_dir(cell) / "runs").glob("*/evals.csv"))
     summary = json.loads((copies[0].parent / "summary.json").read_text())
     grid = RUNS / f"check-{cell.name.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
     say(f"check  {cell.name}: running it again into {grid} (estimate {cell.minutes:.0f} min)")
@@ -253,7 +264,8 @@ def check(name: str) -> int:
         return 2
     now = json.loads((ROOT / again / "summary.json").read_text())
     a, b = digest(copies[0]), digest(ROOT / again / "evals.csv")
-    print(f"record {copies[0].relative_to(ROOT)}: sha256 {a} (commit {summary.get('commit')}, {summary.get('cpu')})")
+    shown = cell.record / copies[0].relative_to(record_dir(cell))
+    print(f"record {shown}: sha256 {a} (commit {summary.get('commit')}, {summary.get('cpu')})")
     print(f"again  {again / 'evals.csv'}: sha256 {b} (commit {now.get('commit')}, {now.get('cpu')})")
     if a == b:
         print("identical")
