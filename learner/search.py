@@ -3,9 +3,11 @@
 
 import sys
 
-from launcher.search import best, main, table, trainable
+if __name__ == "__main__":  # the command: a plugin's failure is one line (`learner.entry`)
+    from learner.entry import run
+
+    sys.exit(run("launcher.search"))
+
+from launcher.search import best, main, table, trainable  # noqa: E402  (Python's names: Tune's trainable, best)
 
 __all__ = ["best", "main", "table", "trainable"]
-
-if __name__ == "__main__":
-    sys.exit(main())

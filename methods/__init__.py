@@ -14,8 +14,6 @@ learner asks for it.
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import fields
 from importlib import import_module
 from typing import NamedTuple
@@ -31,6 +29,7 @@ from methods.ez_greedy.acting import EzGreedy
 from methods.lesson import flags as lesson_flags
 from methods.lesson.acting import Lesson
 from methods.rnd import flags as rnd_flags
+from replay_service.plugins import load_plugins
 from replay_service.schema import Field, Schema
 
 
@@ -99,9 +98,4 @@ def acting(cfg) -> Acting:
     return METHODS[cfg.algo].acting(cfg)
 
 
-for _module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
-    try:
-        import_module(_module)  # (last: a plugin imports this package's names)
-    except (ImportError, ValueError) as _e:  # a user's mistake: one line, as every command says one
-        print(f"error: {PLUGINS}: cannot register the methods of {_module!r}: {_e}", file=sys.stderr)
-        raise SystemExit(2) from None
+load_plugins(PLUGINS, "methods")  # (last: a plugin imports this package's names)

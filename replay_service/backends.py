@@ -16,13 +16,11 @@ This module imports nothing that connects: a backend imports its clients where i
 
 from __future__ import annotations
 
-import os
 import re
-import sys
-from importlib import import_module
 
 from replay_service.contract import ReplayBackend
 from replay_service.memory_backend import MemoryBackend
+from replay_service.plugins import load_plugins
 from replay_service.redis_backend import RedisBackend
 
 REPLAY_BACKENDS: dict[str, ReplayBackend] = {  # a backend's name -> the backend
@@ -66,9 +64,4 @@ def choices() -> str:
     return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
-for _module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
-    try:
-        import_module(_module)  # (last: a plugin imports this module's names)
-    except (ImportError, ValueError) as _e:  # a user's mistake: one line, as every command says one
-        print(f"error: {PLUGINS}: cannot register the replay backends of {_module!r}: {_e}", file=sys.stderr)
-        raise SystemExit(2) from None
+load_plugins(PLUGINS, "replay backends")  # (last: a plugin imports this module's names)

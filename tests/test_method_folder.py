@@ -64,3 +64,36 @@ def test_a_module_that_cannot_be_registered_is_one_line():
     assert done.stderr.strip().splitlines() == [
         "error: BETA_DQN_METHODS: cannot register the methods of 'tests.no_such_module': No module named "
         "'tests.no_such_module'"]
+
+
+@pytest.mark.parametrize("source, says", [
+    ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+    ("def broken(:\n", "SyntaxError: "),
+    ("import sys\nsys.exit(0)\n", "it called sys.exit(0) while being imported"),
+    ("from methods import register\nregister('bad', object())\n", "AttributeError: "),
+    ("from methods import Method, register\nregister('bad', Method('x', 'acting as text', 'X'))\n", "TypeError: "),
+])
+@pytest.mark.parametrize("variable", ["BETA_DQN_METHODS", "BETA_DQN_REPLAYS"])
+def test_a_plugin_that_fails_anyhow_is_one_line_and_exit_2_in_every_command(tmp_path, source, says, variable):
+    """A plugin that raises, has a syntax error, exits, or registers something that is not a method: every command
+    says one line naming the variable and the module, and exits 2 (never 0, never a traceback); in Python, the
+    import is an ImportError to catch, not a SystemExit."""
+    (tmp_path / "plugin_mod.py").write_text(source)
+    env = {**os.environ, variable: "plugin_mod", "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    for command in ("learner.main", "learner.report", "learner.evaluate", "learner.search"):
+        done = subprocess.run([sys.executable, "-m", command, "--help"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env=env)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, (command, done.returncode, done.stderr[-1500:])
+        assert lines[0].startswith(f"error: {variable}: cannot register the ") and "'plugin_mod'" in lines[0], lines
+        assert says in lines[0], lines[0]
+    code = "import learner.api\n"
+    done = subprocess.run([sys.executable, "-c", f"try:\n    {code}except ImportError as e:\n    print('caught', e)\n"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("caught "), done.stderr[-1500:]
+
+
+def test_a_relative_plugin_name_is_one_line():
+    done = run(["--help"], env={"BETA_DQN_METHODS": ".toy_method"})
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "cannot register the methods of '.toy_method'" in done.stderr
