@@ -5,14 +5,28 @@ and exit status 2, as any mistake of the command line is; in Python code it stay
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import import_module
+from pathlib import Path
 
 from replay_service.plugins import PluginError
 
 
+def working_directory_last() -> None:
+    """This project's packages first on `sys.path`, the working directory last: `python -m` puts the working
+    directory first, so a `configuration.py` or `methods/` there (a downloaded run folder's, a user's own) would be
+    imported in place of this project's modules (and an editable install's finder is asked only after every path).
+    Last, it still serves a user's own modules (`--env module:Id`, a plugin) and shadows nothing; a console script,
+    which leaves it off, gets it too. (A `learner/` there is imported before this runs: the console scripts, or
+    `python -P -m`, avoid that.)"""
+    ours, cwd = str(Path(__file__).resolve().parents[1]), os.getcwd()
+    sys.path[:] = [ours, *(p for p in sys.path if p not in ("", cwd, ours)), *([cwd] if cwd != ours else [])]
+
+
 def run(module: str, argv: list[str] | None = None) -> int:
     """`module.main(argv)`'s exit status, or 2 with one line where importing `module` meets a plugin's failure."""
+    working_directory_last()
     try:
         main = import_module(module).main
     except PluginError as e:

@@ -177,10 +177,16 @@ def test_a_downloaded_run_folder_names_no_code_that_evaluating_it_runs(tmp_path,
     torch.save(ckpt, folder / "checkpoint.pt")
     marker = tmp_path / "ran"
     (folder / "evilenv.py").write_text(f"open({str(marker)!r}, 'w').write('code ran')\n")
-    done = subprocess.run([sys.executable, "-m", "learner.evaluate", "."], cwd=folder, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "'evilenv' would be imported" in done.stderr and "--trust-run" in done.stderr
+    # files named like this project's modules, which `python -m` would import first from the working directory
+    (folder / "configuration.py").write_text(f"open({str(marker)!r}, 'w').write('code ran')\n")
+    (folder / "methods").mkdir()
+    (folder / "methods" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('code ran')\n")
+    for command in ([sys.executable, "-m", "learner.evaluate", "."], [str(Path(sys.executable).parent /
+                                                                          "beta-dqn-evaluate"), "."]):
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "'evilenv' would be imported" in done.stderr and "--trust-run" in done.stderr
+        assert not marker.exists()
     with pytest.raises(ValueError, match="a run folder is not trusted to name code"):
         load(folder)
     with pytest.raises(ValueError, match=r"env 'other:Y-v0': .* ran on 'evilenv:X-v0'"):
