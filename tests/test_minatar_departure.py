@@ -32,8 +32,12 @@ def verdict():
 
 
 def test_the_cells_are_the_plans_runs(runner):
-    a, b = runner.cells("1a"), runner.cells("1b")
-    assert len(a) == 55 and len(b) == 18 and runner.cells("1") == b + a
+    a, dqn, beta = runner.cells("1a"), runner.cells("1b"), runner.cells("1b-beta")
+    b = beta + dqn
+    assert len(a) == 55 and len(dqn) == len(beta) == 9
+    # PLAN.md's deviation of 2026-12-06: stage 1 is 1a, then 1b's DQN runs; 1b's β-DQN runs are asked for apart
+    assert runner.cells("1") == a + dqn and runner.every_cell() == a + dqn + beta
+    assert {c.method for c in dqn} == {"dqn"} and {c.method for c in beta} == {"beta"}
     assert len({c.name for c in a + b}) == 73 and len({c.grid for c in a + b}) == 73
     assert {c.method for c in a} == {"beta"} and {c.seed for c in a} == set(range(5))
     assert {c.steps for c in a if c.env.startswith("MinAtar/")} == {1_000_000}
@@ -41,7 +45,7 @@ def test_the_cells_are_the_plans_runs(runner):
     assert {(c.env, c.method) for c in b} == {(f"MinAtar/{g}", m) for g in ("Asterix", "Breakout", "Seaquest")
                                               for m in ("beta", "dqn")}
     assert {c.steps for c in b} == {5_000_000} and {c.seed for c in b} == {0, 1, 2}
-    cell = next(c for c in b if c.name == "1b/asterix-beta-s0")
+    cell = next(c for c in beta if c.name == "1b/asterix-beta-s0")
     argv = " ".join(cell.argv())
     for flag in ("--algo beta_dqn --bandit-returns raw --beta-epsilon false", "--runtime serial --actors 4",
                  "--arm-exchange episode --beta-thread false", "--total-steps 5000000", "--seeds 0"):
@@ -50,11 +54,29 @@ def test_the_cells_are_the_plans_runs(runner):
 
 
 def test_the_runners_arguments_are_checked_in_one_line(runner, capsys):
-    with pytest.raises(SystemExit) as e:
-        runner.main(["--stage", "1a", "--until", "25:00"])
-    assert e.value.code == 2 and "--until '25:00' is not a time" in capsys.readouterr().err
+    for argv, says in ((["--stage", "1a", "--until", "25:00"], "--until '25:00' is not a time"),
+                       (["--stage", "2"], "argument --stage: invalid choice: '2'"),
+                       (["--stage", "1a"], "not the study's commit")):  # this checkout is main, not the clone
+        with pytest.raises(SystemExit) as e:
+            runner.main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and says in err and len(err.strip().splitlines()) == 1, err
     assert runner.main(["--check", "1a/nope"]) == 2
     assert "is not a cell of the study" in capsys.readouterr().err
+
+
+def test_a_record_reaches_main_whole_or_not_at_all(runner, tmp_path, monkeypatch):
+    clone, home = tmp_path / "clone", tmp_path / "main"
+    cell = runner.cells("1a")[0]
+    (clone / cell.record / "runs").mkdir(parents=True)
+    (clone / cell.record / "runs.csv").write_text("env,score\n")
+    monkeypatch.setattr(runner, "ROOT", clone)
+    monkeypatch.setattr(runner, "HOME", home)
+    assert runner.recorded(cell)  # the clone's record counts
+    (home / cell.record).parent.mkdir(parents=True)
+    runner.copy_home(cell)
+    assert (home / cell.record / "runs.csv").read_text() == "env,score\n"
+    assert [p.name for p in (home / cell.record).parent.iterdir()] == [cell.record.name]  # no part left
 
 
 def test_the_rule_compares_exact_fractions(verdict):
@@ -74,6 +96,35 @@ def test_missing_runs_are_listed_not_decided(verdict, capsys, monkeypatch):
     assert "18 of stage 1b's 18 runs are not in the records yet" in capsys.readouterr().out
 
 
+def _runs(verdict, beta_score, dqn_score):
+    from reporting.results import RunData
+
+    runs = {}
+    for g in verdict.GAMES:
+        for algo, score in (("beta_dqn", beta_score), ("dqn", dqn_score)):
+            for seed in verdict.SEEDS:
+                evals = [{"env_steps": 100_000, "return_mean": score(seed) / 2},
+                         {"env_steps": 5_000_000, "return_mean": score(seed)}]
+                runs[g, algo, seed] = RunData(f"{g}-{algo}-{seed}", {"env": g, "algo": algo, "seed": seed},
+                                              {"final_eval": {"return_mean": score(seed)}, "commit": "x"}, evals)
+    return runs
+
+
+@pytest.mark.parametrize("beta_ahead", [True, False])
+def test_the_rule_reads_beta_against_dqn_the_right_way_round(verdict, capsys, monkeypatch, beta_ahead):
+    """β-DQN's runs all above DQN's: P = 1, the departure is the budget; the other way round: stage 2b runs."""
+    high, low = (lambda seed: 10.0 + seed), (lambda seed: 1.0 + seed)
+    runs = _runs(verdict, high if beta_ahead else low, low if beta_ahead else high)
+    monkeypatch.setattr(verdict, "collect", lambda: runs)
+    monkeypatch.setattr(verdict, "study_commit", lambda: "0" * 40)
+    monkeypatch.setattr(verdict, "off_plan", lambda run, commit: "")
+    assert verdict.main(["--reps", "200"]) == 0
+    out = capsys.readouterr().out
+    assert f"P(β-DQN > DQN) = {1.0 if beta_ahead else 0.0:.4f}" in out
+    assert ("is the budget" in out) == beta_ahead and ("stage 2b runs" in out) != beta_ahead
+    assert "NOT the verdict: 200 resamples" in out
+
+
 def test_a_run_off_the_plan_is_named(verdict):
     from reporting.results import RunData
 
@@ -82,6 +133,11 @@ def test_a_run_off_the_plan_is_named(verdict):
               "beta_epsilon": False, "eps_decay_steps": 1_000_000, "lr": 3e-4, "gamma": 0.99}
     commit = "13af96b" + "0" * 33
     run = RunData("r", config, {"commit": "13af96b00000"}, [])
+    assert verdict.off_plan(RunData("r", {**config, "seed": 3}, run.summary, []), commit) == \
+        "its seed is 3, not one of (0, 1, 2)"
+    assert verdict.off_plan(RunData("r", {**config, "loss": "mse"}, run.summary, []), commit) == \
+        "loss is 'mse', not 'huber'"
+    assert "not the study's" in verdict.off_plan(RunData("r", config, {"commit": "1"}, []), commit)
     assert verdict.off_plan(run, commit) == ""
     assert verdict.off_plan(RunData("r", {**config, "target_update": 4000}, run.summary, []), commit) == \
         "target_update is 4000, not 1000"

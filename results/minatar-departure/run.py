@@ -1,29 +1,27 @@
 """The MinAtar-departure study's runs (PLAN.md beside this file): serial runs, two at once, each recorded as it ends.
+Run it with the study clone's Python, from main, on the clone (pinned at the study's commit, PLAN.md):
 
-    python results/minatar-departure/run.py --stage 1                  # stage 1 (1b's 5M runs, then 1a), two at once
-    python results/minatar-departure/run.py --stage 1 --until 07:45    # start no run that would not end by then
-    python results/minatar-departure/run.py --stage 1 --list           # each run of the stage: recorded, begun or to do
-    python results/minatar-departure/run.py --check 1a/asterix-beta-s0 # run one recorded cell again, compare its evals
+    CLONE/.venv/bin/python results/minatar-departure/run.py --repo CLONE --stage 1a --until 07:45
+    CLONE/.venv/bin/python results/minatar-departure/run.py --repo CLONE --stage 1 --list   # recorded, begun, to do
+    CLONE/.venv/bin/python results/minatar-departure/run.py --repo CLONE --check 1a/asterix-beta-s0
 
-Each run is a one-run grid of its own under `runs/md-<stage>-<cell>/` (its log beside it, `.log`), started with the
-flags PLAN.md fixes, or continued with `--resume` where that directory holds a grid from an earlier sitting on this
-machine; when it ends, `learner.report` records it under `results/minatar-departure/<stage>/<cell>/` (a relative
-path: the record repeats it), and with `--repo` copies the record into this script's checkout too, where it is
-committed; a record in either counts. A run that has its record is skipped, so the script goes on wherever an earlier
-sitting, or another machine, left off. `--until HH:MM` (this machine's local clock, today or, if that has passed,
-tomorrow) keeps a session's end from killing a run half done: a run starts only if its estimated time fits before
-then (ESTIMATE, minutes per million env steps, set high on purpose; an estimate for scheduling, not a measurement).
-Ctrl-C stops the runs in hand (each keeps its last checkpoint); run the script again to continue them.
+Stages: `1a`; `1b` (DQN's 5M runs); `1` (1a, then 1b's DQN runs); `1b-beta` (β-DQN's 5M runs, about 2.9 hours each
+on the 2-core machine: PLAN.md's deviation of 2026-12-06 says when they start). Each run is a one-run grid of its
+own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`), started with the flags PLAN.md fixes.
+A run cut off (its directory there, no record) is moved aside (`...-cut-<time>`) and started again from its
+beginning, never resumed: a serial run then repeats exactly. When it ends, `learner.report` (the clone's) records
+it under the clone's `results/minatar-departure/<stage>/<cell>/` (a relative path: the record repeats it), and the
+record is copied into this script's checkout (main), where it is committed; a record in either counts, and one the
+clone holds but main lacks is copied at the start. `--until HH:MM` (this machine's local clock, today or, if that
+has passed, tomorrow) starts a run only if its estimate fits before then (ESTIMATE, minutes per million env steps,
+set high on purpose; for scheduling, not a measurement). Ctrl-C or SIGTERM stops the runs in hand.
 
-`--check STAGE/CELL` runs that cell again from its beginning into a new directory (`runs/check-...`), with the flags
-its record ran with, and compares the sha256 of its evals.csv with the record's copy: serial runs are deterministic
-for a seed on one kind of CPU (float kernels differ between AMD and Intel), so the two match bit for bit where the
-CPU kind and the commit's training code are the record's. Exit status 0: identical; 1: different; 2: a bad argument.
+`--check STAGE/CELL` runs that cell again from its beginning into a new directory (`runs/check-...`) with PLAN.md's
+flags, and compares the sha256 of its evals.csv with the record's copy: serial runs are deterministic for a seed on
+one kind of CPU (float kernels differ between AMD and Intel), so the two match bit for bit where the CPU kind and
+the commit are the record's. Exit status 0: identical; 1: different; 2: a bad argument.
 
-`--repo DIR` runs the code of another checkout (default: this one), with this Python: the study's clone, pinned at
-the study's commit, while this script comes from a later commit of main (it only schedules and records; what a run
-computes is the clone's code, and its summary records the clone's commit). The script refuses to start runs from a
-checkout with uncommitted changes to tracked files: PLAN.md fixes which commit the study's runs come from.
+The script refuses to start runs unless the clone is clean at the study's commit (the commit that added PLAN.md).
 """
 
 from __future__ import annotations
@@ -94,17 +92,25 @@ class Cell:
                 *COMMON]
 
 
+STAGES = ("1", "1a", "1b", "1b-beta")
+
+
 def cells(stage: str) -> list[Cell]:
-    """The runs of a stage in the order they start: stage 1 is 1b's 5M runs (β-DQN, then DQN), then 1a's."""
+    """The runs of a stage in the order they start (stage 1: 1a, then 1b's DQN runs; PLAN.md's deviation of
+    2026-12-06 holds 1b's β-DQN runs, `1b-beta`, apart)."""
     if stage == "1a":
         return ([Cell("1a", f"MinAtar/{g}", "beta", s, 1_000_000) for s in range(5) for g in MINATAR]
                 + [Cell("1a", t, "beta", s, 500_000) for s in range(5) for t in MINIGRID])
-    if stage == "1b":
-        return [Cell("1b", f"MinAtar/{g}", m, s, 5_000_000) for m in ("beta", "dqn") for s in range(3)
+    if stage in ("1b", "1b-beta"):
+        return [Cell("1b", f"MinAtar/{g}", "dqn" if stage == "1b" else "beta", s, 5_000_000) for s in range(3)
                 for g in DEPARTING]
     if stage == "1":
-        return cells("1b") + cells("1a")
+        return cells("1a") + cells("1b")
     raise ValueError(stage)
+
+
+def every_cell() -> list[Cell]:
+    return cells("1") + cells("1b-beta")
 
 
 def recorded(cell: Cell) -> bool:
@@ -135,14 +141,15 @@ _started = threading.Lock()  # held while a child starts
 
 
 def launch(cmd: list[str], log: Path) -> int:
-    """`cmd` at the lowest CPU priority, its output to `log`; its exit status. While it runs, a SIGINT or SIGTERM
-    to this script is passed on to it (`stop`): a run stops at its next step and keeps its last checkpoint."""
+    """`cmd` (at this script's priority, which `main` lowers to the lowest), its output to `log`; its exit status.
+    It runs in a session of its own, so a terminal's Ctrl-C reaches this script alone, which passes it on once
+    (`stop`): a run stops at its next step."""
+    (ROOT / log).parent.mkdir(parents=True, exist_ok=True)
     with open(ROOT / log, "a") as out:
         with _started:  # a stop sees every child started before it, and none starts after it
             if _stopping.is_set():
                 return 130
-            child = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                     preexec_fn=lambda: os.nice(19))
+            child = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             _children.add(child)
         try:
             return child.wait()
@@ -162,14 +169,16 @@ def stop(signum, frame) -> None:
 
 
 def run(cell: Cell) -> bool:
-    """Runs (or continues) a cell, then records it; True when recorded."""
+    """Runs a cell from its beginning (a cut-off run's directory moved aside first), then records it; True when
+    recorded (or stopped on purpose)."""
     py = sys.executable
     (ROOT / RUNS).mkdir(exist_ok=True)
     log = cell.grid.with_suffix(".log")
-    if (ROOT / cell.grid / "grid.json").is_file():
-        cmd = [py, "-m", "learner.main", "--resume", str(cell.grid), "--progress", "false"]
-    else:
-        cmd = [py, "-m", "learner.main", *cell.argv(), "--out", str(cell.grid)]
+    if (ROOT / cell.grid).exists():  # cut off in an earlier sitting: restarted, never resumed (PLAN.md)
+        aside = cell.grid.with_name(f"{cell.grid.name}-cut-{time.strftime('%Y%m%d-%H%M%S')}")
+        (ROOT / cell.grid).rename(ROOT / aside)
+        say(f"moved {cell.grid} (cut off) aside to {aside}; {cell.name} starts again from its beginning")
+    cmd = [py, "-m", "learner.main", *cell.argv(), "--out", str(cell.grid)]
     say(f"start  {cell.name} (estimate {cell.minutes:.0f} min): {' '.join(cmd[1:])}")
     rc = launch(cmd, log)
     done = run_dir(cell.grid)
@@ -182,10 +191,21 @@ def run(cell: Cell) -> bool:
     if rc != 0:
         say(f"FAILED {cell.name}: its report, exit {rc}, see {log}")
         return False
-    if HOME != ROOT and not (HOME / cell.record).exists():  # into main's results/ too, to be committed there
-        shutil.copytree(ROOT / cell.record, HOME / cell.record)
+    copy_home(cell)
     say(f"recorded {cell.record}" + (" (and copied into this script's checkout)" if HOME != ROOT else ""))
     return True
+
+
+def copy_home(cell: Cell) -> None:
+    """The clone's record of `cell` into this script's checkout (main), where it is committed, unless it is there:
+    copied under a temporary name and renamed, so main never holds half a record."""
+    source, target = ROOT / cell.record, HOME / cell.record
+    if HOME == ROOT or (target / "runs.csv").is_file() or not (source / "runs.csv").is_file():
+        return
+    part = target.with_name(f".{target.name}.part-{os.getpid()}")
+    shutil.rmtree(part, ignore_errors=True)
+    shutil.copytree(source, part)
+    part.rename(target)
 
 
 _print = threading.Lock()
@@ -245,7 +265,7 @@ def digest(path: Path) -> str:
 
 def check(name: str) -> int:
     """Runs a recorded cell again from its beginning and compares its evals.csv with the record's."""
-    cell = next((c for c in cells("1") if c.name == name), None)
+    cell = next((c for c in every_cell() if c.name == name), None)
     if cell is None:
         print(f"run.py: error: --check {name!r} is not a cell of the study; give one as --list names it "
               "(1a/asterix-beta-s0)", file=sys.stderr)
@@ -254,6 +274,9 @@ def check(name: str) -> int:
         print(f"run.py: error: --check {name}: {cell.record} holds no record yet", file=sys.stderr)
         return 2
     copies = sorted((record_dir(cell) / "runs").glob("*/evals.csv"))
+    if not copies:
+        print(f"run.py: error: --check {name}: its record holds no copy of the run's evals.csv", file=sys.stderr)
+        return 2
     summary = json.loads((copies[0].parent / "summary.json").read_text())
     grid = RUNS / f"check-{cell.name.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
     say(f"check  {cell.name}: running it again into {grid} (estimate {cell.minutes:.0f} min)")
@@ -275,25 +298,43 @@ def check(name: str) -> int:
     return 1
 
 
-def clean() -> bool:
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
-    return not out.strip()
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False).stdout.strip()
+
+
+def at_study_commit() -> str:
+    """Why the running checkout may not make the study's runs ("" where it may): it must be clean, at the commit
+    that added PLAN.md (this script's checkout's history says which)."""
+    study = git(HOME, "log", "--diff-filter=A", "--format=%H", "--", str(RECORDS / "PLAN.md")).split()
+    head = git(ROOT, "rev-parse", "HEAD")
+    if not study:
+        return "this script's checkout has no history of PLAN.md: run it from a clone of the repository"
+    if head != study[-1]:
+        return (f"{ROOT} is at {head[:12] or 'no commit'}, not the study's commit {study[-1][:12]}: git clone "
+                f"the repository, git checkout {study[-1][:12]}, set up its venv, and give it as --repo")
+    if git(ROOT, "status", "--porcelain", "--untracked-files=no"):
+        return f"{ROOT} has uncommitted changes to tracked files; the study runs from a clean clone at its commit"
+    return ""
+
+
+class OneLine(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not argparse's usage and message
+        print(f"run.py: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python results/minatar-departure/run.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stage", choices=("1", "1a", "1b"), help="the stage whose runs to run (1: 1b, then 1a)")
+    global ROOT
+    p = OneLine(prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stage", choices=STAGES, help="the stage whose runs to run (1: 1a, then 1b's DQN runs)")
     p.add_argument("--jobs", type=int, default=2, help="serial runs at once (default 2: one a core)")
     p.add_argument("--until", metavar="HH:MM", help="start no run whose estimate would end after this local time")
     p.add_argument("--list", action="store_true", help="list the stage's runs and their state; run nothing")
     p.add_argument("--check", metavar="STAGE/CELL", help="run one recorded cell again and compare its evals.csv")
     p.add_argument("--repo", type=Path, metavar="DIR",
-                   help="the checkout whose code runs and where runs/ and the records go (default: this one)")
+                   help="the clone at the study's commit whose code runs, where runs/ and new records go")
     args = p.parse_args(argv)
     if args.repo is not None:
-        global ROOT
         if not (args.repo / "learner" / "main.py").is_file():
             p.error(f"--repo {args.repo}: not a checkout of this project (no learner/main.py there)")
         ROOT = args.repo.resolve()
@@ -309,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         return check(args.check)
     if args.stage is None:
-        p.error("give --stage 1, 1a or 1b (or --check STAGE/CELL)")
+        p.error(f"give --stage {', '.join(STAGES)} (or --check STAGE/CELL)")
     todo = cells(args.stage)
     if args.list:
         for cell in todo:
@@ -318,10 +359,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{done} of {len(todo)} recorded; estimate left {sum(c.minutes for c in todo if not recorded(c)):.0f} "
               "run-minutes")
         return 0
-    if not clean():
-        p.error("the checkout has uncommitted changes to tracked files; the study runs from a clean clone at its "
-                "commit (PLAN.md)")
+    why = at_study_commit()
+    if why:
+        p.error(why)
+    for cell in every_cell():  # records the clone made that main lacks (a sitting stopped before copying)
+        copy_home(cell)
     todo = [c for c in todo if not recorded(c)]
+    os.nice(19)  # the lowest CPU priority, for this script and every run it starts (they inherit it)
     say(f"stage {args.stage}: {len(todo)} runs to do, {args.jobs} at once"
         + (f", none starting unless it fits before {args.until}" if args.until else ""))
     signal.signal(signal.SIGTERM, stop)

@@ -16,6 +16,7 @@ not read, or a run off the plan.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -38,13 +39,10 @@ METHODS = {"beta_dqn": "β-DQN", "dqn": "DQN"}
 SEEDS = (0, 1, 2)
 STEPS = 5_000_000
 REPS = 50_000  # PLAN.md: rliable's get_interval_estimates, reps=50000, percentile, 95%, seed 0
-# PLAN.md's flags for every run, beside the method's own (--algo; β-DQN: raw returns, no ε)
+# PLAN.md's flags for every run, beside the method's own (--algo; β-DQN: raw returns, no ε); every other field that
+# changes what a run computes at its default (`off_plan`), the learning rate and γ the game's own
 PLAN = {"runtime": "serial", "actors": 4, "envs_per_actor": 4, "arm_exchange": "episode", "total_steps": STEPS,
-        "eval_every": 100_000, "eval_episodes": 30, "replay_capacity": 100_000, "replay_ratio": 0.25,
-        "batch_size": 32, "target_update": 1000, "learning_starts": 5000, "eps_decay_fraction": 0.2,
-        "eps_decay_steps": STEPS // 5, "eps_start": 1.0, "eps_end": 0.01}  # and the game's own lr and γ (off_plan)
-PLAN_BETA = {"bandit_returns": "raw", "beta_epsilon": False, "count_mode": "augment", "policy_set": "13",
-             "two_q": False}
+        "eps_decay_steps": STEPS // 5, "bandit_returns": "raw", "beta_epsilon": False}
 
 
 def study_commit() -> str:
@@ -71,19 +69,28 @@ def collect() -> dict[tuple[str, str, int], object]:
 
 
 def off_plan(run, commit: str) -> str:
-    """How a run departs from PLAN.md ("" when it does not)."""
+    """How a run departs from PLAN.md ("" when it does not): its game, method and seed; every field that changes
+    what a run computes and that its method reads, against the defaults with PLAN's values over them (the game's
+    own learning rate and γ, as config.json has them resolved); and its commit, the study's, clean."""
+    from configuration.defaults import env_defaults
+    from configuration.fields import AXES, FIELDS, reads
+
     if run.env not in GAMES or run.algo not in METHODS:
         return f"{run.env} {run.algo} is not a stage-1b cell"
-    from configuration.defaults import env_defaults
-
-    gamma, lr = env_defaults(run.env)  # a run's config.json has them resolved, as the ε schedule's steps
-    want = {**PLAN, "gamma": gamma, "lr": lr, **(PLAN_BETA if run.algo == "beta_dqn" else {})}
-    for key, value in want.items():
-        got = config_value(run, key)
-        if got != value and not (isinstance(value, float) and isinstance(got, (int, float)) and float(got) == value):
+    if run.config.get("seed") not in SEEDS:
+        return f"its seed is {run.config.get('seed')!r}, not one of {SEEDS}"
+    gamma, lr = env_defaults(run.env)
+    want = {**{k: f.default for k, f in FIELDS.items()}, **PLAN, "gamma": gamma, "lr": lr}
+    for key in sorted((AXES | set(PLAN)) - {"env", "algo"}):
+        if key in AXES and not reads(run.algo, key, run.config):
+            continue
+        got, value = config_value(run, key), want[key]
+        same = got == value or (isinstance(value, float) and isinstance(got, (int, float))
+                                and not isinstance(got, bool) and float(got) == value)
+        if not same:
             return f"{key} is {got!r}, not {value!r}"
     got = str(run.summary.get("commit") or "")
-    if not got or "dirty" in got or not commit.startswith(got.split("+")[0]):
+    if not re.fullmatch(r"[0-9a-f]{12}", got) or not commit.startswith(got):
         return f"its commit is {got or 'not recorded'!r}, not the study's {commit[:12]} (clean)"
     return ""
 
