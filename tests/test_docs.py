@@ -363,8 +363,13 @@ def test_the_readme_is_short_and_starts_with_its_two_commands():
         assert (ROOT / target).exists(), target
 
 
+# a preregistered plan stands as it was committed before its first run (its tracker number included)
+PLANS_AS_COMMITTED = {ROOT / "results" / "minatar-departure" / "PLAN.md"}
+
+
 def test_no_tracker_numbers_in_the_site():
     pages = [*DOCS.glob("*.md"), *(ROOT / "results").rglob("*.md"), ROOT / "README.md", ROOT / "RESULTS.md"]
+    pages = [p for p in pages if p not in PLANS_AS_COMMITTED]
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages
              for m in re.finditer(r"(?i)\bissues? #?\d+|(?<![\w/])#\d+\b", p.read_text(encoding="utf-8"))]
     assert not found, f"internal tracker numbers in user-facing pages: {found}"
