@@ -39,6 +39,7 @@ class RunCheckpoints:
         try:
             self.replay.load_state_dict(ckpt, self.out)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a snapshot file damaged or gone
+            e = getattr(e, "cause", None) or e  # a shard's own error, where a Ray actor raised it (RayTaskError)
             raise ConfigError("resume", f"the replay snapshot of {self.out / 'checkpoint.pt'} cannot be read "
                                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the run "
                                         "cannot continue exactly without it") from None

@@ -17,8 +17,9 @@ from driver.outputs import RUN_FILES, write_atomically
 from filesystem.safe import RECORD, Held, Written, lock_directory, remove_recorded
 from replay_service.backends import REPLAY_BACKENDS, backend_for
 
-# the checkpoint's layout (`write_checkpoint`; `driver.resume` continues this format only): the learner's target
-# copies and fixed modules as one "frozen" dict, the replay's options in its state
+# the checkpoint's layout (`write_checkpoint`; `read_checkpoint`, for a resume, `load` and `learner.evaluate`, reads
+# this format only): the learner's target copies and fixed modules as one "frozen" dict, the replay's options in its
+# state
 CHECKPOINT_FORMAT = 2
 
 def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
@@ -41,19 +42,24 @@ def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
     if ckpt.get("format", 1) != CHECKPOINT_FORMAT:
         raise fail(f"{path} has checkpoint format {ckpt.get('format', 1)!r}, written by another version of this "
                    f"program; this one reads format {CHECKPOINT_FORMAT} only")
+    for key in ("env", "algo"):  # what `with_legacy` and every check below read first
+        if not isinstance(ckpt["config"].get(key), str):
+            raise fail(f"{path} is damaged: its configuration's {key} is {ckpt['config'].get(key)!r}, not a name")
     saved = with_legacy(dict(ckpt["config"]))
     for key, value in saved.items():
         if key in FIELDS and not fits(key, value):
             allowed = " or ".join(getattr(k, "__name__", str(k)).replace("NoneType", "None") for k in kinds(key))
             raise fail(f"{path} is damaged: its configuration's {key} is {value!r}, not {allowed}")
-    try:
-        validate(Config(**{k: v for k, v in saved.items() if k in FIELDS}))
+    try:  # (the replay is the resume's to check, `driver.resume`: a reader of the networks needs none)
+        validate(Config(**{**{k: v for k, v in saved.items() if k in FIELDS}, "replay": "memory"}))
     except (ConfigError, TypeError) as e:
         raise fail(f"{path} is damaged: its configuration is not valid ({e})") from None
     counters = ckpt.get("counters")
     steps = counters.get("env_steps") if isinstance(counters, dict) else None
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
-        raise fail(f"{path} is damaged: it has no env_steps counter (counters: {type(counters).__name__})")
+        raise fail(f"{path} is damaged: its env_steps counter is {steps!r}, not a whole number ≥ 0"
+                   if isinstance(counters, dict) and "env_steps" in counters else
+                   f"{path} is damaged: it has no env_steps counter")
     learner = ckpt.get("learner")
     if not isinstance(learner, dict):
         raise fail(f"{path} is damaged: it has no learner state")

@@ -128,6 +128,8 @@ def test_load_and_evaluate_refuse_in_one_line(tmp_path, trained):
     (lambda c: c["learner"]["nets"].__setitem__("q.out.bias", c["learner"]["nets"]["q.out.bias"] * float("nan")),
      "holds non-finite values in learner.nets.q.out.bias"),
     (lambda c: c.__setitem__("format", 1), "has checkpoint format 1"),
+    (lambda c: c["config"].pop("algo"), "its configuration's algo is None, not a name"),
+    (lambda c: c["counters"].__setitem__("env_steps", True), "its env_steps counter is True, not a whole number"),
 ])
 def test_a_damaged_or_mismatched_checkpoint_is_one_line_for_load_evaluate_and_resume(tmp_path, trained, damage,
                                                                                       says):
@@ -153,6 +155,20 @@ def test_a_damaged_or_mismatched_checkpoint_is_one_line_for_load_evaluate_and_re
                                  capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 2 and len(resumed.stderr.strip().splitlines()) == 1, resumed.stderr
         assert says in resumed.stderr, resumed.stderr
+
+
+def test_a_checkpoint_of_a_replay_backend_not_registered_here_still_loads(tmp_path, trained):
+    """`load` reads the networks: the replay a run used (a plugin's, registered where it ran) is not its to check."""
+    import shutil
+
+    import torch
+
+    run = tmp_path / "run"
+    shutil.copytree(trained.run_dir, run)
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    ckpt["config"] = {**ckpt["config"], "replay": "toy-elsewhere"}
+    torch.save(ckpt, run / "checkpoint.pt")
+    assert load(run).env_steps == 1000
 
 
 def test_env_kwargs_as_a_dict(tmp_path):
