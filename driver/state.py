@@ -50,9 +50,14 @@ def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
         if key in FIELDS and not fits(key, value):
             allowed = " or ".join(getattr(k, "__name__", str(k)).replace("NoneType", "None") for k in kinds(key))
             raise fail(f"{path} is damaged: its configuration's {key} is {value!r}, not {allowed}")
-    try:  # (the replay is the resume's to check, `driver.resume`: a reader of the networks needs none)
-        validate(Config(**{**{k: v for k, v in saved.items() if k in FIELDS}, "replay": "memory"}))
-    except (ConfigError, TypeError) as e:
+    try:
+        validate(Config(**{k: v for k, v in saved.items() if k in FIELDS}))
+    except ConfigError as e:
+        if e.field == "replay":  # sound, but written with a backend this process has not registered
+            raise fail(f"{path} ran with a replay backend not registered here ({e.message}); a plugin's backend "
+                       "is registered by naming its module in BETA_DQN_REPLAYS, as where the run was made") from None
+        raise fail(f"{path} is damaged: its configuration is not valid ({e})") from None
+    except TypeError as e:
         raise fail(f"{path} is damaged: its configuration is not valid ({e})") from None
     counters = ckpt.get("counters")
     steps = counters.get("env_steps") if isinstance(counters, dict) else None

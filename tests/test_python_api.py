@@ -157,8 +157,8 @@ def test_a_damaged_or_mismatched_checkpoint_is_one_line_for_load_evaluate_and_re
         assert says in resumed.stderr, resumed.stderr
 
 
-def test_a_checkpoint_of_a_replay_backend_not_registered_here_still_loads(tmp_path, trained):
-    """`load` reads the networks: the replay a run used (a plugin's, registered where it ran) is not its to check."""
+def test_a_checkpoint_of_a_replay_backend_not_registered_here_is_one_line_saying_so(tmp_path, trained):
+    """A sound run made with a plugin's replay backend: not "damaged", but a backend to register."""
     import shutil
 
     import torch
@@ -168,7 +168,9 @@ def test_a_checkpoint_of_a_replay_backend_not_registered_here_still_loads(tmp_pa
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     ckpt["config"] = {**ckpt["config"], "replay": "toy-elsewhere"}
     torch.save(ckpt, run / "checkpoint.pt")
-    assert load(run).env_steps == 1000
+    with pytest.raises(ValueError, match="ran with a replay backend not registered here .*BETA_DQN_REPLAYS") as e:
+        load(run)
+    assert "damaged" not in str(e.value) and "\n" not in str(e.value)
 
 
 def test_env_kwargs_as_a_dict(tmp_path):
