@@ -224,18 +224,16 @@ SOURCE = Path(__file__).resolve().parents[1]  # where this project's packages ar
 
 
 def git_commit(root: Path = SOURCE) -> str | None:
-    """This project's git commit (with "+dirty" for uncommitted changes) where `root`, the directory its packages
-    are in, is the top of a git checkout (an editable install, or the repository itself); None otherwise. An install
-    into site-packages inside some other git repository (a venv in the user's own project) is not that repository's
-    checkout: its commit is the user's, not ours."""
+    """The git commit that holds this project's code (with "+dirty" for uncommitted changes to it), where `root`,
+    the directory its packages are in, is tracked by a git checkout: the repository itself, an editable install, or
+    a repository that vendors it as a tracked folder. None otherwise: an install into site-packages inside some
+    other git repository (a venv in the user's own project) is not tracked there, and that commit is the user's."""
     try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        if not top or Path(top).resolve() != root.resolve():
-            return None
+        subprocess.run(["git", "ls-files", "--error-unmatch", "--", "driver/outputs.py"], cwd=root,
+                       capture_output=True, text=True, timeout=10, check=True)
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=root,
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

@@ -1,7 +1,7 @@
 """Plugins of the registries: modules named in an environment variable (`BETA_DQN_METHODS`, `BETA_DQN_REPLAYS`)
 that register a method or a replay backend of their own when imported. Whatever such a module does wrong while
 being imported (raises anything, has a syntax error, is a relative name, calls `sys.exit`) is one `PluginError`,
-a line naming the variable and the module: a command says it and exits 2 (`learner._entry`), Python code gets an
+a line naming the variable and the module: a command says it and exits 2 (`learner.entry`), Python code gets an
 ImportError it can catch. (Here, the lowest of the packages that hold a registry, so that both can import it.)"""
 
 from __future__ import annotations

@@ -310,7 +310,7 @@ def _head(chosen: _Selection, described: dict, again: str, header: list[str], ro
         f"{' and '.join(SUCCESS_DOMAINS)}, return elsewhere; mean over seeds [95% percentile bootstrap interval] "
         "and, in Table 1, t[95% Student's t interval] (n = seeds). "
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range) and covers "
-        "the mean less often than it says (at n = 5 about 84% of the time for normal scores, simulated); the t "
+        "the mean less often than it says (at n = 5 about 83% of the time for normal scores, simulated); the t "
         "interval is the one to read there. One seed's cell is its value alone. "
         "A column is a method and, in a grid with axes besides --env, --algo and --seeds (or for the flags "
         "--column-by names), its variant. "

@@ -25,8 +25,18 @@ def test_a_run_records_our_commit_never_that_of_a_repository_around_an_install(t
     _git(user, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-qm", "their commit")
     # our packages installed into their venv: the enclosing repository is theirs, so no commit is ours to record
     assert git_commit(user / ".venv" / "lib" / "site-packages") is None
-    # where our packages are the top of a checkout (the repository, an editable install), that checkout's commit
-    assert git_commit(user) == _git(user, "rev-parse", "--short=12", "HEAD")
+    # where our packages are tracked (the repository, an editable install, a repository that vendors them), the
+    # commit that holds them
+    (user / "vendor" / "driver").mkdir(parents=True)
+    (user / "vendor" / "driver" / "outputs.py").write_text("# ours\n")
+    _git(user, "add", "vendor")
+    _git(user, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-qm", "vendor beta-dqn")
+    assert git_commit(user / "vendor") == _git(user, "rev-parse", "--short=12", "HEAD")
+    (user / "notes.txt").write_text("changed, outside our code\n")
+    assert git_commit(user / "vendor") == _git(user, "rev-parse", "--short=12", "HEAD")  # not "+dirty"
+    (user / "vendor" / "driver" / "outputs.py").write_text("# ours, edited\n")
+    assert git_commit(user / "vendor").endswith("+dirty")
+    assert git_commit(user) is None  # their repository's top holds no code of ours
     assert git_commit(tmp_path / "not-a-repository") is None  # (no such directory: nothing to run git in)
 
 
