@@ -57,7 +57,7 @@ MESSAGES = [
     ("actors/envs.py", "only Discrete is supported"),
     ("actors/envs.py", "only Box is supported"),
     ("driver/preflight.py", "cuda: no CUDA device is available here; use auto or cpu"),
-    ("methods/__init__.py", "cannot register the methods of"),
+    ("replay_service/plugins.py", "cannot register the {} of"),
     # run directories
     ("driver/state.py", "it is finished: give another --out, or replace it with --overwrite true"),
     ("driver/state.py", "continue it with --resume {}, or replace it with --overwrite true"),
