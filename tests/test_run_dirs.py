@@ -505,7 +505,7 @@ def _forge(ckpt: dict, change: str) -> None:
 
 @pytest.mark.parametrize("change, message", [
     ("absurd steps", "its env_steps (1,000,000,000,000,000) are beyond the run's total_steps (1200)"),
-    ("negative steps", "its env_steps is -5, not a whole number ≥ 0"),
+    ("negative steps", "its env_steps counter is -5, not a whole number ≥ 0"),
     ("bad evaluations", "its evaluations' env steps [600, 600] are not increasing steps the run reached"),
     ("evaluations not a list", "its evaluations are not a list of results with env_steps"),
     ("wrong shape", "does not fit this run's beta_dqn networks or arm source (RuntimeError: "),
