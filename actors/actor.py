@@ -1,6 +1,6 @@
 """The episode loop: a few environments stepped together, one batched forward per step.
 
-Plain Python and numpy (no torch, no Ray): `driver.runtime` hosts it in-process or as a Ray actor.
+Plain Python and numpy (no torch, no Ray): `beta_dqn.driver.runtime` hosts it in-process or as a Ray actor.
 The actor talks to two ports: the replay (`insert(chunk)`) once per `collect`, and an arm source (the
 bandit for β-DQN) through `exchange(reports, n)`: finished episodes in, arms for new episodes out. How often
 is `--arm-exchange`:
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from actors.envs import make_env
-from methods import acting, extras
-from methods.contracts import MethodSettings
-from methods.numpy_net import NumpyNet, unflatten
+from learner.methods import acting, extras
+from learner.methods.contracts import MethodSettings
+from learner.methods.numpy_net import NumpyNet, unflatten
 from replay_service.buffer import make_packer
 from replay_service.schema import CORE, RECORD_ONLY, Schema
 
@@ -49,12 +49,13 @@ class Episode:
 
 @dataclass(frozen=True)
 class ActorSettings:
-    """What an actor reads of the run's configuration (`configuration.settings.settings(ActorSettings, cfg)`)."""
+    """What an actor reads of the run's configuration (`beta_dqn.configuration.settings.settings(ActorSettings,
+    cfg)`)."""
 
     seed: int
     envs_per_actor: int
     learning_starts: int  # uniformly random actions (no arm) before it
-    arm_exchange: str  # "episode" or "chunk" (settled by `configuration.resolution.resolve`)
+    arm_exchange: str  # "episode" or "chunk" (settled by `beta_dqn.configuration.resolution.resolve`)
     method: MethodSettings  # what the method's acting reads
 
 
@@ -73,7 +74,8 @@ class Actor:
         self.acting = acting(cfg.method)
         # arms chosen ahead, a chunk at a time (a central arm source: the bandit), or one per episode
         if cfg.arm_exchange not in ("episode", "chunk") and self.acting.central:
-            raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: configuration.resolution.resolve settles it first")
+            raise ValueError(f"arm_exchange={cfg.arm_exchange!r}: beta_dqn.configuration.resolution.resolve settles it "
+                             "first")
         self.per_chunk = cfg.arm_exchange == "chunk" and self.acting.central
         self.arms: deque[tuple[int, int]] = deque()  # (arm, stamp) in hand for the next episodes
         self.unreported: list[tuple] = []  # finished episodes (arm, return, bonus, stamp) to report

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from actors.envs import make_env
-from methods import acting
-from methods.contracts import MethodSettings
-from methods.numpy_net import NumpyNet, unflatten
+from learner.methods import acting
+from learner.methods.contracts import MethodSettings
+from learner.methods.numpy_net import NumpyNet, unflatten
 
 
 @dataclass(frozen=True)
 class EvaluatorSettings:
-    """What the evaluator reads of the run's configuration (`configuration.settings.settings`)."""
+    """What the evaluator reads of the run's configuration (`beta_dqn.configuration.settings.settings`)."""
 
     eval_episodes: int
     eval_epsilon: float
@@ -45,7 +45,7 @@ def play(acting, nets: dict[str, NumpyNet], env, rng: np.random.Generator, episo
     """`episodes` episodes of `acting`'s evaluation `policy` on `env`, with probability `epsilon` of a uniform
     action: each episode's return and whether it ended in success. An episode still going after `max_steps`
     steps is cut there, as a truncation (an environment registered without `max_episode_steps` may never end);
-    the first cut says so in a warning. (The run's evaluator and a loaded agent's `evaluate`, `launcher.api`,
+    the first cut says so in a warning. (The run's evaluator and a loaded agent's `evaluate`, `beta_dqn.launcher.api`,
     both play this way.)"""
     returns, successes = [], []
     for _ in range(episodes):

@@ -26,11 +26,11 @@ sys.path.insert(0, str(ROOT))
 
 from actors.actor import Actor, ActorSettings  # noqa: E402
 from bench.machine import machine, write_result  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
-from configuration.flags import Config, resolve, settings  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.flags import Config, resolve, settings  # noqa: E402
 from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
+from learner.methods.numpy_net import NumpyNet  # noqa: E402
 from meta_controller.bandit import FixedArm, SlidingWindowBandit  # noqa: E402
-from methods.numpy_net import NumpyNet  # noqa: E402
 from replay_service.buffer import ReplayBuffer  # noqa: E402
 
 

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine, run_main, write_result  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
 
 ENV = "CartPole-v1"
 EPISODES = 10

@@ -3,7 +3,7 @@
     python bench/contention.py                   # DQN and β-DQN, MinAtar/Breakout, 4 actors; ~4 min on 2 cores
     python bench/contention.py --algos dqn --steps 10000 --out /tmp/c.json
 
-For each method, one real `driver.run.Run` on a fresh local Ray cluster (4 actors, the defaults), in this
+For each method, one real `beta_dqn.driver.run.Run` on a fresh local Ray cluster (4 actors, the defaults), in this
 process, per variant:
 
 - `as is`: the run as `python -m learner.main` makes it;
@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.breakdown import learner_rows  # noqa: E402
 from bench.machine import machine, write_result  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
-from configuration.flags import Config, resolve  # noqa: E402
-from driver.run import Run  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.flags import Config, resolve  # noqa: E402
+from beta_dqn.driver.run import Run  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 

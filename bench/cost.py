@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine, write_result  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
-from configuration.flags import Config, resolve  # noqa: E402
-from driver.run import Run  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.flags import Config, resolve  # noqa: E402
+from beta_dqn.driver.run import Run  # noqa: E402
 
 ALGOS = ("dqn", "bootstrapped_dqn", "ez_greedy", "rnd", "lesson", "beta_dqn")
 PAPER_COST = {"dqn": 100.0, "bootstrapped_dqn": 195.34, "ez_greedy": 94.32, "rnd": 152.57, "lesson": 371.07,

@@ -43,9 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine, run_main, write_result  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
-from configuration.flags import Config, resolve  # noqa: E402
-from driver.run import Run  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.flags import Config, resolve  # noqa: E402
+from beta_dqn.driver.run import Run  # noqa: E402
 
 MODES = {
     "ray": ["--runtime", "ray"],  # each run on Ray, 1 + 4 × 0.25 CPUs declared

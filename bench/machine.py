@@ -16,7 +16,7 @@ import psutil
 import ray
 import torch
 
-from filesystem.safe import write_atomically, write_error
+from beta_dqn.files import write_atomically, write_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +57,7 @@ def run_main(prog: str, what: str, args: list[str]) -> tuple[subprocess.Complete
 
 
 def write_json(out: Path, result: dict) -> None:
-    """A bench's JSON, whole or not at all and never through a link (`filesystem.safe.write_atomically`),
+    """A bench's JSON, whole or not at all and never through a link (`beta_dqn.files.write_atomically`),
     its folder made; a failure to write is one line naming the file and the cause (SystemExit)."""
     text = json.dumps(result, indent=2) + "\n"
     try:

@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine, write_json  # noqa: E402
-from configuration.cli import build_parser  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
-from configuration.flags import Config, resolve, settings  # noqa: E402
-from launcher.grid import grid_from_args  # noqa: E402
+from beta_dqn.configuration.cli import build_parser  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.flags import Config, resolve, settings  # noqa: E402
+from beta_dqn.launcher.grid import grid_from_args  # noqa: E402
 from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
 from learner.packed import PackedLearner  # noqa: E402
 

@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from actors.envs import env_spec, make_env  # noqa: E402
 from bench.machine import machine, write_result  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
-from configuration.flags import Config, resolve, settings  # noqa: E402
-from driver.run import Run  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.flags import Config, resolve, settings  # noqa: E402
+from beta_dqn.driver.run import Run  # noqa: E402
 from replay_service.buffer import ReplayBuffer, make_packer  # noqa: E402
 from replay_service.client import concat, split_batch  # noqa: E402
 from replay_service.redis_replay import RedisReplay, RedisSettings  # noqa: E402

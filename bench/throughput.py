@@ -6,7 +6,7 @@
     python bench/throughput.py --skip-end-to-end --actors 32        # the actors alone (bench/results/actors-*)
 
 For every actor count it runs β-DQN and DQN back to back (ABBA order across actor counts, so drift in a
-noisy machine falls on both), each a real `driver.run.Run` on a fresh local Ray cluster at the paper's
+noisy machine falls on both), each a real `beta_dqn.driver.run.Run` on a fresh local Ray cluster at the paper's
 replay ratio 0.25, batch 32 and networks. Rates are taken in the steady state (from the first update to
 the last); startup is the time from the run's construction (Ray's start included) until the first
 transition and until every actor has delivered its first chunk. Then it measures the actors alone
@@ -39,11 +39,11 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 from bench.breakdown import actor_rows  # noqa: E402
 from bench.machine import machine, write_result  # noqa: E402
-from configuration.errors import OneLineParser, run_script  # noqa: E402
-from configuration.flags import Config, resolve, settings  # noqa: E402
-from driver.outputs import actor_fractions  # noqa: E402
-from driver.run import Run  # noqa: E402
-from driver.runtime import RayBackend, build, make_replay  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
+from beta_dqn.configuration.flags import Config, resolve, settings  # noqa: E402
+from beta_dqn.driver.outputs import actor_fractions  # noqa: E402
+from beta_dqn.driver.run import Run  # noqa: E402
+from beta_dqn.driver.runtime import RayBackend, build, make_replay  # noqa: E402
 from learner.learner import Learner, LearnerSettings, pick_device  # noqa: E402
 
 ALGOS = ("beta_dqn", "dqn")

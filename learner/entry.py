@@ -10,13 +10,11 @@ import sys
 from importlib import import_module
 from pathlib import Path
 
-from replay_service.plugins import PluginError
-
 
 def working_directory_last() -> None:
     """This project's packages first on `sys.path`, the working directory last: `python -m` puts the working
-    directory first, so a `configuration.py` or `methods/` there (a downloaded run folder's, a user's own) would be
-    imported in place of this project's modules (and an editable install's finder is asked only after every path).
+    directory first, so a `beta_dqn.py` or `replay_service/` there (a downloaded run folder's, a user's own) would
+    be imported in place of this project's packages (and an editable install's finder is asked only after every path).
     Last, it still serves a user's own modules (`--env module:Id`, a plugin) and shadows nothing; a console script,
     which leaves it off, gets it too. (A `learner/` there is imported before this runs: the console scripts, or
     `python -P -m`, avoid that.)"""
@@ -27,6 +25,8 @@ def working_directory_last() -> None:
 def run(module: str, argv: list[str] | None = None) -> int:
     """`module.main(argv)`'s exit status, or 2 with one line where importing `module` meets a plugin's failure."""
     working_directory_last()
+    from replay_service.plugins import PluginError  # (after: nothing of ours is imported from the working directory)
+
     try:
         main = import_module(module).main
     except PluginError as e:
@@ -37,16 +37,16 @@ def run(module: str, argv: list[str] | None = None) -> int:
 
 # the console scripts (pyproject.toml): the same as `python -m learner.<command>`
 def train() -> int:
-    return run("launcher.main")
+    return run("beta_dqn.launcher.main")
 
 
 def report() -> int:
-    return run("reporting.report")
+    return run("beta_dqn.reporting.report")
 
 
 def evaluate() -> int:
-    return run("launcher.evaluate")
+    return run("beta_dqn.launcher.evaluate")
 
 
 def search() -> int:
-    return run("launcher.search")
+    return run("beta_dqn.launcher.search")

@@ -1,6 +1,6 @@
 """The learner's computation: one update on a batch, the target copy, weights, state.
 
-The process that hosts it (`driver.run`) decides when to update; this module only computes. A `Learner` is
+The process that hosts it (`beta_dqn.driver.run`) decides when to update; this module only computes. A `Learner` is
 one seed as its run sees it, composed of two parts chosen once when it is made:
 
 - where its optimizer state lives: its own Adams (`Adams`), or its slice of a pack's (`learner.packed`);
@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from methods import algorithm, extras
-from methods.contracts import MethodSettings
-from methods.networks import flat_weights
+from learner.methods import algorithm, extras
+from learner.methods.contracts import MethodSettings
+from learner.methods.networks import flat_weights
 from replay_service.buffer import make_packer
 from replay_service.schema import Schema
 
@@ -40,7 +40,8 @@ Tensors = dict[str, torch.Tensor]
 
 @dataclass(frozen=True)
 class LearnerSettings:
-    """What a learner reads of the run's configuration (`configuration.settings.settings(LearnerSettings, cfg)`)."""
+    """What a learner reads of the run's configuration (`beta_dqn.configuration.settings.settings(LearnerSettings,
+    cfg)`)."""
 
     seed: int
     lr: float

@@ -11,7 +11,7 @@ Everything else of a seed stays its own: each run of a pack holds its seed's `Le
 (its networks are views of the stacked tensors, its optimizer state a slice of the pack's), which copies its
 targets, broadcasts its weights and saves and loads its state in the solo learner's format: a packed seed's
 checkpoint is a solo one.
-The pack updates in lockstep: update n of every seed at once (`driver.pack` decides when).
+The pack updates in lockstep: update n of every seed at once (`beta_dqn.driver.pack` decides when).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from learner.learner import Batches, Learner, LearnerSettings, Tensors, adam, make_modules, step, update_path
-from methods import algorithm
+from learner.methods import algorithm
 
 TRAINED = "nets."  # the stacked tensors an optimizer steps; the rest ("frozen.") only the loss reads
 

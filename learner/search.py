@@ -1,13 +1,9 @@
-"""`python -m learner.search`: a grid's command line as a Ray Tune search (`launcher.search` does the work);
-`from learner.search import trainable, best` for Tune from Python."""
+"""`python -m learner.search`: a grid's command line as a Ray Tune search (`beta_dqn.launcher.search` does the
+work; for Tune from Python, its `trainable` and `best`)."""
 
 import sys
 
-if __name__ == "__main__":  # the command: a plugin's failure is one line (`learner.entry`)
-    from learner.entry import run
+from learner.entry import run  # (a plugin's failure while importing beta_dqn.launcher.search is one line)
 
-    sys.exit(run("launcher.search"))
-
-from launcher.search import best, main, table, trainable  # noqa: E402  (Python's names: Tune's trainable, best)
-
-__all__ = ["best", "main", "table", "trainable"]
+if __name__ == "__main__":
+    sys.exit(run("beta_dqn.launcher.search"))

@@ -1,6 +1,6 @@
 """The meta-controller: a sliding-window bandit over the policy set   [eq:policy select] (spec §3).
 
-Plain and seeded; `driver.runtime` hosts it as a Ray actor. The arm sources of the other
+Plain and seeded; `beta_dqn.driver.runtime` hosts it as a Ray actor. The arm sources of the other
 algorithms (`UniformArm`: Bootstrapped DQN's head; `FixedArm`: one policy for DQN, εz-greedy, RND, LESSON)
 share the same contract, so choosing a policy per episode is one mechanism for every method. Actors use one
 call of it, `exchange(reports, n)`: finished episodes in, arms for the next `n` episodes out (one episode

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from filesystem.safe import no_links, write_atomically
+from replay_service.files import no_links, write_atomically
 
 SAMPLE_BATCHES = 8  # batches per replay sample call on Ray (data at most 2×8 updates old: negligible at 100k)
 PREFETCH_CALLS = 2

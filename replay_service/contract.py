@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 class BackendError(ValueError):
-    """A bad value for a backend: the flag's name and what is allowed (`configuration.errors.ConfigError`)."""
+    """A bad value for a backend: the flag's name and what is allowed (`beta_dqn.configuration.errors.ConfigError`)."""
 
     def __init__(self, name: str, message: str):
         super().__init__(f"{name}: {message}")

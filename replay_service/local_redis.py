@@ -22,7 +22,7 @@ from pathlib import Path
 
 import redis
 
-from filesystem.safe import write_atomically
+from replay_service.files import write_atomically
 from replay_service.redis_urls import RedisSetupError, redact
 
 

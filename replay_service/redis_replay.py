@@ -28,7 +28,7 @@ WAIT_ROUND_S = 0.1  # how often the learner, waiting for a batch, looks whether 
 
 @dataclass(frozen=True)
 class RedisSettings:
-    """What the Redis replay reads of the run's configuration (`configuration.settings.settings`)."""
+    """What the Redis replay reads of the run's configuration (`beta_dqn.configuration.settings.settings`)."""
 
     replay: str  # "redis-local" or the servers' URLs (passwords masked: `replay_password_file` fills them)
     replay_shards: int

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlsplit
 
-from filesystem.safe import Unreadable, read_bounded
+from replay_service.files import Unreadable, read_bounded
 
 PASSWORD_FILE_BYTES = 64 << 10  # a password file holds a line
 

@@ -3,7 +3,7 @@ the learner's batch hold.
 
 Every method stores the core: the observation and the next one (packed by `buffer.ObsPacker`), the action,
 the reward and whether the episode terminated (truncation bootstraps, so the learner never reads it). A
-method may declare per-step extras of its own (`methods.contracts.Acting.extras`; LESSON stores the option
+method may declare per-step extras of its own (`learner.methods.contracts.Acting.extras`; LESSON stores the option
 active at each step): each a numpy column with a dtype and, for integers, the range a value must lie in. The
 actor's chunk, `ReplayBuffer`, `codec.Codec` and the learner's batch all read a `Schema` made from the
 method's extras, so nothing outside the method's folder names them. Records for an external replay also

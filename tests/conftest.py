@@ -38,20 +38,21 @@ class ClusterStarted(Exception):
 def two_cpu_machine(monkeypatch):
     """This machine as the checks made before a Ray cluster starts see it: 2 CPUs for a cluster started here
     (none for one joined); what would then make the cluster raises ClusterStarted. Returns that class."""
-    import driver.pack
-    import driver.preflight
-    import driver.run
-    import driver.runtime
-    import launcher.grid_runs
+    import beta_dqn.driver.pack
+    import beta_dqn.driver.preflight
+    import beta_dqn.driver.run
+    import beta_dqn.driver.runtime
+    import beta_dqn.launcher.grid_runs
 
     def start(*_, **__):
         raise ClusterStarted
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    for module in (driver.runtime, driver.preflight, launcher.grid_runs):
+    for module in (beta_dqn.driver.runtime, beta_dqn.driver.preflight, beta_dqn.launcher.grid_runs):
         monkeypatch.setattr(module, "cluster_to_start", lambda address="": None if address else 2)
-    for module, name in ((driver.run, "make_backend"), (driver.pack, "make_backend"), (driver.runtime, "RayBackend"),
-                         (launcher.grid_runs, "RayBackend")):
+    for module, name in ((beta_dqn.driver.run, "make_backend"), (beta_dqn.driver.pack, "make_backend"),
+                         (beta_dqn.driver.runtime, "RayBackend"),
+                         (beta_dqn.launcher.grid_runs, "RayBackend")):
         monkeypatch.setattr(module, name, start)
     return ClusterStarted
 
@@ -74,7 +75,7 @@ def few_bootstrap_resamples(monkeypatch):
     """The report's intervals with 200 resamples instead of 2,000 (rliable's bootstrap is a Python loop: a
     probability of improvement costs ~2 ms per resample and environment); tests that check the default
     resample count name it."""
-    from reporting import stats
+    from beta_dqn.reporting import stats
 
     monkeypatch.setattr(stats, "REPS", 200)
 

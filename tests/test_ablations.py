@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from actors.evaluator import Evaluator, EvaluatorSettings
-from configuration.flags import Config, ConfigError, method_settings, resolve, settings
-from driver.runtime import SerialBackend, build
-from methods.beta_dqn import learning as beta_dqn
-from methods.beta_dqn.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
-from methods.dqn import learning as dqn
-from methods.numpy_net import unflatten
+from beta_dqn.configuration.flags import Config, ConfigError, method_settings, resolve, settings
+from beta_dqn.driver.runtime import SerialBackend, build
+from learner.methods.beta_dqn import learning as beta_dqn
+from learner.methods.beta_dqn.policies import act_beta_dqn, pi_cor, policy_set, pure_exploitation
+from learner.methods.dqn import learning as dqn
+from learner.methods.numpy_net import unflatten
 from tests.test_actor import FakeReplay
 from tests.test_learner import solo
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from actors.actor import Actor, ActorSettings
-from configuration.flags import Config, resolve, settings
-from methods.beta_dqn.policies import is_exploitation
-from methods.networks import make_network, to_numpy
+from beta_dqn.configuration.flags import Config, resolve, settings
+from learner.methods.beta_dqn.policies import is_exploitation
+from learner.methods.networks import make_network, to_numpy
 
 
 class FakeArms:

@@ -10,19 +10,19 @@ import pytest
 import torch
 
 from actors.actor import Actor, ActorSettings
-from configuration.flags import Config, method_settings, resolve, settings
+from beta_dqn.configuration.flags import Config, method_settings, resolve, settings
+from learner.methods import acting
+from learner.methods.bootstrapped_dqn import learning as bootstrapped_dqn
+from learner.methods.bootstrapped_dqn.acting import majority_vote
+from learner.methods.dqn import learning as dqn
+from learner.methods.ez_greedy.acting import ez_greedy, zeta_duration
+from learner.methods.lesson import learning as lesson
+from learner.methods.lesson.options import OPTION_PROB_CLIP, lesson_act, option_probabilities
+from learner.methods.networks import HeadsNet, RunningMeanStd, flat_weights
+from learner.methods.numpy_net import NumpyNet, acting_values, unflatten
+from learner.methods.rnd import learning as rnd
+from learner.methods.td import td_loss
 from meta_controller.bandit import UniformArm
-from methods import acting
-from methods.bootstrapped_dqn import learning as bootstrapped_dqn
-from methods.bootstrapped_dqn.acting import majority_vote
-from methods.dqn import learning as dqn
-from methods.ez_greedy.acting import ez_greedy, zeta_duration
-from methods.lesson import learning as lesson
-from methods.lesson.options import OPTION_PROB_CLIP, lesson_act, option_probabilities
-from methods.networks import HeadsNet, RunningMeanStd, flat_weights
-from methods.numpy_net import NumpyNet, acting_values, unflatten
-from methods.rnd import learning as rnd
-from methods.td import td_loss
 from tests.test_actor import FakeReplay
 from tests.test_learner import solo
 
@@ -118,7 +118,7 @@ def test_ez_greedy_holds_a_random_action_for_its_duration():
 def test_ez_greedy_takes_the_drawn_action_on_the_drawing_step_and_n_more(monkeypatch):
     """Algorithm 1 of Dabney et al. and spec §7 ("start a random action and repeat it for n steps"): a drawn
     n = 3 is 4 steps of the action, so even the shortest hold (n = 1, 61% of draws at μ = 2) lasts 2 steps."""
-    from methods.ez_greedy import acting as ez
+    from learner.methods.ez_greedy import acting as ez
 
     for n in (1, 3):
         monkeypatch.setattr(ez, "zeta_duration", lambda mu, rng, n=n: n)

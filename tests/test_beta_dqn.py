@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from configuration.flags import Config, method_settings
-from methods.beta_dqn import learning as beta_dqn
-from methods.dqn import learning as dqn
-from methods.td import bootstrap, td_loss
+from beta_dqn.configuration.flags import Config, method_settings
+from learner.methods.beta_dqn import learning as beta_dqn
+from learner.methods.dqn import learning as dqn
+from learner.methods.td import bootstrap, td_loss
 
 EPS = 0.05
 

@@ -20,7 +20,7 @@ def verdict():
 
 
 def test_a_tie_is_neither_above_nor_below_one_half(verdict):
-    from reporting import stats
+    from beta_dqn.reporting import stats
 
     # every run of both arms scores the same in every environment: every resample's P is exactly 1/2
     x = np.full((3, 11), 0.5)
@@ -34,7 +34,7 @@ def test_a_tie_is_neither_above_nor_below_one_half(verdict):
 
 
 def test_the_exact_interval_is_rliables_own(verdict):
-    from reporting import stats
+    from beta_dqn.reporting import stats
 
     rng = np.random.default_rng(3)
     x, y = rng.integers(0, 4, size=(3, 11)).astype(float), rng.integers(0, 4, size=(3, 11)).astype(float)

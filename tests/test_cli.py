@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from configuration.cli import build_parser, parse_config
-from configuration.flags import ConfigError, resolve
+from beta_dqn.configuration.cli import build_parser, parse_config
+from beta_dqn.configuration.flags import ConfigError, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,7 +113,7 @@ def test_bad_input_exits_2_with_one_line(argv, message, capfd):
                               timeout=120)
         status, err = proc.returncode, proc.stderr
     else:
-        from launcher.main import main
+        from beta_dqn.launcher.main import main
 
         with warnings.catch_warnings(record=True) as warned:  # (a warning would be a line of its own)
             warnings.simplefilter("always")
@@ -159,7 +159,7 @@ def test_actors_a_local_cluster_cannot_place_are_one_line_and_leave_nothing(tmp_
                         "some actors never collect a chunk"), proc.stderr
     lines = lines[1:]
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    from driver.preflight import machine_memory
+    from beta_dqn.driver.preflight import machine_memory
 
     if machine_memory() > 13_576 * 4 * (5 + 100_001):  # the actors' copies of the networks fit: CPUs are short
         assert "--actors: 100000 actors × 0.01 CPUs need 1000 CPUs, but the cluster has" in lines[0]
@@ -173,7 +173,7 @@ def test_the_cluster_a_ray_run_would_start_here_is_this_machines(monkeypatch):
     RAY_ADDRESS) or one is already started in this process (a grid's run); `import ray` is not made to ask."""
     import types
 
-    from driver.cluster import cluster_to_start
+    from beta_dqn.driver.cluster import cluster_to_start
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     ray_here = types.SimpleNamespace(is_initialized=lambda: False)
@@ -193,7 +193,7 @@ def test_the_cluster_a_ray_run_would_start_here_is_this_machines(monkeypatch):
 def test_actors_a_cluster_of_this_machine_cannot_place_are_refused_before_it_starts(tmp_path, two_cpu_machine):
     """A Ray run that would start a cluster of 2 CPUs here is refused before its backend is made (the slow part)
     when its actors could never be placed; one that joins a cluster, or runs serially, is not judged then."""
-    from driver.run import train
+    from beta_dqn.driver.run import train
 
     Started = two_cpu_machine
 
@@ -245,7 +245,7 @@ def test_a_checkpoint_of_another_format_is_refused_with_one_line(tmp_path):
 def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, capsys, monkeypatch):
     """With --actors 32 the raylet warns a dozen times that it started many worker processes at once: the
     run's stdout filter files them (RAY_WORKER_WARNINGS=1 shows them) and passes everything else to stderr."""
-    from launcher.main import _Quiet
+    from beta_dqn.launcher.main import _Quiet
 
     noise = ("\x1b[33m(raylet)\x1b[0m WARNING: 8 PYTHON worker processes have been started on node: abc with "
              "address: 127.0.0.1, which is 4x the maximum expected startup concurrency (2).")
@@ -261,7 +261,7 @@ def test_the_raylet_warnings_about_starting_many_workers_go_to_a_file(tmp_path, 
 
 
 def test_what_a_resume_may_change_and_what_is_masked_derive_from_the_fields_roles():
-    from configuration.flags import GRID_RESUME_MAY_CHANGE, RESUME_MAY_CHANGE, SECRETS, public
+    from beta_dqn.configuration.flags import GRID_RESUME_MAY_CHANGE, RESUME_MAY_CHANGE, SECRETS, public
 
     assert RESUME_MAY_CHANGE == {"address", "device", "progress", "log_every", "wandb", "replay", "json",
                                  "replay_password_file"}
@@ -273,7 +273,7 @@ def test_what_a_resume_may_change_and_what_is_masked_derive_from_the_fields_role
 
 
 def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line(monkeypatch):
-    from configuration.flags import restore_password
+    from beta_dqn.configuration.flags import restore_password
 
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
     assert restore_password("memory", "run") == "memory"
@@ -295,14 +295,14 @@ def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line
     ("redis://:hun/ter2@h:6379/0", "redis://***@h:6379/0"),
 ])
 def test_every_form_of_a_redis_password_is_masked(url, shown):
-    from configuration.flags import public
+    from beta_dqn.configuration.flags import public
     from replay_service.redis_urls import redact
 
     assert redact(url) == shown and "hunter2" not in public({"replay": url})["replay"]
 
 
 def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(tmp_path, monkeypatch):
-    from configuration.flags import restore_password
+    from beta_dqn.configuration.flags import restore_password
     from replay_service.redis_urls import RedisSetupError, with_password
 
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
@@ -321,8 +321,8 @@ def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(t
 
 
 def test_help_shows_every_flag_once_in_its_group():
-    from configuration.cli import HELP_GROUPS, help_group
-    from configuration.flags import ALGOS, FIELDS
+    from beta_dqn.configuration.cli import HELP_GROUPS, help_group
+    from beta_dqn.configuration.flags import ALGOS, FIELDS
 
     listed = [name for names in HELP_GROUPS.values() for name in names]
     assert len(listed) == len(set(listed))  # a field in two groups

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from actors.envs import env_spec, make_env
-from methods import extras
+from learner.methods import extras
 from replay_service.buffer import make_packer
 from replay_service.codec import SCHEMA_VERSION, Codec, RecordError
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from configuration import config_file
-from configuration.cli import parse_command, parse_config
-from configuration.defaults import DEFAULTS, env_defaults
-from configuration.flags import ConfigError, resolve
-from launcher.api import train
-from launcher.grid import grid_from_args
+from beta_dqn.configuration import config_file
+from beta_dqn.configuration.cli import parse_command, parse_config
+from beta_dqn.configuration.defaults import DEFAULTS, env_defaults
+from beta_dqn.configuration.flags import ConfigError, resolve
+from beta_dqn.launcher.api import train
+from beta_dqn.launcher.grid import grid_from_args
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -243,7 +243,7 @@ def test_the_file_top_level_counts_as_given_as_the_command_line_does(tmp_path):
                                            "--out", str(tmp_path / "g")])
     # a grid of serial runs turns β's thread off unless it is given: the file gave it
     assert {r["beta_thread"] for r in grid_from_args(args, named, sections).runs} == {True}
-    from launcher.main import main
+    from beta_dqn.launcher.main import main
 
     seeded = write(tmp_path, "seed.toml", "seed = 7\n")
     assert main(["--config", seeded, "--env", "CliffWalk", "--seeds", "0,1", "--out", str(tmp_path / "h")]) == 2

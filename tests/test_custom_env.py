@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from actors.envs import UnknownEnvError, canonical_kwargs, env_modules, env_spec, make_env
-from configuration.cli import parse_config
-from configuration.flags import ConfigError, resolve, run_command
+from beta_dqn.configuration.cli import parse_config
+from beta_dqn.configuration.flags import ConfigError, resolve, run_command
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "corridor.py"
@@ -88,7 +88,7 @@ def test_kwargs_are_one_object_in_one_spelling_with_commas_inside():
 def test_workers_are_sent_the_users_module(user_dir, monkeypatch):
     """What Ray is given (`runtime_env`'s py_modules): on one machine a worker finds a module of the driver's
     working directory anyway, so the run on Ray below cannot tell; this can."""
-    from driver.cluster import worker_runtime_env
+    from beta_dqn.driver.cluster import worker_runtime_env
 
     monkeypatch.syspath_prepend(str(user_dir))
     env_spec("mycorridor:Corridor-v0")
@@ -133,7 +133,7 @@ def test_a_run_of_kwargs_resumes_and_reports_without_its_module(user_dir, tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     import torch
 
-    from driver.resume import resume_config
+    from beta_dqn.driver.resume import resume_config
 
     ckpt = torch.load(user_dir / "run" / "checkpoint.pt", weights_only=True)
     assert ckpt["visits"] is not None and len(ckpt["visits"]) == 4

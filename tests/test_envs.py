@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from actors.envs import UnknownEnvError, env_spec, make_env
-from configuration.defaults import env_defaults
+from beta_dqn.configuration.defaults import env_defaults
 
 
 def test_cliffwalk_shapes_rewards_and_limits():

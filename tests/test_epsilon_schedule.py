@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from configuration.flags import Config, epsilon_plan, fit_warning, method_settings, resolve, run_command
-from driver.resume import resume_config
-from methods import acting
-from methods.beta_dqn.policies import act_beta_dqn, is_exploitation
+from beta_dqn.configuration.flags import Config, epsilon_plan, fit_warning, method_settings, resolve, run_command
+from beta_dqn.driver.resume import resume_config
+from learner.methods import acting
+from learner.methods.beta_dqn.policies import act_beta_dqn, is_exploitation
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ["--env", "CliffWalk", "--algo", "dqn", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "1",

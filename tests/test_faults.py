@@ -7,8 +7,8 @@ import time
 import pytest
 import torch
 
-from configuration.flags import Config, resolve
-from driver.run import Run
+from beta_dqn.configuration.flags import Config, resolve
+from beta_dqn.driver.run import Run
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from configuration.flags import ALGOS, Config, resolve
+from beta_dqn.configuration.flags import ALGOS, Config, resolve
 from replay_service.buffer import make_packer
 from tests.test_learner import solo
 

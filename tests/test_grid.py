@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from configuration.cli import build_parser
-from configuration.flags import ConfigError
-from launcher.grid import describe_grid, grid_from_args, parse_seeds
+from beta_dqn.configuration.cli import build_parser
+from beta_dqn.configuration.flags import ConfigError
+from beta_dqn.launcher.grid import describe_grid, grid_from_args, parse_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = ["--env", "CliffWalk", "--actors", "1", "--envs-per-actor", "2", "--total-steps", "3000",
@@ -118,7 +118,7 @@ def test_any_flag_given_as_a_list_is_an_axis_and_a_method_ignores_the_flags_it_d
     assert (dqn["bandit_returns"], dqn["eps_decay_steps"]) == ("raw", 10_000)
     assert dqn["variant"] == "eps-decay-steps=10000"
     # a serial run is one process: its placement group is its learner's bundle alone
-    from launcher.grid_runs import _actor_bundles
+    from beta_dqn.launcher.grid_runs import _actor_bundles
 
     assert _actor_bundles(beta) == 0 and _actor_bundles({**beta, "runtime": "ray"}) == beta["actors"]
     grid.write_spec()
@@ -149,8 +149,8 @@ def test_a_serial_grid_run_is_computed_again_by_its_command(ray_cluster, tmp_pat
     a serial run gives the same evaluations as in the grid."""
     import shlex
 
-    from launcher.main import main
-    from reporting.report import write_report
+    from beta_dqn.launcher.main import main
+    from beta_dqn.reporting.report import write_report
 
     args = args_of(["--algo", "beta_dqn", "--bandit-returns", "minmax,raw", *SHORT, "--runtime", "serial",
                     "--eval-episodes", "5", "--learner-cpus", "0.5", "--out", str(tmp_path / "grid")])
@@ -213,8 +213,8 @@ def test_a_grid_runs_in_parallel_and_a_crashed_run_restarts_from_its_checkpoint(
     first = [(r["task"]["started"], r["task"]["ended"]) for r in summary["runs"] if r["attempts"] == 1]
     assert sum(end - start for start, end in first) > max(end for _, end in first) - min(start for start, _ in first)
     assert json.loads((tmp_path / "grid" / "grid_summary.json").read_text()) == summary
-    # and the grid's directory is what reporting.report reads: a table and figures, CliffWalk's visits too
-    from reporting.report import write_report
+    # and the grid's directory is what beta_dqn.reporting.report reads: a table and figures, CliffWalk's visits too
+    from beta_dqn.reporting.report import write_report
 
     report = write_report(tmp_path / "grid").read_text()
     assert "| CliffWalk | CliffWalk |" in report and "(n=2)" in report
@@ -268,7 +268,7 @@ from ray.cluster_utils import Cluster
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "resources": {"learner": 2}})
 worker = cluster.add_node(num_cpus=2)
 cluster.wait_for_nodes()
-from launcher.main import main
+from beta_dqn.launcher.main import main
 status = main(sys.argv[2:] + ["--address", cluster.address, "--out", sys.argv[1]])
 print(json.dumps({"status": status, "head": cluster.head_node.node_id, "worker": worker.node_id}), file=sys.stderr)
 cluster.shutdown()
@@ -382,8 +382,8 @@ def test_a_grid_file_that_cannot_be_written_is_one_line(ray_cluster, tmp_path, m
     """A full disk as grid.json is written: one line naming it, status 1, no grid.json or temp file left."""
     import errno
 
-    import driver.outputs
-    from launcher.main import main
+    import beta_dqn.driver.outputs
+    from beta_dqn.launcher.main import main
 
     real_replace = os.replace
 
@@ -392,7 +392,7 @@ def test_a_grid_file_that_cannot_be_written_is_one_line(ray_cluster, tmp_path, m
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_replace(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(driver.outputs.os, "replace", replace)
+    monkeypatch.setattr(beta_dqn.driver.outputs.os, "replace", replace)
     grid_dir = tmp_path / "g"
     assert main(["--algo", "dqn,beta_dqn", *SHORT, "--out", str(grid_dir)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -418,7 +418,7 @@ def test_a_grid_ends_with_a_table_for_people(tmp_path):
 
 
 def test_a_long_variant_gives_a_short_unique_name():
-    from configuration.flags import run_name
+    from beta_dqn.configuration.flags import run_name
 
     a, b = "bandit-window=" + "1" * 300, "bandit-window=" + "1" * 299 + "2"
     assert len(run_name("CliffWalk", "beta_dqn", 0, a)) < 255
@@ -432,8 +432,8 @@ def test_a_run_whose_replay_died_with_it_starts_over_and_a_refusal_crosses_proce
     grid as itself (not retried), not as an unpicklable wrapper (which was retried)."""
     import pickle
 
-    from launcher.grid_runs import _retryable
-    from launcher.grid_task import _resumable
+    from beta_dqn.launcher.grid_runs import _retryable
+    from beta_dqn.launcher.grid_task import _resumable
 
     assert _resumable({"replay": "memory", "replay_persist": False})
     assert _resumable({"replay": "redis://h:1", "replay_persist": False})
@@ -446,7 +446,7 @@ def test_a_run_whose_replay_died_with_it_starts_over_and_a_refusal_crosses_proce
     # imported where it comes from
     from ray.exceptions import RayTaskError
 
-    from driver.outputs import NonFiniteLoss
+    from beta_dqn.driver.outputs import NonFiniteLoss
     from replay_service.redis_shard import ReplayDamaged
 
     for cause in (NonFiniteLoss("the loss became nan at update 3"), ReplayDamaged("shard 0: a ring cut short")):

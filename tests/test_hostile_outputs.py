@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from configuration.flags import Config, OutputError, fit_warning, no_update_error, resolve
-from filesystem.safe import OutputDirectory, lock_directory
-from reporting.cost import markdown_text
-from reporting.report import ReportError, finite, write_report
-from reporting.report import main as report_main
+from beta_dqn.configuration.flags import Config, OutputError, fit_warning, no_update_error, resolve
+from beta_dqn.files import OutputDirectory, lock_directory
+from beta_dqn.reporting.cost import markdown_text
+from beta_dqn.reporting.report import ReportError, finite, write_report
+from beta_dqn.reporting.report import main as report_main
 from tests.test_real_disks import _can_mount, _in_namespace
 from tests.test_report import make_run
 
@@ -166,7 +166,7 @@ def test_a_run_started_on_a_full_disk_is_one_line_and_leaves_no_lock(tmp_path):
 
 
 def test_a_failed_first_checkpoint_does_not_say_an_earlier_one_is_intact(tmp_path):
-    from driver.state import write_checkpoint
+    from beta_dqn.driver.state import write_checkpoint
 
     gone = tmp_path / "gone"  # (a directory removed under the run: the write fails, nothing was ever written)
     with pytest.raises(OutputError) as caught:
@@ -302,7 +302,7 @@ def test_install_sh_fails_in_one_line_per_step(tmp_path):
 
 
 def test_resume_names_the_keys_it_drops_from_a_hand_edited_config(tmp_path, capsys):
-    from driver.resume import _check_directory
+    from beta_dqn.driver.resume import _check_directory
 
     saved = {"run_id": "r1", "env": "CliffWalk", "seed": 0}
     (tmp_path / "config.json").write_text(json.dumps({**saved, "my_note": "tried lr 1e-3", "api_token": "t0p"}))

@@ -11,20 +11,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# the packages from the ground up: a module imports from its own package and from the floors below it only
-FLOORS = (("filesystem",), ("replay_service", "meta_controller"), ("methods",), ("learner", "actors"),
-          ("configuration",), ("reporting",), ("driver",), ("launcher",), ("bench",))
+# the packages from the ground up: a module imports from its own package and from the floors below it only. The
+# design card's four packages are the lower floors; this project's own name, `beta_dqn`, holds the floors above
+# them, each a package of its own here (`beta_dqn` itself, its `__init__`, is the top: the Python API's names)
+FLOORS = (("replay_service", "meta_controller"), ("learner",), ("actors",), ("beta_dqn.files", "beta_dqn.version"),
+          ("beta_dqn.configuration",), ("beta_dqn.reporting",), ("beta_dqn.driver",), ("beta_dqn.launcher",),
+          ("beta_dqn",), ("bench",))
 PACKAGES = tuple(package for floor in FLOORS for package in floor)
-# shims: all they import (`learner.api` is the Python API's public name, `learner.search` Tune's)
-ENTRY_POINTS = {"learner.api": "launcher.api", "learner.search": "launcher.search"}
-# the commands: `learner.entry` imports the module by name when the command runs (a plugin's failure one line)
-COMMANDS = {"learner.main": "launcher.main", "learner.report": "reporting.report",
-            "learner.evaluate": "launcher.evaluate", "learner.search": "launcher.search"}
+TOP_LEVEL = ("actors", "learner", "replay_service", "meta_controller", "beta_dqn")  # the import names installed
+# the commands: each hands over to its module above by name when it runs (`learner.entry.run`), and imports nothing
+# above the learner
+COMMANDS = {"learner.main": "beta_dqn.launcher.main", "learner.report": "beta_dqn.reporting.report",
+            "learner.evaluate": "beta_dqn.launcher.evaluate", "learner.search": "beta_dqn.launcher.search"}
+
+
+def package_of(module: str) -> str:
+    """The entry of `FLOORS` a module belongs to: the longest that is the module or a package above it."""
+    return max((p for p in PACKAGES if module == p or module.startswith(p + ".")), key=len)
 
 
 def modules() -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
+    for package in (*TOP_LEVEL, "bench"):
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
@@ -88,60 +96,69 @@ def test_the_finder_finds_a_cycle_through_an_import_inside_a_function():
 
 def test_no_module_of_the_project_is_part_of_an_import_cycle():
     graph = import_graph()
-    assert "configuration.flags" in graph and "configuration.cli" in graph["launcher.grid"]  # the walk sees the project
+    # the walk sees the project
+    assert "beta_dqn.configuration.flags" in graph
+    assert "beta_dqn.configuration.cli" in graph["beta_dqn.launcher.grid"]
     found = cycles(graph)
     detail = "; ".join(" -> ".join(c) for c in found)
     assert not found, f"import cycles: {detail}"
 
 
-def test_every_import_between_packages_points_down_but_the_entry_points():
+def test_every_import_between_packages_points_down():
     """A module imports from its own package or from a lower floor of `FLOORS` (packages of one floor do not
-    import each other); only the entry points (`ENTRY_POINTS`) reach up, each to the one module it stands for."""
+    import each other): no import climbs, the commands' included: they hand over to the module they stand for
+    by name."""
     graph = import_graph()
     floor = {package: n for n, packages in enumerate(FLOORS) for package in packages}
     upward = {(m, t) for m, targets in graph.items() for t in targets
-              if m.split(".")[0] != t.split(".")[0] and floor[t.split(".")[0]] >= floor[m.split(".")[0]]}
-    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
-    assert packages <= set(PACKAGES), f"packages without a floor: {sorted(packages - set(PACKAGES))}"
-    shims = set(ENTRY_POINTS.items())
-    assert upward == shims, f"imports that do not point down: {sorted(upward - shims)}"
-    assert all(graph[shim] - {"learner.entry"} == {target} for shim, target in ENTRY_POINTS.items())
-    for command, target in COMMANDS.items():  # and each command runs the one module it stands for, by name
+              if package_of(m) != package_of(t) and floor[package_of(t)] >= floor[package_of(m)]}
+    assert not upward, f"imports that do not point down: {sorted(upward)}"
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "docs"}
+    assert packages == set(TOP_LEVEL), f"top-level packages: {sorted(packages)}, allowed: {sorted(TOP_LEVEL)}"
+    inside = {f"beta_dqn.{p.parent.name}" for p in (ROOT / "beta_dqn").glob("*/__init__.py")}
+    inside |= {f"beta_dqn.{p.stem}" for p in (ROOT / "beta_dqn").glob("*.py") if p.stem != "__init__"}
+    assert inside == {p for p in PACKAGES if p.startswith("beta_dqn.")}, f"beta_dqn's parts: {sorted(inside)}"
+    for command, target in COMMANDS.items():  # each runs the one module it stands for, by name
         source = (ROOT / (command.replace(".", "/") + ".py")).read_text()
         assert f'run("{target}")' in source, command
-        assert graph[command] <= {"learner.entry", target}, (command, graph[command])
+        assert graph[command] <= {"learner.entry"}, (command, graph[command])
+    assert graph["learner.api"] == set()  # the Python API's former name: an ImportError naming the new one
 
 
-LEARNING_HELPERS = ("methods.td", "methods.networks")  # the torch modules shared by the methods' learning
+# the torch modules shared by the methods' learning
+LEARNING_HELPERS = ("learner.methods.td", "learner.methods.networks")
 
 
 def acting_modules(graph) -> set[str]:
     """The methods' torch-free modules: the registry, the contracts, the shared ε-greedy helpers, the networks'
     numpy forward pass and every module of a method's folder but its learning."""
-    return {m for m in graph if m == "methods" or (m.startswith("methods.") and m not in LEARNING_HELPERS
+    return {m for m in graph if m == "learner.methods" or (m.startswith("learner.methods.")
+                                                            and m not in LEARNING_HELPERS
                                                     and not m.endswith(".learning"))}
 
 
 def test_actors_reach_into_the_methods_only_for_their_acting():
     graph = import_graph()
     torch_free = acting_modules(graph)
-    assert {"methods.contracts", "methods.exploration", "methods.numpy_net", "methods.beta_dqn.acting"} <= torch_free
+    assert {"learner.methods.contracts", "learner.methods.exploration", "learner.methods.numpy_net",
+            "learner.methods.beta_dqn.acting"} <= torch_free
     reached = {(m, t) for m, targets in graph.items() if m.startswith("actors.") for t in targets
-               if t.split(".")[0] in ("learner", "methods") and t not in torch_free}
+               if t.split(".")[0] == "learner" and t not in torch_free}
     assert not reached, f"actors import learning modules: {sorted(reached)}"
-    inside = {(m, t) for m in torch_free for t in graph[m] if t.split(".")[0] in ("learner", "methods")
+    inside = {(m, t) for m in torch_free for t in graph[m] if t.split(".")[0] == "learner"
               and t not in torch_free}
     assert not inside, f"acting modules import learning modules: {sorted(inside)}"
 
 
 def test_an_actor_unpickling_its_ports_loads_no_torch(monkeypatch):
-    """Every actor unpickles the Ray ports of its replay shard and of the bandit (`driver.runtime._RemotePort`):
+    """Every actor unpickles the Ray ports of its replay shard and of the bandit
+    (`beta_dqn.driver.runtime._RemotePort`):
     the module they come from must not bring torch into the actor's process. A port travels as its actor's
     name, not its handle (a handle among a restartable actor's arguments makes Ray warn on every run that a
     restart could fail), and is looked up again where it lands."""
     import ray
 
-    from driver.runtime import _RemotePort
+    from beta_dqn.driver.runtime import _RemotePort
 
     port = pickle.dumps(_RemotePort("ReplayBuffer-7-ab12-3", object()))  # the handle itself is not pickled
     looked_up = []
@@ -157,7 +174,7 @@ def test_an_actor_unpickling_its_ports_loads_no_torch(monkeypatch):
 
 def test_acting_loads_no_torch():
     """Actors and the evaluator act with numpy: importing them (and every method's acting) loads no torch."""
-    code = ("import sys, actors.actor, actors.evaluator, methods as m; "
+    code = ("import sys, actors.actor, actors.evaluator, learner.methods as m; "
             "assert 'torch' not in sys.modules, 'torch was imported'; print(len(m.METHODS))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -166,7 +183,7 @@ def test_acting_loads_no_torch():
 
 CONNECTING = ("redis", "ray", "torch")  # clients of servers and devices; and the project's modules that use them:
 CONNECTING_MODULES = ("replay_service.local_redis", "replay_service.redis_replay", "replay_service.redis_shard",
-                      "driver", "launcher")
+                      "beta_dqn.driver", "beta_dqn.launcher")
 
 
 def _imports_of(path: Path) -> set[str]:
@@ -182,12 +199,14 @@ def _imports_of(path: Path) -> set[str]:
 
 def test_the_configuration_describes_and_checks_and_imports_nothing_that_connects():
     """`configuration` says what a run is and whether it is valid; reaching Redis, CUDA or a cluster is the
-    driver's (`driver.preflight`). No module of it imports a client (even inside a function), and importing all
+    driver's (`beta_dqn.driver.preflight`). No module of it imports a client (even inside a function), and importing all
     of it loads none (nor the replay backends' clients: they import theirs where they open or preflight)."""
-    wrong = {f"{path.name}: {name}" for path in (ROOT / "configuration").glob("*.py") for name in _imports_of(path)
+    wrong = {f"{path.name}: {name}" for path in (ROOT / "beta_dqn" / "configuration").glob("*.py")
+             for name in _imports_of(path)
              if name.split(".")[0] in CONNECTING or name.startswith(CONNECTING_MODULES)}
     assert not wrong, sorted(wrong)
-    code = ("import sys, configuration.flags, configuration.cli, configuration.config_file, configuration.defaults; "
+    code = ("import sys, beta_dqn.configuration.flags, beta_dqn.configuration.cli, "
+            "beta_dqn.configuration.config_file, beta_dqn.configuration.defaults; "
             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {CONNECTING!r} "
             f"or m.startswith({CONNECTING_MODULES!r})))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -196,7 +215,7 @@ def test_the_configuration_describes_and_checks_and_imports_nothing_that_connect
 
 
 HEAVY = ("torch", "ray", "rliable", "matplotlib")
-RUN, REPORT = "launcher.main", "reporting.report"
+RUN, REPORT = "beta_dqn.launcher.main", "beta_dqn.reporting.report"
 
 
 @pytest.mark.parametrize(("module", "argv", "said"), [
@@ -230,10 +249,11 @@ METHOD_NAMES = re.compile(r"(?i)(?<![a-z])(lesson|bootstrapped|option|cliffwalk)
 # where the shared code still names a method or an environment in its code (not its comments): the names it may
 # use there, and why
 NAMES_ALLOWED = {
-    "configuration/fields.py": ({"cliffwalk"}, "the help of --gamma names CliffWalk's default"),
+    "beta_dqn/configuration/fields.py": ({"cliffwalk"}, "the help of --gamma names CliffWalk's default"),
     "replay_service/codec.py": ({"option"}, "schema 2 records, written before the extras, carry an option"),
-    "reporting/results.py": ({"bootstrapped", "lesson"}, "Table 1's column order is the paper's"),
-    "reporting/report.py": ({"cliffwalk"}, "an older report's figure (cliffwalk_visits.png), replaced with it"),
+    "beta_dqn/reporting/results.py": ({"bootstrapped", "lesson"}, "Table 1's column order is the paper's"),
+    "beta_dqn/reporting/report.py": ({"cliffwalk"},
+                                     "an older report's figure (cliffwalk_visits.png), replaced with it"),
 }
 
 
@@ -270,7 +290,7 @@ def test_only_the_methods_and_the_environment_module_name_a_method_or_an_environ
     found = {}
     for path in sorted(modules().values()):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(("methods/", "bench/")) or rel == "actors/envs.py":
+        if rel.startswith(("learner/methods/", "bench/")) or rel == "actors/envs.py":
             continue
         extra = named(path) - NAMES_ALLOWED.get(rel, (set(), ""))[0]
         if extra:

@@ -1,10 +1,10 @@
 """What the docs say of the intervals at few seeds, measured: a 95% percentile bootstrap interval of a mean covers
 the true mean about 83% of the time at n = 5 and 75% at n = 3 (normal scores), where Student's t interval
-(`reporting.stats.t_interval`, beside it in Table 1) covers 95%."""
+(`beta_dqn.reporting.stats.t_interval`, beside it in Table 1) covers 95%."""
 
 import numpy as np
 
-from reporting.stats import t_interval
+from beta_dqn.reporting.stats import t_interval
 
 
 def coverage(n: int, trials: int = 2000, reps: int = 1000, seed: int = 0) -> tuple[float, float]:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from configuration.flags import Config, resolve, settings
+from beta_dqn.configuration.flags import Config, resolve, settings
 from learner.learner import Eager, GradientStep, Graphed, Learner, LearnerSettings, OverlappedStep
 from learner.packed import PackedLearner
 
@@ -294,8 +294,8 @@ def test_an_error_from_betas_thread_is_freed_as_soon_as_it_is_dropped():
 def test_a_run_that_cannot_start_or_open_its_logs_ends_betas_thread(where, tmp_path, monkeypatch):
     """A run that fails as it starts (its replay cannot be made) or as it opens its logs closes the learner it
     made: β's thread ends then, not whenever the learner is collected."""
-    import driver.run
-    from driver.run import Run
+    import beta_dqn.driver.run
+    from beta_dqn.driver.run import Run
 
     made, solo_of = [], Learner.solo.__func__
 
@@ -307,7 +307,7 @@ def test_a_run_that_cannot_start_or_open_its_logs_ends_betas_thread(where, tmp_p
         raise OSError(f"cannot {where}")
 
     monkeypatch.setattr(Learner, "solo", classmethod(recording))
-    monkeypatch.setattr(driver.run, "make_replay" if where == "start" else "RunLogger", failing)
+    monkeypatch.setattr(beta_dqn.driver.run, "make_replay" if where == "start" else "RunLogger", failing)
     cfg, spec = resolve(Config(runtime="serial", actors=1, envs_per_actor=2, total_steps=3000, learning_starts=500,
                                env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled", progress=False,
                                out=str(tmp_path / "run")))
@@ -322,7 +322,7 @@ def test_a_ctrl_c_while_the_learner_closes_still_shuts_the_runs_parts_down(tmp_p
     """A run ends (here: it finished; after a first Ctrl-C, the same close) and closes its learner; a Ctrl-C
     landing in that close still leaves the run's parts (actors, replay) shut down, and goes on as the
     interrupt."""
-    from driver.run import Run
+    from beta_dqn.driver.run import Run
 
     shut, close = [], Learner.close
 

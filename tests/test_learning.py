@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from configuration.flags import Config, resolve
-from driver.outputs import RunLogger
-from driver.run import train
+from beta_dqn.configuration.flags import Config, resolve
+from beta_dqn.driver.outputs import RunLogger
+from beta_dqn.driver.run import train
 
 pytestmark = pytest.mark.learning
 

@@ -70,8 +70,9 @@ def test_a_module_that_cannot_be_registered_is_one_line():
     ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
     ("def broken(:\n", "SyntaxError: "),
     ("import sys\nsys.exit(0)\n", "it called sys.exit(0) while being imported"),
-    ("from methods import register\nregister('bad', object())\n", "AttributeError: "),
-    ("from methods import Method, register\nregister('bad', Method('x', 'acting as text', 'X'))\n", "TypeError: "),
+    ("from learner.methods import register\nregister('bad', object())\n", "AttributeError: "),
+    ("from learner.methods import Method, register\nregister('bad', Method('x', 'acting as text', 'X'))\n",
+     "TypeError: "),
 ])
 @pytest.mark.parametrize("variable", ["BETA_DQN_METHODS", "BETA_DQN_REPLAYS"])
 def test_a_plugin_that_fails_anyhow_is_one_line_and_exit_2_in_every_command(tmp_path, source, says, variable):
@@ -87,7 +88,7 @@ def test_a_plugin_that_fails_anyhow_is_one_line_and_exit_2_in_every_command(tmp_
         assert done.returncode == 2 and len(lines) == 1, (command, done.returncode, done.stderr[-1500:])
         assert lines[0].startswith(f"error: {variable}: cannot register the ") and "'plugin_mod'" in lines[0], lines
         assert says in lines[0], lines[0]
-    code = "import learner.api\n"
+    code = "from beta_dqn import train\n"
     done = subprocess.run([sys.executable, "-c", f"try:\n    {code}except ImportError as e:\n    print('caught', e)\n"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0 and done.stdout.startswith("caught "), done.stderr[-1500:]

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from configuration.flags import ALGOS, Config, method_settings, public
-from methods import METHODS, acting, algorithm
-from methods.contracts import Acting, Algorithm
+from beta_dqn.configuration.flags import ALGOS, Config, method_settings, public
+from learner.methods import METHODS, acting, algorithm
+from learner.methods.contracts import Acting, Algorithm
 
 
 def _members(protocol) -> set[str]:
@@ -58,18 +58,18 @@ def test_acting_is_seeded_and_keeps_its_state_in_the_episode(name):
 def test_a_registry_line_whose_epsilon_cannot_run_is_refused_with_what_is_wrong():
     """ε-greedy acting without the ε schedule, or a gate that is not a boolean flag of the method's own, would
     fail mid-run (or drop the --eps-* flags silently): `register` refuses them, naming why."""
-    from methods import Method, check, register
-    from methods.beta_dqn.acting import BetaDQN
-    from methods.beta_dqn.flags import Flags as BetaFlags
-    from methods.dqn.acting import EpsilonGreedy
+    from learner.methods import Method, check, register
+    from learner.methods.beta_dqn.acting import BetaDQN
+    from learner.methods.beta_dqn.flags import Flags as BetaFlags
+    from learner.methods.dqn.acting import EpsilonGreedy
 
     with pytest.raises(ValueError, match=r"method 'plain': its acting is ε-greedy .* not say epsilon=True"):
-        register("plain", Method("methods.dqn", EpsilonGreedy, "Plain"))
+        register("plain", Method("learner.methods.dqn", EpsilonGreedy, "Plain"))
     assert "plain" not in METHODS
     with pytest.raises(ValueError, match=r"epsilon='nope' is not a boolean flag of its own \(its flags: beta_eps, "):
-        check("gated", Method("methods.beta_dqn", BetaDQN, "Gated", BetaFlags, epsilon="nope"))
+        check("gated", Method("learner.methods.beta_dqn", BetaDQN, "Gated", BetaFlags, epsilon="nope"))
     with pytest.raises(ValueError, match=r"epsilon='policy_set' is not a boolean flag"):  # a flag, not a boolean
-        check("gated", Method("methods.beta_dqn", BetaDQN, "Gated", BetaFlags, epsilon="policy_set"))
+        check("gated", Method("learner.methods.beta_dqn", BetaDQN, "Gated", BetaFlags, epsilon="policy_set"))
     with pytest.raises(ValueError, match=r"epsilon='on' is not a boolean flag of its own \(its flags: none\)"):
-        check("gated", Method("methods.dqn", EpsilonGreedy, "Gated", epsilon="on"))
+        check("gated", Method("learner.methods.dqn", EpsilonGreedy, "Gated", epsilon="on"))
     check("dqn_again", METHODS["dqn"])  # the built-in lines pass (they are checked when the registry loads)

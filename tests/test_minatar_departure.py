@@ -80,7 +80,7 @@ def test_a_record_reaches_main_whole_or_not_at_all(runner, tmp_path, monkeypatch
 
 
 def test_the_rule_compares_exact_fractions(verdict):
-    from reporting import stats
+    from beta_dqn.reporting import stats
 
     x = np.full((3, 3), 10.0)  # every run scores the same: every resample's P is exactly 1/2
     p, low, high = stats.exact_improvement(x, x.copy(), reps=200)
@@ -97,7 +97,7 @@ def test_missing_runs_are_listed_not_decided(verdict, capsys, monkeypatch):
 
 
 def _runs(verdict, beta_score, dqn_score):
-    from reporting.results import RunData
+    from beta_dqn.reporting.results import RunData
 
     runs = {}
     for g in verdict.GAMES:
@@ -126,7 +126,7 @@ def test_the_rule_reads_beta_against_dqn_the_right_way_round(verdict, capsys, mo
 
 
 def test_a_run_off_the_plan_is_named(verdict):
-    from reporting.results import RunData
+    from beta_dqn.reporting.results import RunData
 
     config = {"env": "MinAtar/Breakout", "algo": "beta_dqn", "seed": 0, "runtime": "serial", "actors": 4,
               "envs_per_actor": 4, "arm_exchange": "episode", "total_steps": 5_000_000, "bandit_returns": "raw",

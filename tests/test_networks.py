@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from methods.networks import MLP, ConvNet, make_network, to_numpy
-from methods.numpy_net import NumpyNet
+from learner.methods.networks import MLP, ConvNet, make_network, to_numpy
+from learner.methods.numpy_net import NumpyNet
 
 
 @pytest.mark.parametrize("shape,dtype", [((10, 10, 4), bool), ((9, 9, 3), np.uint8), ((48,), np.uint8),

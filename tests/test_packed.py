@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 import torch
 
-from configuration.flags import Config, ConfigError, resolve
-from driver.pack import Pack, check_packable, train_pack
-from driver.run import Run, train
-from driver.state import RUN_FILES
+from beta_dqn.configuration.flags import Config, ConfigError, resolve
+from beta_dqn.driver.pack import Pack, check_packable, train_pack
+from beta_dqn.driver.run import Run, train
+from beta_dqn.driver.state import RUN_FILES
 from tests.test_learner import batches, packed
 from tests.test_learner import solo as solo_learner
 
@@ -263,7 +263,7 @@ def test_a_stopped_pack_keeps_every_seeds_checkpoint_and_continues_as_its_seeds_
     for s in seeds:
         assert torch.load(tmp_path / f"p{s}" / "checkpoint.pt")["counters"]["env_steps"] == 2000
         shutil.copytree(tmp_path / f"p{s}", tmp_path / f"alone{s}")
-    from driver.resume import resume_config
+    from beta_dqn.driver.resume import resume_config
 
     def resumed(run_dir):
         config, ckpt = resume_config(["--resume", str(run_dir), "--progress", "false"])
@@ -290,14 +290,14 @@ def test_a_pack_that_cannot_start_leaves_no_run(tmp_path, monkeypatch):
     assert not (tmp_path / "p0").exists()
     (tmp_path / "p1" / "config.json").unlink()
 
-    import driver.pack
+    import beta_dqn.driver.pack
 
     def second_fails(cfg, *args, **kw):
         if cfg.seed == 1:
             raise ConfigError("replay", "no Redis answers")
         return Run(cfg, *args, **kw)
 
-    monkeypatch.setattr(driver.pack, "Run", second_fails)
+    monkeypatch.setattr(beta_dqn.driver.pack, "Run", second_fails)
     with pytest.raises(ConfigError, match="no Redis answers"):
         Pack([cfg for cfg, _ in made], made[0][1], [None, None])
     assert (tmp_path / "p0").is_dir() and not any((tmp_path / "p0" / name).exists() for name in RUN_FILES)
@@ -362,7 +362,7 @@ def test_a_cuda_pack_matches_the_solo_learners_and_its_graph_the_eager_update(al
 
 
 def grid_args(tmp_path, name, *extra):
-    from configuration.cli import build_parser
+    from beta_dqn.configuration.cli import build_parser
 
     argv = ["--env", "MinAtar/Breakout", "--algo", "beta_dqn", "--seeds", "0-2", "--actors", "2",
             "--envs-per-actor", "2", "--total-steps", "2000", "--learning-starts", "500", "--eval-every", "1000",
@@ -375,8 +375,8 @@ def grid_args(tmp_path, name, *extra):
 def test_a_packed_grid_is_the_solo_grid_and_its_report_cannot_tell(ray_cluster, tmp_path):
     """Seeds 0-2 with --pack-seeds 2: a pack of seeds 0 and 1 and seed 2 alone. Serial (deterministic): the
     evaluations are a solo grid's; the report's rows are the same. On Ray: the pack's seeds run in one task."""
-    from launcher.grid import grid_from_args
-    from reporting.report import write_report
+    from beta_dqn.launcher.grid import grid_from_args
+    from beta_dqn.reporting.report import write_report
 
     for name, extra in (("packed", ["--pack-seeds", "2"]), ("solo", [])):
         summary = grid_from_args(grid_args(tmp_path, name, "--runtime", "serial", *extra)).run()
@@ -407,12 +407,13 @@ def test_a_packed_grid_is_the_solo_grid_and_its_report_cannot_tell(ray_cluster, 
 @pytest.mark.integration
 def test_a_grid_task_continues_a_pack_from_two_update_counts_skips_finished_seeds_and_outlives_a_divergence(
         ray_cluster, tmp_path, monkeypatch):
-    """`launcher.grid_task._run_unit`, the task a grid runs per pack (in this process): seeds stopped at two update
+    """`beta_dqn.launcher.grid_task._run_unit`, the task a grid runs per pack (in this process): seeds stopped at two
+    update
     counts continue as two packs; a second attempt runs no finished seed again; when one seed's loss
     diverges, its partners continue alone and finish, and only the diverging seed fails."""
-    from driver.outputs import NonFiniteLoss
-    from launcher.grid import grid_from_args
-    from launcher.grid_task import _prepare, _run_unit
+    from beta_dqn.driver.outputs import NonFiniteLoss
+    from beta_dqn.launcher.grid import grid_from_args
+    from beta_dqn.launcher.grid_task import _prepare, _run_unit
 
     grid = grid_from_args(grid_args(tmp_path, "g", "--runtime", "serial", "--env", "CliffWalk", "--algo", "dqn",
                                     "--pack-seeds", "3", "--total-steps", "3000", "--checkpoint-every", "1000"))

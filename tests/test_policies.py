@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from methods.beta_dqn.policies import (
+from learner.methods.beta_dqn.policies import (
     Arm,
     augmented_beta,
     masked_q,
@@ -13,7 +13,7 @@ from methods.beta_dqn.policies import (
     pure_exploitation,
     supported,
 )
-from methods.exploration import argmax_random_tie, linear_epsilon
+from learner.methods.exploration import argmax_random_tie, linear_epsilon
 
 EPS = 0.05
 # action 1 has the largest Q but is unsupported (β = 0.02 ≤ ε); action 2 is the best supported one.

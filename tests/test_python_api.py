@@ -1,4 +1,4 @@
-"""The Python API (`learner.api`: train, load, act, evaluate) and `python -m learner.evaluate`, as
+"""The Python API (`beta_dqn`: train, load, act, evaluate) and `python -m learner.evaluate`, as
 docs/python.md shows them."""
 
 import json
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from configuration.flags import Config, ConfigError
-from learner.api import load, train
+from beta_dqn import load, train
+from beta_dqn.configuration.flags import Config, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"env": "CartPole-v1", "algo": "dqn", "total_steps": 1000, "learning_starts": 300, "runtime": "serial",
@@ -49,7 +49,7 @@ def test_train_returns_the_summary_and_directory_and_load_acts_as_the_evaluator(
     # greedy: the action is the argmax of the network's Q (torch, as the learner holds it)
     import torch
 
-    from configuration.flags import settings
+    from beta_dqn.configuration.flags import settings
     from learner.learner import Learner, LearnerSettings
 
     ckpt = torch.load(trained.run_dir / "checkpoint.pt", weights_only=True)
@@ -133,7 +133,8 @@ def test_load_and_evaluate_refuse_in_one_line(tmp_path, trained):
 ])
 def test_a_damaged_or_mismatched_checkpoint_is_one_line_for_load_evaluate_and_resume(tmp_path, trained, damage,
                                                                                       says):
-    """`load`, `learner.evaluate` and `--resume` read a checkpoint through one check (`driver.state.read_checkpoint`):
+    """`load`, `learner.evaluate` and `--resume` read a checkpoint through one check
+    (`beta_dqn.driver.state.read_checkpoint`):
     each damage one line naming the file, never a traceback."""
     import shutil
 

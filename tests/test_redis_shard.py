@@ -95,9 +95,9 @@ def test_invalid_records_are_counted_and_the_batch_keeps_its_size(redis_url):
 
 def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
     from actors.actor import Actor, ActorSettings
-    from configuration.flags import Config, resolve, settings
+    from beta_dqn.configuration.flags import Config, resolve, settings
+    from learner.methods.networks import make_network, to_numpy
     from meta_controller.bandit import SlidingWindowBandit
-    from methods.networks import make_network, to_numpy
 
     # 2 envs × 300 steps: past CliffWalk's 100-step limit, so every env ends episodes whatever the policy
     cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, wandb="disabled"))
@@ -119,8 +119,8 @@ def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
 def test_serial_runs_on_redis_are_deterministic_and_keep_the_password_out(redis_url, tmp_path):
     import json
 
-    from configuration.flags import Config, resolve
-    from driver.run import train
+    from beta_dqn.configuration.flags import Config, resolve
+    from beta_dqn.driver.run import train
 
     password = redis_url.split(":")[2].split("@")[0]
     for name in ("a", "b"):  # two runs share the server: their own namespaces
@@ -184,8 +184,8 @@ def test_a_damaged_ring_stops_the_run_with_one_line_and_a_checkpoint(redis_url, 
     import threading
     import time
 
-    from configuration.flags import Config, resolve
-    from driver.run import Run
+    from beta_dqn.configuration.flags import Config, resolve
+    from beta_dqn.driver.run import Run
 
     cfg, spec = resolve(Config(env="CliffWalk", runtime="serial", actors=1, envs_per_actor=2, replay=redis_url,
                                total_steps=3000, learning_starts=500, eval_every=3000, eval_episodes=2,
@@ -246,7 +246,7 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
     import time
 
     import replay_service.redis_replay as module
-    from configuration.flags import Config, resolve, settings
+    from beta_dqn.configuration.flags import Config, resolve, settings
     from replay_service.redis_replay import RedisReplay, RedisSettings
     from tests.test_learner import interrupted_at
 
@@ -317,7 +317,7 @@ def test_a_prefetch_thread_that_cannot_start_is_not_waited_for(redis_url, tmp_pa
     the next batch says the thread is not running at once instead of waiting for good; close still works."""
     import threading
 
-    from configuration.flags import Config, resolve, settings
+    from beta_dqn.configuration.flags import Config, resolve, settings
     from replay_service.redis_replay import RedisReplay, RedisSettings
 
     cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="unstarted", wandb="disabled",
@@ -356,7 +356,7 @@ def test_the_prefetch_threads_error_is_the_learners_as_it_was(redis_url, tmp_pat
     after it."""
     import threading
 
-    from configuration.flags import Config, resolve, settings
+    from beta_dqn.configuration.flags import Config, resolve, settings
     from replay_service.redis_replay import RedisReplay, RedisSettings
     from replay_service.redis_shard import ReplayDamaged
 

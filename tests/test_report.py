@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from configuration.flags import Config, resolve
-from reporting import stats
-from reporting.records import load_all
-from reporting.report import ReportError, _names, write_report
-from reporting.report import main as report_main
-from reporting.results import copies_once, load_runs, train_window
+from beta_dqn.configuration.flags import Config, resolve
+from beta_dqn.reporting import stats
+from beta_dqn.reporting.records import load_all
+from beta_dqn.reporting.report import ReportError, _names, write_report
+from beta_dqn.reporting.report import main as report_main
+from beta_dqn.reporting.results import copies_once, load_runs, train_window
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -554,7 +554,7 @@ def test_a_records_copies_give_back_its_runs_whole(tmp_path):
 def test_metrics_are_thinned_before_the_training_window_only():
     """A copy's metrics.jsonl: the lines before the last evaluation interval merged (episodes summed, their score
     weighted by episodes; the window's state at the last line), those inside it as they were."""
-    from reporting.records import thin_metrics
+    from beta_dqn.reporting.records import thin_metrics
 
     rows = [{"env_steps": 100 * (i + 1), "train_episodes": 2, "train_return_mean": float(i), "arms_cov": i / 10,
              "replay_ratio": 0.25} for i in range(10)]
@@ -787,7 +787,7 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
     assert verdict.decide(F(1, 2), F(1, 5), F(4, 5), 5)[0] == "minmax"
     # the bound is an exact fraction, so rounding cannot decide: a tie at 1/2 in every resample is 1/2 exactly
     # (rliable's floats once put a bound at 0.5000000000000001, which a float rule read as above 0.5)
-    from reporting import stats
+    from beta_dqn.reporting import stats
 
     tie = np.full((3, 9), 1.0)
     p, low, high = stats.exact_improvement(tie, tie.copy(), reps=100)
@@ -799,13 +799,13 @@ def test_the_bandit_returns_studys_rule_as_preregistered():
                                                                                                 "minmax", 1]) == ""
     # records' commands that leave --bandit-returns out ran min-max (LEGACY), whatever the default becomes; and a
     # β-DQN run's command names it from now on
-    from configuration.flags import run_command
+    from beta_dqn.configuration.flags import run_command
 
     config = dict(runs["MinAtar/Asterix", "minmax", 0].config)
     assert "--bandit-returns minmax" in run_command(config) and "--bandit-returns" not in run_command(
         {**config, "algo": "dqn"})
     # and a grid's command, where one of its methods reads it: a grid on today's default says so too
-    from configuration.flags import grid_command
+    from beta_dqn.configuration.flags import grid_command
 
     args = {"env": "MinAtar/Asterix", "algo": ["beta_dqn", "dqn"], "bandit_returns": "raw", "arm_exchange": "auto",
             "eps_decay_steps": None, "eps_decay_fraction": 0.2}  # (ε's decay at today's default: named)
@@ -1079,7 +1079,7 @@ def test_commands_of_a_record_from_before_a_default_changed_read_as_they_ran(tmp
     assert shown["commands"] == [grid + pin, swapped + pin]
     # a grid's recorded command gets --bandit-returns, Ray and ε's 1M decay only (one written while --arm-exchange's
     # default was auto left that out; one that names --eps-decay-fraction is from since); a resume is left as it is
-    from reporting.records import pinned_command
+    from beta_dqn.reporting.records import pinned_command
 
     assert pinned_command(grid, grid=True) == grid + pin
     assert pinned_command(grid + " --eps-decay-fraction 0.2", grid=True) == grid + " --eps-decay-fraction 0.2" + \

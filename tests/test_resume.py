@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from configuration.flags import ConfigError, resolve
-from driver.resume import resume_config
-from driver.run import Run
-from driver.signals import CLUSTER_DRAIN_S, Interrupted, sigterm_interrupts
+from beta_dqn.configuration.flags import ConfigError, resolve
+from beta_dqn.driver.resume import resume_config
+from beta_dqn.driver.run import Run
+from beta_dqn.driver.signals import CLUSTER_DRAIN_S, Interrupted, sigterm_interrupts
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +107,7 @@ def test_a_lost_redis_local_replay_is_refused_and_no_server_outlives_its_run(tmp
 def test_a_redis_namespace_belongs_to_one_run(tmp_path, redis_url, capsys):
     """Another run directory's --run-id is not taken by --overwrite alone; taken with --take-run-id, the run that
     owned it can no longer resume on it (its rings carry another claim), said in one line."""
-    from launcher.main import main
+    from beta_dqn.launcher.main import main
 
     saved = start_and_kill(tmp_path / "owner", redis_url)
     run_id, claim = saved["config"]["run_id"], saved["replay_claim"]
@@ -139,9 +139,9 @@ def test_a_redis_namespace_belongs_to_one_run(tmp_path, redis_url, capsys):
 def signalled(monkeypatch):
     """A SIGTERM of this test's own: a handler that ignores it stands outside the block (were the block's not
     installed, the default would end pytest itself), and the process's record that one arrived is the test's."""
-    import driver.signals
+    import beta_dqn.driver.signals
 
-    monkeypatch.setattr(driver.signals, "_SIGNALLED", threading.Event())
+    monkeypatch.setattr(beta_dqn.driver.signals, "_SIGNALLED", threading.Event())
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
     yield
     signal.signal(signal.SIGTERM, previous)
@@ -285,8 +285,8 @@ def test_a_serial_run_in_a_grids_ray_task_leaves_the_workers_sigterm_to_ray(ray_
 
     @ray_cluster.remote
     def run_and_look(out: str) -> list[bool]:
-        from configuration.flags import Config
-        from driver.outputs import RunLogger
+        from beta_dqn.configuration.flags import Config
+        from beta_dqn.driver.outputs import RunLogger
 
         before, same = signal.getsignal(signal.SIGTERM), []
         log_eval = RunLogger.log_eval
@@ -298,7 +298,7 @@ def test_a_serial_run_in_a_grids_ray_task_leaves_the_workers_sigterm_to_ray(ray_
 
         RunLogger.log_eval = look
         try:
-            from driver.run import train
+            from beta_dqn.driver.run import train
 
             train(*resolve(Config(env="CliffWalk", runtime="serial", actors=1, total_steps=2_000, eval_every=1_000,
                                   eval_episodes=2, learning_starts=500, wandb="disabled", progress=False, out=out)))
@@ -433,7 +433,7 @@ def test_a_killed_drivers_ray_processes_end_within_seconds(tmp_path):
 
 def test_where_to_continue_says_a_finished_run_finished(tmp_path):
     """A run whose summary is written (a signal in its last seconds) has nothing to continue, checkpoint or not."""
-    from driver.state import where_to_continue
+    from beta_dqn.driver.state import where_to_continue
 
     (tmp_path / "checkpoint.pt").write_bytes(b"")
     assert where_to_continue(tmp_path).startswith("continue with --resume")
@@ -445,7 +445,7 @@ def test_an_interrupt_before_the_run_says_so_and_an_error_on_its_way_out_beside_
     """A Ctrl-C before the run's own handling starts (as the configuration is read) ends the command with status
     130 and one line; an error raised on its way out (a `finally` that fails) is the interrupt too, and said in
     a warning line after it, not hidden and not a traceback."""
-    import launcher.main as cli
+    import beta_dqn.launcher.main as cli
 
     def interrupted(*args):
         try:
@@ -463,8 +463,8 @@ def test_a_runs_interrupt_said_already_is_not_said_again_when_an_error_follows_i
     """The run said where to continue (its interrupt leaves as Interrupted); an error after it, on the command's
     way out (behind a second Ctrl-C), is said in a warning line, with no second interrupt line that would say
     the run never started."""
-    import driver.run
-    import launcher.main as cli
+    import beta_dqn.driver.run
+    import beta_dqn.launcher.main as cli
 
     def interrupted(cfg, spec, resume):
         raise Interrupted
@@ -479,7 +479,7 @@ def test_a_runs_interrupt_said_already_is_not_said_again_when_an_error_follows_i
             except KeyboardInterrupt:
                 raise OSError("stdout is gone")  # noqa: B904 - the chain as it would be
 
-    monkeypatch.setattr(driver.run, "train", interrupted)
+    monkeypatch.setattr(beta_dqn.driver.run, "train", interrupted)
     monkeypatch.setattr(cli, "_quiet_stdout", failing_on_exit)
     assert cli.main(["--env", "CliffWalk", "--out", str(tmp_path / "run")]) == 130
     assert _said(capfd.readouterr().err) == ["warning: OSError: stdout is gone"]

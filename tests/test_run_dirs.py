@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from launcher.main import main
+from beta_dqn.launcher.main import main
 
 SHORT = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "2", "--total-steps",
          "1200", "--learning-starts", "400", "--eval-every", "600", "--eval-episodes", "2", "--checkpoint-every",
@@ -93,7 +93,7 @@ def test_resume_with_another_out_is_refused(finished, tmp_path, capsys):
 
 
 def test_a_second_writer_is_refused_while_a_run_holds_the_directory(tmp_path, capsys):
-    from driver.state import RunDirectory
+    from beta_dqn.driver.state import RunDirectory
 
     out = tmp_path / "busy"
     holder = RunDirectory(out)  # another run holds it (a lock is per open file, even within one process)
@@ -165,7 +165,7 @@ def test_an_edited_config_json_is_refused_on_resume(finished, tmp_path, capsys, 
 
 
 def test_a_grid_starts_over_only_a_grids_earlier_attempt(tmp_path):
-    from launcher.grid_task import _made_by_a_grid
+    from beta_dqn.launcher.grid_task import _made_by_a_grid
 
     run = tmp_path / "CliffWalk_dqn_s0"
     run.mkdir()
@@ -202,7 +202,7 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_last_one(tmp_path
             raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 64 vs 0")
         return real_save(obj, f, *args, **kwargs)
 
-    monkeypatch.setattr(torch, "save", save)  # (driver.state imports it when it writes)
+    monkeypatch.setattr(torch, "save", save)  # (beta_dqn.driver.state imports it when it writes)
     out = tmp_path / "run"
     line = one_line(capsys, main([*SHORT, "--out", str(out)]), expected=1)
     assert f"cannot write {out / 'checkpoint.pt'} (" in line and "unexpected pos 64 vs 0" in line
@@ -214,7 +214,7 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_keeps_the_last_one(tmp_path
 def test_a_full_disk_for_the_metrics_is_one_line(tmp_path, monkeypatch, capsys):
     import errno
 
-    from driver.outputs import RunLogger
+    from beta_dqn.driver.outputs import RunLogger
 
     class Full:
         name = str(tmp_path / "run" / "metrics.jsonl")
@@ -355,18 +355,18 @@ def test_of_two_runs_claiming_one_id_at_once_one_gets_it_and_a_partial_claim_is_
 def test_overwrite_that_cannot_remove_the_old_run_is_one_line(finished, tmp_path, monkeypatch, capsys):
     import errno
 
-    import filesystem.safe
+    import beta_dqn.files
 
     out = copy_of(finished, tmp_path / "run")
     snapshot_file = sorted((out / "replay").iterdir())[0]
-    remove = filesystem.safe._remove
+    remove = beta_dqn.files._remove
 
     def busy(path, whole):
         if path == snapshot_file:
             raise OSError(errno.EBUSY, "Device or resource busy", str(path))
         remove(path, whole)
 
-    monkeypatch.setattr(filesystem.safe, "_remove", busy)
+    monkeypatch.setattr(beta_dqn.files, "_remove", busy)
     capsys.readouterr()
     line = one_line(capsys, main([*SHORT, "--out", str(out), "--overwrite", "true"]), expected=1)
     assert f"--overwrite: cannot remove {snapshot_file} of the run being replaced (Device or resource busy)" in line
@@ -381,19 +381,19 @@ def test_a_run_that_could_not_start_lets_go_of_its_run_id(redis_url, tmp_path, c
     """The same command, corrected, goes ahead: a claim made by a run that then failed to start is let go."""
     import redis
 
-    import driver.run
-    from configuration.flags import ConfigError
+    import beta_dqn.driver.run
+    from beta_dqn.configuration.flags import ConfigError
 
-    real_build = driver.run.build
+    real_build = beta_dqn.driver.run.build
 
     def build(*args, **kwargs):
         raise ConfigError("actors", "refused for this test")
 
-    monkeypatch.setattr(driver.run, "build", build)
+    monkeypatch.setattr(beta_dqn.driver.run, "build", build)
     argv = [*SHORT, "--replay", redis_url, "--run-id", "let-go-id", "--out", str(tmp_path / "run")]
     assert "--actors: refused for this test" in one_line(capsys, main(argv))
     assert redis.Redis.from_url(redis_url).get("bdqn:let-go-id:0:owner") is None
-    monkeypatch.setattr(driver.run, "build", real_build)
+    monkeypatch.setattr(beta_dqn.driver.run, "build", real_build)
     assert main(argv) == 0
 
 

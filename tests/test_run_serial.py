@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from configuration.flags import Config, ConfigError, resolve
-from driver.run import Run, train
+from beta_dqn.configuration.flags import Config, ConfigError, resolve
+from beta_dqn.driver.run import Run, train
 
 
 def short(tmp_path, name, **kw):
@@ -107,7 +107,7 @@ def test_weights_are_shared_once_per_version_and_only_when_asked(tmp_path):
 
 
 def test_a_nan_loss_stops_the_run_with_one_line_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
-    from launcher.main import main
+    from beta_dqn.launcher.main import main
     from learner.learner import Learner
 
     real_update = Learner.update
@@ -145,7 +145,7 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
     each continues from a mid-run checkpoint (a copy of the run directory taken when it was written)."""
     import shutil
 
-    from launcher.main import main
+    from beta_dqn.launcher.main import main
 
     save = Run._save_checkpoint
 
@@ -186,7 +186,7 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
 def test_a_person_reads_a_few_lines_and_a_script_reads_json(tmp_path, capsys):
     """The end of a run on stdout: what ran, its speed, the evaluations, the final score, where the outputs are
     (at most 15 lines); `--json true` prints summary.json's document instead."""
-    from launcher.main import main
+    from beta_dqn.launcher.main import main
 
     argv = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "1",
             "--total-steps", "3000", "--learning-starts", "500", "--eval-every", "1000", "--eval-episodes", "2",
@@ -209,7 +209,7 @@ def test_arm_exchange_per_episode_or_per_chunk_and_the_lag_it_costs(tmp_path):
     """The serial runner asks the bandit once per episode (auto): one actor stepping one env is the paper's loop,
     every arm chosen knowing every earlier episode (lag 0). Arms chosen a chunk ahead (as on Ray) are late
     by a few episodes, every episode still reported before the checkpoint."""
-    from driver.resume import resume_config
+    from beta_dqn.driver.resume import resume_config
 
     cfg, spec = short(tmp_path, "paper", env="CliffWalk", actors=1, envs_per_actor=1)
     assert cfg.arm_exchange == "episode"
@@ -251,7 +251,7 @@ def test_the_summary_says_where_the_actors_time_went(tmp_path):
 
 
 def test_the_actors_clock_counts_the_steady_state_only(monkeypatch):
-    from driver import outputs
+    from beta_dqn.driver import outputs
 
     now = [0.0]
     monkeypatch.setattr(outputs.time, "perf_counter", lambda: now[0])

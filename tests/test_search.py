@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.search import best, main, table
+from beta_dqn.launcher.search import best, main, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ def test_best_is_the_highest_mean_over_seeds_of_the_values_that_vary_and_counts_
 
 
 def test_an_axis_value_at_its_default_is_a_configuration_of_its_own_and_names_are_canonical(tmp_path):
-    from launcher.search import _plan
+    from beta_dqn.launcher.search import _plan
 
     _, trials, _ = _plan(["--env", "CliffWalk", "--algo", "dqn", "--eps-end", "0.01,0.05", "--seeds", "0-1",
                           "--out", str(tmp_path / "s")])
@@ -45,7 +45,7 @@ def test_an_axis_value_at_its_default_is_a_configuration_of_its_own_and_names_ar
 
 
 def test_a_trial_s_flags_reach_the_run_as_their_own_types():
-    from launcher.search import _flags, _json_safe
+    from beta_dqn.launcher.search import _flags, _json_safe
 
     assert _flags({"env_kwargs": {"size": 8}})["env_kwargs"] == '{"size": 8}'
     with pytest.raises(Exception, match="a trial's value is one value"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from launcher.main import main
+from beta_dqn.launcher.main import main
 
 pytestmark = pytest.mark.integration
 SHORT = ["--env", "CliffWalk", "--runtime", "serial", "--actors", "1", "--envs-per-actor", "2", "--total-steps",

@@ -1,9 +1,9 @@
-"""The run's counters and schedules (`driver.state.RunState`) through a checkpoint's plain data."""
+"""The run's counters and schedules (`beta_dqn.driver.state.RunState`) through a checkpoint's plain data."""
 
 import numpy as np
 
-from configuration.flags import Config, resolve
-from driver.state import RunState
+from beta_dqn.configuration.flags import Config, resolve
+from beta_dqn.driver.state import RunState
 
 
 def test_run_state_round_trips_through_a_checkpoint_as_the_next_generation():
@@ -29,7 +29,7 @@ def test_run_state_round_trips_through_a_checkpoint_as_the_next_generation():
 
 
 def test_a_killed_whole_file_write_leaves_a_temp_name_a_new_run_accepts():
-    from driver.state import _temp_of_an_entry
+    from beta_dqn.driver.state import _temp_of_an_entry
 
     for name in ("..written.ab12.tmp", ".checkpoint.pt.x9.tmp", "checkpoint.pt.tmp", ".summary.json.q.tmp"):
         assert _temp_of_an_entry(name), name

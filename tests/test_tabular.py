@@ -4,7 +4,7 @@ and to Q* when every action is covered — using the learner's own target functi
 import numpy as np
 import torch
 
-from methods.beta_dqn.learning import in_sample_target
+from learner.methods.beta_dqn.learning import in_sample_target
 
 GAMMA, EPS = 0.9, 0.05
 

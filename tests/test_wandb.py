@@ -5,8 +5,8 @@ and calls the run makes, and on a real offline run read back with wandb's own re
 import sys
 import types
 
-from configuration.flags import Config, resolve
-from driver.run import train
+from beta_dqn.configuration.flags import Config, resolve
+from beta_dqn.driver.run import train
 
 
 class FakeRun:

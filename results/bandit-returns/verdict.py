@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from configuration.errors import OneLineParser
-from reporting import stats
-from reporting.records import load_all
-from reporting.results import ReportError, column_by, config_value, final_score, train_score, window_shares
+from beta_dqn.configuration.errors import OneLineParser
+from beta_dqn.reporting import stats
+from beta_dqn.reporting.records import load_all
+from beta_dqn.reporting.results import ReportError, column_by, config_value, final_score, train_score, window_shares
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -7,7 +7,8 @@ none runs PLAN.md reuses (raw-returns β-DQN in results/asterix-bandit-returns, 
 results/bandit-returns/ and results/table1-6ec5992/) and of the protocol's DQN runs (results/table1-protocol/);
 takes each run's final greedy score and computes with rliable the probability that an ε run ends above a none run
 of the same environment, averaged over the 11 environments, with its 95% stratified bootstrap interval. The rule
-compares the interval's bounds with 0.5 as exact fractions (`reporting.stats.exact_improvement`), so that it cannot
+compares the interval's bounds with 0.5 as exact fractions (`beta_dqn.reporting.stats.exact_improvement`), so that it
+cannot
 turn on rounding. Runs that depart from PLAN.md's flags are refused. Beside it, not deciding: the same per domain
 and per environment, the IQM of scores over DQN's mean, and the CPU kinds each arm ran on.
 
@@ -29,10 +30,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # (run as a script from anywhere)
 
-from configuration.errors import OneLineParser  # noqa: E402
-from reporting import stats  # noqa: E402
-from reporting.records import load_all  # noqa: E402
-from reporting.results import ReportError, config_value, final_score  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
+from beta_dqn.reporting import stats  # noqa: E402
+from beta_dqn.reporting.records import load_all  # noqa: E402
+from beta_dqn.reporting.results import ReportError, config_value, final_score  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 MINATAR = ("MinAtar/Asterix", "MinAtar/Breakout", "MinAtar/Freeway", "MinAtar/Seaquest", "MinAtar/SpaceInvaders")
@@ -86,8 +87,8 @@ def collect(roots: list[Path]) -> dict[tuple[str, str, int], object]:
 def _normal(config, env: str, key: str):
     """A field of a configuration as the run used it: γ and the learning rate resolved to the environment's
     default where left to it, the ε decay to its steps."""
-    from configuration.defaults import env_defaults
-    from configuration.flags import epsilon_decay_steps
+    from beta_dqn.configuration.defaults import env_defaults
+    from beta_dqn.configuration.flags import epsilon_decay_steps
 
     value = config(key)
     if value is None and key in ("gamma", "lr"):
@@ -102,7 +103,7 @@ def _normal(config, env: str, key: str):
 def off_plan(run, arm: str) -> str:
     """How a run departs from PLAN.md ("" when it does not): any flag that changes what a run computes and that its
     method reads, against PLAN.md's configuration (the arm's own --beta-epsilon aside), and its commit."""
-    from configuration.flags import AXES, Config, reads
+    from beta_dqn.configuration.flags import AXES, Config, reads
 
     steps = 1_000_000 if run.env.startswith("MinAtar/") else 500_000
     # the protocol's DQN runs are serial, as a grid places them (PLAN.md, deviation of 2026-12-05); the study's, Ray

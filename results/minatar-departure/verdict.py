@@ -6,7 +6,7 @@ Reads the records under results/minatar-departure/1b/ (β-DQN and DQN, 5M env st
 Seaquest, seeds 0-2), refuses runs that depart from PLAN.md's flags or commit, and computes with rliable the
 probability that a β-DQN run ends above a DQN run of the same game, averaged over the three games, with its 95%
 stratified bootstrap interval; the rule compares the lower bound with 0.5 as an exact fraction
-(`reporting.stats.exact_improvement`). Beside it, not deciding: P(β-DQN > DQN) at every evaluation, over the
+(`beta_dqn.reporting.stats.exact_improvement`). Beside it, not deciding: P(β-DQN > DQN) at every evaluation, over the
 three games and per game (2,000 resamples), each column's mean per game, and the CPU kinds.
 
 Exit status: 0 with the rule's outcome, 1 when runs are missing (listed), 2 on a bad argument, a record that does
@@ -28,10 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # (run as a script from anywhere)
 
-from configuration.errors import OneLineParser  # noqa: E402
-from reporting import stats  # noqa: E402
-from reporting.records import load_all  # noqa: E402
-from reporting.results import ReportError, config_value, final_score  # noqa: E402
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
+from beta_dqn.reporting import stats  # noqa: E402
+from beta_dqn.reporting.records import load_all  # noqa: E402
+from beta_dqn.reporting.results import ReportError, config_value, final_score  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 GAMES = ("MinAtar/Asterix", "MinAtar/Breakout", "MinAtar/Seaquest")
@@ -72,8 +72,8 @@ def off_plan(run, commit: str) -> str:
     """How a run departs from PLAN.md ("" when it does not): its game, method and seed; every field that changes
     what a run computes and that its method reads, against the defaults with PLAN's values over them (the game's
     own learning rate and γ, as config.json has them resolved); and its commit, the study's, clean."""
-    from configuration.defaults import env_defaults
-    from configuration.fields import AXES, FIELDS, reads
+    from beta_dqn.configuration.defaults import env_defaults
+    from beta_dqn.configuration.fields import AXES, FIELDS, reads
 
     if run.env not in GAMES or run.algo not in METHODS:
         return f"{run.env} {run.algo} is not a stage-1b cell"

@@ -1,6 +1,6 @@
 """The toy method's acting: DQN's ε-greedy, and each step's phase under the episode's arm as an extra."""
 
-from methods.dqn.acting import EpsilonGreedy
+from learner.methods.dqn.acting import EpsilonGreedy
 from replay_service.schema import Field
 
 

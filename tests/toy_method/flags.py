@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from methods.flags import FlagError, flag
+from learner.methods.flags import FlagError, flag
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The toy method's learning: DQN's, and the batch's largest phase as a metric (so the extra is seen to arrive)."""
 
-from methods.dqn.learning import acting_networks, networks, targets
-from methods.dqn.learning import loss as dqn_loss
+from learner.methods.dqn.learning import acting_networks, networks, targets
+from learner.methods.dqn.learning import loss as dqn_loss
 
 __all__ = ["acting_networks", "loss", "networks", "targets"]
 

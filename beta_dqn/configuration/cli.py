@@ -1,0 +1,163 @@
+"""The command line of `python -m learner.main`: one flag per `Config` field (a comma list of a flag that
+changes what a run computes is a grid axis); `beta_dqn.driver.resume` reads `--resume DIR`'s saved configuration."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from pathlib import Path
+
+from actors.envs import canonical_kwargs
+from beta_dqn.configuration import config_file
+from beta_dqn.configuration.checks import ALGOS
+from beta_dqn.configuration.commands import cli_name, flag_text
+from beta_dqn.configuration.config_file import Section
+from beta_dqn.configuration.errors import OneLineParser
+from beta_dqn.configuration.fields import AXES, EPSILON_FIELDS, FIELDS, Config, epsilon_gate
+
+PROG = "python -m learner.main"
+GRID_FILE = "grid.json"  # in a grid's directory: what the grid was asked (beta_dqn.launcher.grid_runs)
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+read_bool = _bool  # true/false on any command line of the project (learner.evaluate's --json too)
+
+
+def _axis(conv):
+    """A converter that reads a comma list as a grid axis: the list of the converted values."""
+
+    def convert(text: str):
+        if "," not in text:
+            return conv(text)
+        if any(not v.strip() for v in text.split(",")):
+            raise argparse.ArgumentTypeError(f"an empty item in the list {text!r}")
+        values = [conv(v.strip()) for v in text.split(",")]
+        repeated = [v for i, v in enumerate(values) if v in values[:i]]
+        if repeated:
+            raise argparse.ArgumentTypeError(f"{flag_text(repeated[0])!r} appears twice in the list {text!r}")
+        return values
+
+    convert.__name__ = conv.__name__  # argparse names it in "invalid <type> value"
+    return convert
+
+
+def _env_kwargs(text: str) -> str:
+    """`--env-kwargs`: one JSON object, in its canonical spelling. Not a grid axis: JSON has commas of its own,
+    and a run's name and its grid's command could not carry a list of objects."""
+    try:
+        return canonical_kwargs(text)
+    except ValueError as e:  # UnknownEnvError
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+_env_kwargs.__name__ = "JSON object"
+
+
+# `--help` in groups, each flag once; a method's own flags (and the shared ones whose roles name some methods, as
+# the ε schedule) are "the method", whatever their group here would be. tests/test_cli.py checks that every field
+# is in exactly one group.
+HELP_GROUPS = {
+    "what to run": ("env", "env_kwargs", "algo", "seed", "seeds", "total_steps", "runtime", "actors", "envs_per_actor",
+                    "chunk_steps", "config", "resume"),
+    "the method": (),
+    "replay": ("replay", "replay_shards", "replay_capacity", "replay_password_file", "replay_timeout",
+               "replay_persist", "run_id", "take_run_id"),
+    "cluster and resources": ("address", "actor_cpus", "learner_cpus", "learner_gpus", "retries", "pack_seeds"),
+    "learner": ("device", "learner_threads", "beta_thread", "cuda_graphs", "batch_size", "replay_ratio",
+                "target_update", "learning_starts", "gamma", "lr", "loss", "publish_every"),
+    "evaluation": ("eval_every", "eval_episodes", "eval_epsilon"),
+    "outputs": ("out", "overwrite", "checkpoint_every", "log_every", "wandb", "wandb_project", "progress", "json"),
+    "set by a grid for its runs": ("grid", "variant"),
+}
+
+
+def help_group(name: str) -> str:
+    """The `--help` group of field `name` (`HELP_GROUPS`)."""
+    if FIELDS[name].metadata["algos"] != ALGOS:
+        return "the method"
+    return next((group for group, names in HELP_GROUPS.items() if name in names), "")
+
+
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """`--help` with each flag's default appended, but where its help says the default itself, or there is
+    none to show (an empty string, None: the help says what stands in)."""
+
+    def _get_help_string(self, action):
+        if "default:" in (action.help or "") or action.default in ("", None):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _readers(name: str) -> str:
+    """The methods that read field `name`, for `--help`: a method that reads it only while a flag of its own
+    is on says so."""
+    names = []
+    for algo in FIELDS[name].metadata["algos"]:
+        gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
+        names.append(f"{algo} (with {cli_name(gate)} true)" if gate else algo)
+    return ", ".join(names)
+
+
+def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
+    """learner.main's flags, one per Config field, in `--help`'s groups; `defaults=False`: a flag not given is
+    absent from the result (the fields a command names, e.g. a recorded run's)."""
+    parser = OneLineParser(prog=PROG, usage=f"{PROG} [--FLAG VALUE ...]", description=_DESCRIPTION, epilog=_EPILOG,
+                           formatter_class=_DefaultsFormatter)
+    groups = {title: parser.add_argument_group(title) for title in HELP_GROUPS}
+    hints = typing.get_type_hints(Config)
+    for f in dataclasses.fields(Config):
+        kind = hints[f.name]
+        if kind is bool:
+            conv = _bool
+        elif kind in (int, float, str):
+            conv = kind
+        else:  # float | None, int | None
+            conv = int if int in typing.get_args(kind) else float
+        whose = f.metadata["algos"]
+        read = _env_kwargs if f.name == "env_kwargs" else _axis(conv) if f.name in AXES else conv
+        groups[help_group(f.name)].add_argument(cli_name(f.name), dest=f.name, type=read,
+                            default=f.default if defaults else argparse.SUPPRESS,
+                            metavar="JSON" if f.name == "env_kwargs" else f.name.upper() if conv is not _bool
+                            else "BOOL",
+                            help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {_readers(f.name)}]"))
+    return parser
+
+
+_DESCRIPTION = ("Train one run of a method on an environment, or a grid of runs; --resume DIR continues one. "
+                "Every default is the specification's but --bandit-returns (raw, as the preregistered study "
+                "in results/bandit-returns/ decided). The flags, by group (a method's own say which methods read "
+                "them); docs/running.md explains each.")
+_EPILOG = ("A grid: any flag that changes what a run computes, given as a comma list, is an axis, and --seeds "
+           "lists seeds; every combination runs (e.g. --algo beta_dqn,dqn --bandit-returns minmax,raw --seeds "
+           "0-9). A flag a method does not read keeps its default for that method's runs.")
+
+
+def parse_command(argv: list[str] | None = None) -> tuple[dict, frozenset[str], tuple[Section, ...]]:
+    """The command line's values with `--config`'s file under them (every field), the flags the command line
+    or the file's top level named, and the file's sections for each run (`config_file.for_run`)."""
+    args = vars(build_parser().parse_args(argv))
+    named = frozenset(vars(build_parser(defaults=False).parse_args(argv)))
+    args, sections, from_file = config_file.apply(args, named)
+    return args, named | from_file, sections
+
+
+def parse_config(argv: list[str] | None = None) -> Config:
+    """One run's configuration from its command line (and `--config`'s file)."""
+    args, _, sections = parse_command(argv)
+    return Config(**config_file.for_run(args, sections))
+
+
+def is_grid(args: dict) -> bool:
+    """Whether the command line asks for a grid: a flag given as a comma list (an axis), `--seeds`, or
+    `--resume` of a grid directory."""
+    resume = args.get("resume") or ""
+    return (any(isinstance(v, list) for v in args.values()) or bool(args.get("seeds"))
+            or bool(resume and (Path(resume) / GRID_FILE).is_file()))

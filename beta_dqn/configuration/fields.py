@@ -1,0 +1,264 @@
+"""Every field of the one frozen configuration that drives the serial and the Ray runner (`Config`: the shared
+flags of `CoreConfig` and every method's own), each a CLI flag (`--help`) with its type, default, help and role;
+the sets of fields the rest of the program reads by role (`FIELDS`, `AXES`, `BOOKKEEPING`, `SECRETS`, ...), which
+method reads which field (`reads`), and the values a saved run lacks (`LEGACY`, `with_legacy`).
+
+Defaults are the spec's (METHOD_SPEC.md §1–4) but `bandit_returns` (raw: the preregistered study in
+results/bandit-returns/ decided); `None` means "the environment's default"
+(γ and the learning rate, spec §4), resolved by `beta_dqn.configuration.resolution.resolve`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+
+from beta_dqn.configuration.checks import ALGOS, DEVICES, LOSSES, WANDB_MODES, validate
+from learner.methods import METHODS
+
+# the value of each field that a saved run's configuration may lack (`with_legacy` gives it) and that a recorded
+# command may leave out (such commands name only the values that were not the default when they were written):
+# one bandit call per episode, β-DQN's μ from min–max normalised returns, ε decaying over 1M env steps whatever
+# the run's length, and Ray for a grid's runs too (docs/changelog.md says when each default changed). run_command
+# and grid_command name these flags whatever their value where the run's method reads them, so that a record's
+# command reads as it ran whatever the default becomes (an older record's: beta_dqn.reporting.records.pinned_command)
+LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_steps": 1_000_000, "runtime": "ray"}
+
+# Every field declares its role, and the rest of the program reads it from here:
+#   "computes" (the default): changes what a run computes; a grid axis when given as a comma list;
+#   "bookkeeping": names and directories of a run or a grid (never compared between runs);
+#   "run": where and how a run or a grid executes and reports (cluster, device, resources, logging);
+#   "secret": may hold a password (Redis URLs): masked wherever the configuration is written.
+# `algos` names the methods that read a field (all of them when absent): a grid gives the others the
+# default, and the report compares such a field only between runs of a method that reads it.
+# `resume` names what may be given a new value when continued with --resume: a "run", a "grid", or both.
+# the methods that act on DQN's ε-greedy schedule (spec §4), as their registry line says (`methods.Method.epsilon`):
+# the ε-greedy family, and a method that names the flag of its own that turns ε on (β-DQN's --beta-epsilon); such
+# a method reads the schedule only while that flag is on (`reads` with a configuration)
+EPSILON_ALGOS = tuple(name for name, method in METHODS.items() if method.epsilon)
+EPSILON_FIELDS = ("eps_start", "eps_end", "eps_decay_steps", "eps_decay_fraction")
+
+
+def _opt(default, help: str, role: str = "computes", algos: tuple[str, ...] = ALGOS, resume: tuple[str, ...] = ()):
+    return field(default=default, metadata={"help": help, "role": role, "algos": algos, "resume": resume})
+
+
+def _run(default, help: str, resume: tuple[str, ...] = ()):
+    return _opt(default, help, role="run", resume=resume)
+
+
+def _book(default, help: str):
+    return _opt(default, help, role="bookkeeping")
+
+
+BOTH = ("run", "grid")  # may change when a run or a grid is resumed
+
+
+def _beta(default, help: str):
+    return _opt(default, help, algos=("beta_dqn",))
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    """The flags every method shares; `Config` adds each method's own (`learner.methods.flags`)."""
+
+    # --- the run ---
+    env: str = _opt("MinAtar/Breakout", "environment name (docs/running.md lists them), or module:Id for a Gymnasium "
+                                        "id that your module registers when imported")
+    env_kwargs: str = _opt("", "a JSON object of keyword arguments for the env's constructor (Gymnasium ids, "
+                               "module:Id and the MiniGrid tasks), e.g. '{\"size\": 8}'")
+    algo: str = _opt("beta_dqn", f"algorithm: {', '.join(ALGOS)}")
+    seed: int = _opt(0, "seed of everything in the run (a grid: --seeds)")
+    total_steps: int = _opt(5_000_000, "training env steps (all actors)")
+    out: str = _book("", "run directory (default runs/<env>_<algo>_s<seed>); a grid's directory "
+                        "(default runs/grid-<time>)")
+    seeds: str = _book("", "a grid over seeds: 0-9, 0,3,7 or 0-2,5 (with comma lists of other flags: every "
+                           "combination)")
+    config: str = _book("", "a TOML (.toml) or YAML (.yaml, .yml) file of flags: its top level for every run, "
+                            "[algos.METHOD], [envs.ENV] and [envs.ENV.algos.METHOD] sections for the runs they "
+                            "name; the command line wins (docs/running.md#a-configuration-file)")
+    grid: str = _book("", "the grid a run belongs to (set by the grid; a W&B tag)")
+    variant: str = _book("", "the run's values of the grid's axes besides --env, --algo and the seed, e.g. "
+                             "bandit-returns=raw (set by the grid; names the run's column in the report)")
+    learner_cpus: float = _run(1.0, "grid: CPUs declared for each run's learner (a serial run: for the whole run)")
+    learner_gpus: float = _run(-1.0, "grid: GPUs declared for each run's learner (-1: a quarter where the "
+                                      "cluster has GPUs, else 0)")
+    retries: int = _run(2, "grid: times a run that crashed is started again (from its checkpoint)",
+                        resume=("grid",))
+    pack_seeds: int = _run(1, "grid: seeds of one configuration trained together by one learner process, in "
+                              "lockstep (their networks stacked, one vectorised update; each seed keeps its "
+                              "actors, replay, bandit and run directory); 1: a learner per seed",
+                           resume=("grid",))
+    # --- runtime ---
+    runtime: str = _opt("auto", "ray: actors as processes; serial: one process, deterministic for a seed "
+                                "(--actors 1 --envs-per-actor 1: episodes in sequence, as the paper's Algorithm 1); "
+                                "auto: ray for one run, serial for each run of a grid (one process a core, β's "
+                                "update on the learner's thread: bench/grid.py)")
+    actors: int = _opt(4, "actor processes")
+    envs_per_actor: int = _opt(4, "environments stepped together per actor")
+    actor_cpus: float = _run(0.0, "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors")
+    chunk_steps: int = _opt(64, "env steps an actor collects per call; transitions travel as one chunk")
+    arm_exchange: str = _beta("auto", "how actors reach the bandit: episode (one call per finished episode: "
+                                      "it reports the episode and brings its env's next arm), chunk (one call "
+                                      "per chunk: its finished episodes, and the arms of the actor's next "
+                                      "episodes, chosen ahead), auto (episode on --runtime serial, chunk on "
+                                      "Ray)")
+    replay_shards: int = _opt(1, "replay shards")
+    replay: str = _opt("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
+                                 "--replay-shards redis-servers with a generated password, on 127.0.0.1, or on "
+                                 "its node's cluster address when it joined a cluster), or "
+                                 "redis://[:password@]host:port[/db] (several comma-separated: one shard each; "
+                                 "password best from --replay-password-file or REDIS_PASSWORD: a command line is "
+                                 "visible to every user of the machine)", role="secret", resume=BOTH)
+    replay_password_file: str = _run("", "a file whose first line is the Redis password (for URLs that name "
+                                         "none; instead of REDIS_PASSWORD)", resume=BOTH)
+    replay_timeout: float = _run(60.0, "seconds a Redis shard may stay unreachable (the run pauses, retrying) "
+                                       "before the run stops")
+    replay_persist: bool = _run(False, "redis-local: keep an append-only file in the run directory")
+    run_id: str = _book("", "namespace of the run's keys in a shared Redis (default: the run directory's name + "
+                           "a random tag)")
+    address: str = _run("", "Ray cluster to join (default: RAY_ADDRESS, else local)", resume=BOTH)
+    device: str = _run("auto", f"learner device: {', '.join(DEVICES)}", resume=("run",))
+    learner_threads: int = _run(1, "torch CPU threads of the learner")
+    beta_thread: bool = _run(True, "β-DQN: update β on a second learner thread beside Q (same math, faster with "
+                                   "2+ cores)")
+    cuda_graphs: bool = _run(True, "GPU learner: capture the whole update as one CUDA graph and replay it per batch")
+    publish_every: int = _opt(10, "learner updates between weight broadcasts")
+    # --- training loop (spec §4) ---
+    batch_size: int = _opt(32, "minibatch size")
+    replay_capacity: int = _opt(100_000, "replay capacity (FIFO), all shards")
+    replay_ratio: float = _opt(0.25, "learner updates per env step inserted")
+    target_update: int = _opt(1000, "env steps between hard target copies")
+    learning_starts: int = _opt(5000, "env steps of uniform random acting first")
+    gamma: float | None = _opt(None, "discount (default: the env's, beta_dqn/configuration/defaults.toml: 0.9 "
+                                     "CliffWalk, else 0.99)")
+    lr: float | None = _opt(None, "Adam learning rate (default: the env's, "
+                                  "beta_dqn/configuration/defaults.toml, spec §4)")
+    loss: str = _opt("huber", f"TD loss: {', '.join(LOSSES)}")
+    eps_start: float = _opt(1.0, "DQN-family ε-greedy start", algos=EPSILON_ALGOS)
+    eps_end: float = _opt(0.01, "DQN-family ε-greedy end", algos=EPSILON_ALGOS)
+    eps_decay_steps: int | None = _opt(None, "env steps of the linear ε decay (default: 20%% of the run, "
+                                             "--eps-decay-fraction × --total-steps)", algos=EPSILON_ALGOS)
+    eps_decay_fraction: float = _opt(0.2, "the share of --total-steps over which ε decays where --eps-decay-steps "
+                                          "is not given (the paper's 1M of 5M, spec §4)", algos=EPSILON_ALGOS)
+    # --- evaluation (spec §4) ---
+    checkpoint_every: int = _run(100_000, "env steps between checkpoints (and one at the end); the run pauses "
+                                          "its actors to write one")
+    overwrite: bool = _run(False, "start a new run in an --out that holds one, removing that run's outputs "
+                                  "(default: refuse, naming --resume)")
+    take_run_id: bool = _run(False, "with --overwrite on a shared Redis: take a --run-id whose replay another run "
+                                    "directory claimed (that run can then no longer resume)")
+    resume: str = _book("", "continue the run in this directory from its checkpoint (other flags must match it)")
+    eval_every: int = _opt(100_000, "env steps between evaluations")
+    eval_episodes: int = _opt(30, "episodes per evaluation")
+    eval_epsilon: float = _opt(0.01, "ε of the evaluation policy")
+    # --- outputs ---
+    wandb: str = _run("", f"W&B mode: {', '.join(WANDB_MODES)} (default: WANDB_MODE, else offline)", resume=BOTH)
+    wandb_project: str = _run("beta-dqn", "W&B project")
+    log_every: float = _run(10.0, "seconds between metric lines", resume=("run",))
+    progress: bool = _run(True, "show a progress bar", resume=BOTH)
+    json: bool = _run(False, "print the summary as JSON on stdout (for scripts); default: a few lines for people",
+                      resume=BOTH)
+
+    def __post_init__(self):
+        validate(self)
+
+
+def _method_fields() -> list[tuple[str, type, dataclasses.Field]]:
+    """Every registered method's own flags (`<method>/flags.py`) as fields of Config, each read by the method
+    that declares it and by those its `also` names."""
+    taken = {f.name for f in dataclasses.fields(CoreConfig)}
+    gathered = []
+    for name, method in METHODS.items():
+        if method.flags is None:
+            continue
+        hints = typing.get_type_hints(method.flags)
+        for f in dataclasses.fields(method.flags):
+            if f.name in taken:
+                raise ValueError(f"method {name!r} declares a flag {f.name!r} that another already has")
+            taken.add(f.name)
+            gathered.append((f.name, hints[f.name], _opt(f.default, f.metadata["help"],
+                                                         algos=(name, *f.metadata["also"]))))
+    return gathered
+
+
+def _gathered() -> list[tuple[str, type, dataclasses.Field]]:
+    """CoreConfig's fields with the methods' own before its evaluation block (`METHOD_FLAGS_BEFORE`): a grid's
+    variants and run names follow this order."""
+    hints = typing.get_type_hints(CoreConfig)
+    core = [(f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
+            for f in dataclasses.fields(CoreConfig)]
+    at = next(i for i, (name, _, _) in enumerate(core) if name == METHOD_FLAGS_BEFORE)
+    return core[:at] + _method_fields() + core[at:]
+
+
+METHOD_FLAGS_BEFORE = "checkpoint_every"  # the first field of CoreConfig's evaluation block
+# The one configuration: the shared flags and every method's own. Every field is a flag of learner.main.
+# (made anew rather than derived from CoreConfig, whose fields would come first: its one method goes along)
+Config = dataclasses.make_dataclass("Config", _gathered(), frozen=True,
+                                    namespace={"__post_init__": CoreConfig.__post_init__})
+Config.__module__ = __name__  # (pickled by reference: a run's config crosses to Ray's processes)
+Config.__doc__ = """A run's whole configuration: `CoreConfig`'s flags and every registered method's (a frozen
+dataclass: one flag of learner.main per field)."""
+
+FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+# fields in which the seeds of a pack (`beta_dqn.driver.pack`) may differ: their numbers and their names (everything
+# else
+# is computed by one learner, so must be one configuration)
+PER_SEED = frozenset({"seed", "out", "run_id", "overwrite", "resume", "progress"})
+# fields that say where and how a run or a grid executes and reports, not what a run computes
+BOOKKEEPING = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] != "computes")
+SECRETS = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "secret")
+# what a resumed run / grid may be given again with a new value (the rest must agree with what was saved)
+RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "run" in f.metadata["resume"])
+GRID_RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "grid" in f.metadata["resume"])
+# the flags a grid takes as axes when given as comma lists (--seeds is the seed's axis)
+AXES = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "computes" and name != "seed")
+
+
+def kinds(name: str) -> tuple[type, ...]:
+    """The Python types field `name` takes (`type(None)` where it may be None)."""
+    hint = typing.get_type_hints(Config)[name]
+    return typing.get_args(hint) or (hint,)
+
+
+def fits(name: str, value) -> bool:
+    """Whether a Python value (not text: the command line's converters read text) is of field `name`'s type: a
+    bool is not a number (Python's bool is an int, never a count or a rate here), an int is a float, None only
+    where the field allows it; a list never (a grid's axis is the caller's to allow)."""
+    allowed = kinds(name)
+    if value is None:
+        return type(None) in allowed
+    if isinstance(value, bool):
+        return bool in allowed
+    if int in allowed:
+        return isinstance(value, int)
+    if float in allowed:
+        return isinstance(value, (int, float))
+    return str in allowed and isinstance(value, str)
+
+
+def reads(algo: str, name: str, config=None) -> bool:
+    """Whether method `algo` reads field `name` (fields of other methods it ignores). With `config` (a Config,
+    or a dict of fields such as config.json's), also whether it reads it in that configuration: a method whose
+    registry line names a flag of its own as its `epsilon` reads the ε schedule only while that flag is on."""
+    if algo not in FIELDS[name].metadata["algos"]:
+        return False
+    gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
+    if gate is None or config is None:
+        return True
+    value = config.get(gate, FIELDS[gate].default) if isinstance(config, dict) else getattr(config, gate)
+    return bool(value) if not isinstance(value, list) else any(value)  # a grid's axis: on in some of its runs
+
+
+def epsilon_gate(algo: str) -> str | None:
+    """The flag of method `algo`'s own without which it reads no ε schedule (its registry line's `epsilon`, where
+    that names a flag), or None."""
+    method = METHODS.get(algo)
+    return method.epsilon if method is not None and isinstance(method.epsilon, str) else None
+
+
+def with_legacy(config: dict) -> dict:
+    """A saved run's configuration with `LEGACY`'s value for each field it lacks that its method reads."""
+    return {**{k: v for k, v in LEGACY.items() if reads(config["algo"], k, config)}, **config}

@@ -1,0 +1,368 @@
+"""The run: the loop that wires actors, replay, learner, arm source and evaluator, in named phases.
+
+    collect     hand chunks to idle actors, as far as the replay ratio allows
+    update      the learner's owed updates; each may `publish` a weights version; target copies and
+                evaluations fall due on the learner's clock
+    harvest     finished chunks: counters, the replay's shard sizes, staleness, the logs
+    evaluate    record evaluations that have finished
+    checkpoint  when nothing is in flight at a checkpoint step: everything needed to continue
+
+Written once against `beta_dqn.driver.runtime`'s backend and `replay_service.client.ReplaySampler`, so the serial
+and the Ray runner, memory and Redis replay, are the same loop. `Run` also holds the methods of
+`beta_dqn.driver.checkpoints.RunCheckpoints` (writing a checkpoint, reading one back on a resume, the stop at a
+non-finite loss) and of `beta_dqn.driver.metrics.RunMetrics` (the logs' rows and summary.json).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from beta_dqn.configuration.flags import method_settings, public, replay_backend, settings
+from beta_dqn.driver.checkpoints import RunCheckpoints
+from beta_dqn.driver.metrics import RunMetrics
+from beta_dqn.driver.outputs import Clock, RunLogger, Window, write_whole
+from beta_dqn.driver.preflight import check_memory, check_room, preflight
+from beta_dqn.driver.runtime import Backend, build, make_backend, make_replay
+from beta_dqn.driver.signals import sigterm_interrupts
+from beta_dqn.driver.state import RunState, check_run_dir, claim_run_dir, interrupted_line, legacy_entries
+from beta_dqn.files import Written
+from learner.learner import Learner, LearnerSettings, pick_device
+from learner.methods import acting
+from replay_service.client import RateLimiter, shard_of
+from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
+
+HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)
+
+
+class Run(RunCheckpoints, RunMetrics):
+    def __init__(self, cfg, spec, resume: dict | None = None, learner=None):
+        """`resume`: a checkpoint (`beta_dqn.driver.resume.resume_config` reads it) to continue from. `learner`: this
+        seed's
+        `Learner` in a pack (`learner.packed.PackedLearner.seats`; `beta_dqn.driver.pack` updates it), else the run
+        makes its
+        own."""
+        self.cfg, self.spec, self.resumed = cfg, spec, resume
+        self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)
+        self.acting = acting(method_settings(cfg))
+        self.clock = Clock()  # startup, steady-state rates and where the learner's time goes
+        self.out = Path(cfg.out)
+        check_run_dir(self.out, resume is not None, cfg.overwrite)  # a run there is never replaced by accident
+        preflight(cfg)  # a CUDA device where asked for, what the replay needs (a server that answers)
+        check_memory(cfg, spec)  # a run that could never fit, refused before anything starts
+        check_room(cfg)  # actors a cluster of this machine could never place, refused before it starts
+        self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
+        self.replay = self.directory = self.written = None
+        own = []  # what the replay makes in the run directory (redis-local's servers' files): this run's to remove
+        # if it cannot start
+        made = None  # the learner, when this run made it (a run that cannot start closes it: β's thread ends)
+        try:
+            self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
+            own = [e for e in replay_backend(cfg.replay).run_dir_entries(cfg)
+                   if resume is None and not (self.out / e).exists()]
+            self.written = Written(self.out)  # what this run creates here: all it may prune or --overwrite remove
+            if resume is not None and self.written.new:  # a run with no record (an older version's): its files by name
+                self.written.add(*legacy_entries(self.out))
+            self.written.add("ray_warnings.log", *own)
+            torch.set_num_threads(cfg.learner_threads)
+            if learner is None:
+                made = learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
+            self.learner = learner
+            self.replay = make_replay(cfg, spec, self.backend, self.out, resume)
+            self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
+            if resume is not None:
+                self._restore(resume)
+            # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
+            write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
+            self.written.add("config.json")
+        except BaseException:
+            try:
+                if self.written is not None:
+                    self.written.discard()
+                if made is not None:
+                    made.close()
+            finally:  # (even if the first are interrupted: a second Ctrl-C)
+                self._shutdown(leftovers=[self.out / e for e in own], started=False)
+            raise
+        self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
+                                   cfg.chunk_steps * cfg.actors)
+        self.committed = self.state.env_steps  # env steps harvested + in flight
+        self.next_checkpoint = self.state.env_steps + cfg.checkpoint_every
+        # what the loop measures but does not keep across a resume
+        self.max_inflight = 0  # most chunks collected at once (all actors busy: == actors)
+        self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
+        self.staleness: Counter = Counter()  # versions behind -> chunks
+        self.placement = None
+        self.shared, self.shared_version = None, -1  # the weights in the object store, and their version
+        self.inflight: dict = {}  # future -> actor index
+        self.eval_futures: list = []
+        self.window = Window()  # metrics since the last log line
+        self.peak_rss = 0.0
+
+    def _shutdown(self, leftovers: list[Path] = (), started: bool = True) -> None:
+        """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process.
+        A run that could not start (`started=False`) lets go of its Redis run id and removes `leftovers` (what
+        its replay made in the run directory)."""
+        self.backend.shutdown()
+        if self.replay is not None:
+            self.replay.close(started=started or self.resumed is not None)
+        for path in leftovers:
+            shutil.rmtree(path, ignore_errors=True)
+        if self.directory is not None:
+            self.directory.release()
+
+    # ---- the loop ----
+    def run(self) -> dict:
+        # `kill`, `timeout`, a scheduler: as Ctrl-C (KeyboardInterrupt); not in a grid's Ray task (Ray's process)
+        with sigterm_interrupts(lambda: interrupted_line(self.out)) if self.backend.owned else contextlib.nullcontext():
+            return self._run()
+
+    def _run(self) -> dict:
+        self.open()
+        try:
+            self._start()
+            while True:
+                self._collect()
+                if self._round(self._update()):
+                    break
+            return self.finish()
+        except BaseException as e:
+            error = self.failed(e)
+            if error is e:
+                raise
+            raise error from None
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        """The learner closed (β's thread ended), then the run's parts shut down, even if the first is
+        interrupted (a second Ctrl-C)."""
+        try:
+            self.learner.close()
+        finally:
+            self._shutdown()
+
+    def open(self) -> None:
+        """The run's logs (continued on a resume); a run that cannot open them closes its learner and shuts its
+        parts down."""
+        st = self.state
+        try:
+            self.logger = RunLogger(self.cfg, self.out, self.cfg.total_steps, None if self.resumed is None else {
+                "env_steps": st.env_steps, "evals": st.finished_evals(), "wandb_id": st.wandb_id})
+            st.wandb_id = self.logger.wandb_id
+            self.written.add(*self.logger.created())
+            self.logger.advance(st.env_steps)
+        except BaseException:
+            self._close()
+            raise
+        self.t0 = self.last_log = time.perf_counter()
+
+    def _round(self, updated: int, block: bool = True) -> bool:
+        """The rest of a round of the loop, after its chunks were handed out and `updated` updates done:
+        evaluations, the end or a checkpoint when nothing is in flight, else finished chunks (waiting for one
+        when `block` and nothing was updated) and the logs. True when the run is over."""
+        self._record_evals(wait=False)
+        if not self.inflight:
+            if self._owes_nothing_at(self.cfg.total_steps):
+                self._milestones()
+                self.clock.stop(self.state.env_steps, self.learner.updates)
+                return True
+            if self._owes_nothing_at(self.next_checkpoint):
+                self._checkpoint()
+            return False
+        self._harvest(block=block and not updated)
+        self._log_when_due()
+        return False
+
+    def finish(self) -> dict:
+        """Every evaluation in, the summary and the last checkpoint written, the logs closed."""
+        self._record_evals(wait=True)
+        summary = self._finish()
+        self.logger.close(summary)
+        return summary
+
+    def failed(self, e: BaseException) -> BaseException:
+        """The logs closed as failed; what to raise. The replay gone or damaged (`ReplayUnavailable`): the
+        evaluations in flight recorded and a checkpoint of what was harvested written first (a resume rewinds
+        the replay to it), and the error is one line saying where to continue."""
+        if not isinstance(e, ReplayUnavailable):  # ReplayDamaged too; also as an actor call's cause
+            self.logger.close(None, failed=True)
+            return e
+        st = self.state
+        try:
+            self._record_evals(wait=True)  # evaluations do not use the replay: let them land first
+            self._save_checkpoint()
+            where = f"checkpoint written at env step {st.env_steps}: continue with --resume {self.out}"
+        except Exception as save_error:
+            where = f"no checkpoint could be written ({type(save_error).__name__})"
+        self.logger.close(None, failed=True)
+        kind = ReplayDamaged if isinstance(e, ReplayDamaged) else ReplayUnavailable
+        return kind(f"{str(getattr(e, 'cause', e)).splitlines()[0]}; {where}")
+
+    def _start(self) -> None:
+        """Every actor up before the first chunk: a process that starts while the learner is already updating
+        starts slowly on a busy machine and then acts on weights that are long out of date."""
+        backend, actors = self.backend, self.parts["actors"]
+        backend.get([backend.call(a, "ready") for a in actors])
+        self.clock.actors_ready()
+        if backend.concurrent:  # where the parts run (a grid on a cluster reports it)
+            self.placement = {"learner": backend.node(), "actors": backend.nodes(actors)}
+        self.t0 = time.perf_counter()
+
+    def _collect(self) -> None:
+        """Hand chunks to idle actors, as far as the replay ratio allows. Serial: one chunk per round, actors
+        in turn, so acting and learning interleave as in the paper."""
+        cfg, actors, busy = self.cfg, self.parts["actors"], set(self.inflight.values())
+        start = self.state.dispatched
+        for k in range(len(actors)):
+            i = (start + k) % len(actors)
+            if i in busy:
+                continue
+            # never past the next checkpoint: the run drains there (nothing in flight) and saves
+            n = min(cfg.chunk_steps, cfg.total_steps - self.committed, self.next_checkpoint - self.committed)
+            if n <= 0 or not self.limiter.may_collect(self.committed + n, self.learner.updates):
+                break
+            # the reference travels with every call (an actor restarted by Ray has no weights); the actor
+            # reads them only when the version is new to it
+            future = self.backend.call(actors[i], "collect", n, self._shared_weights(), self.learner.version,
+                                       self.committed)
+            self.inflight[future] = i
+            self.committed += n
+            self.state.dispatched += 1
+            if not self.backend.concurrent:
+                break
+        self.max_inflight = max(self.max_inflight, len(self.inflight))
+
+    def _update(self) -> int:
+        """The updates the ratio owes now (Ray: at most HARVEST_EVERY while chunks are in flight, so actors do
+        not idle and data lags a few versions at most); target copies and evaluations fall due on the
+        learner's clock, exactly after the update that step count owes. Returns the updates done."""
+        updated = 0
+        self._milestones()
+        while self.limiter.may_update(self.learner.updates, self.state.env_steps):
+            t_wait = time.perf_counter()
+            batch = self.replay.next_batch()
+            t_update = time.perf_counter()
+            self._updated(self.learner.update(batch), t_wait, t_update)
+            updated += 1
+            if updated >= HARVEST_EVERY and self.inflight and self.backend.concurrent:
+                break
+        return updated
+
+    def _updated(self, metrics: dict, t_wait: float, t_update: float) -> None:
+        """After an update of this run's learner (alone, or with its pack): its metrics, the clock, a weights
+        version when due, and the target copies and evaluations that update makes due."""
+        self.window.add_update(metrics)
+        self._check_finite(metrics["loss"])
+        self.clock.learner(t_update - t_wait, time.perf_counter() - t_update)
+        self._publish()
+        self._milestones()
+
+    def _publish(self) -> None:
+        """A new weights version every `publish_every` updates; shared when someone asks (`_shared_weights`)."""
+        if self.learner.updates % self.cfg.publish_every == 0:
+            self.learner.version += 1
+
+    def _shared_weights(self):
+        """The current version's weights, shared (put in Ray's object store) at most once per version
+        and only when an actor or the evaluator needs them: a version every `publish_every` updates can
+        come faster than actors ask (a GPU learner does ~1,500 updates/s), and a share costs ~1 ms."""
+        if self.shared_version != self.learner.version:
+            self.shared = self.backend.put(self.learner.weights())
+            self.shared_version = self.learner.version
+        return self.shared
+
+    def _harvest(self, block: bool) -> None:
+        """Finished chunks (waiting for one when `block`: no update was owed)."""
+        t_idle = time.perf_counter()
+        done = self.backend.ready(list(self.inflight), block=block)
+        if block:
+            self.clock.idle += time.perf_counter() - t_idle
+        for future in done:
+            i = self.inflight.pop(future)
+            self._account(i, self.backend.get(future))
+
+    def _account(self, i: int, stats: dict) -> None:
+        """Actor i's chunk is in the replay: count it, and tell a local arm source its finished episodes."""
+        st, episodes = self.state, stats["episodes"]
+        self.clock.chunk()
+        self.clock.actor(stats)
+        st.env_steps += stats["steps"]
+        self.replay.added(shard_of(i, self.cfg.replay_shards), stats["steps"])
+        st.episodes += len(episodes)
+        if "visits" in stats:
+            st.visits += stats["visits"]
+        st.arm_episodes += sum(ep["arm"] is not None for ep in episodes)
+        if self.parts["arm_local"]:  # the bandit hears from the actors; a local arm's copy from here
+            for ep in episodes:
+                if ep["arm"] is not None:
+                    self.parts["arm_source"].report(ep["arm"], ep["return"], 0.0)
+        seen = self.actor_versions[i]
+        seen[0] = stats["version"] if seen[0] < 0 else seen[0]
+        seen[1] = stats["version"]
+        behind = self.learner.version - stats["version"]
+        self.window.add_chunk(stats, behind)
+        self.staleness[behind] += 1
+        if self.clock.t_steady is None and st.env_steps >= self.limiter.first_update:
+            self.clock.start_steady(st.env_steps, self.learner.updates)
+            self.staleness.clear()  # the summary's staleness is the steady state's
+        self.logger.advance(stats["steps"])
+
+    def _owes_nothing_at(self, at: int) -> bool:
+        """Env step `at` is harvested and no update is owed: the run may stop or checkpoint there."""
+        return self.state.env_steps >= at and not self.limiter.may_update(self.learner.updates,
+                                                                          self.state.env_steps)
+
+    def _due(self, at: int) -> bool:
+        """Env step `at` is reached and the learner has done every update owed at `at`."""
+        return self.state.env_steps >= at and self.learner.updates >= self.limiter.owed(at)
+
+    def _milestones(self) -> None:
+        """Copy the target every `target_update` env steps and evaluate every `eval_every` (and at the
+        end), each on the learner's clock."""
+        cfg, st = self.cfg, self.state
+        while self._due(st.next_target):
+            self.learner.sync_target()
+            st.target_syncs.append((st.next_target, self.learner.updates))
+            st.next_target += cfg.target_update
+        while st.next_eval <= cfg.total_steps and self._due(st.next_eval):
+            self._start_eval(st.next_eval)
+            if st.next_eval == cfg.total_steps:
+                st.next_eval += 1  # done: the final evaluation is started
+            else:
+                st.next_eval = min(st.next_eval + cfg.eval_every, cfg.total_steps)
+
+    # ---- evaluate ----
+    def _start_eval(self, at: int) -> None:
+        """Evaluate the current weights (a new version) as those of env step `at`."""
+        self.learner.version += 1
+        self.eval_futures.append(self.backend.call(self.parts["evaluator"], "evaluate", self._shared_weights(), at))
+        self.state.evals[at] = None
+
+    def _record_evals(self, wait: bool) -> None:
+        """Record the evaluations that have finished (every one started, when `wait`)."""
+        done = list(self.eval_futures) if wait else self.backend.ready(self.eval_futures, block=False)
+        for future in done:
+            self.eval_futures.remove(future)
+            result = self.backend.get(future)
+            self.state.evals[result["env_steps"]] = result
+            self.logger.log_eval(result)
+
+    # ---- the arm source ----
+    def _arm(self, method: str, *args):
+        """Call the run's arm source: the bandit's Ray actor (β-DQN), or the run's own copy of the arm that
+        every actor holds locally (the other methods)."""
+        source = self.parts["arm_source"]
+        if self.parts["arm_local"]:
+            return getattr(source, method)(*args)
+        return self.backend.get(self.backend.call(source, method, *args))
+
+
+def train(cfg, spec, resume: dict | None = None) -> dict:
+    return Run(cfg, spec, resume).run()

@@ -1,0 +1,207 @@
+"""The Python API (public as `beta_dqn`): train a run, load a finished (or stopped) one, act with its
+evaluation policy, evaluate it.
+
+    from beta_dqn import train, load
+
+    run = train(env="CartPole-v1", algo="dqn", total_steps=20_000, runtime="serial", out="runs/cartpole")
+    run.summary["final_eval"]["return_mean"], run.run_dir
+    agent = load("runs/cartpole")
+    action = agent.act(obs)                                  # the method's evaluation policy, greedy
+    agent.evaluate(episodes=10, seed=0, video_dir="videos")  # scores; a video per episode where the env renders
+
+`train` takes the command line's settings as keywords (`total_steps=20_000` is `--total-steps 20000`) or as
+a `beta_dqn.configuration.fields.Config` (and `config="hp.toml"`: a `--config` file under them), runs one run as
+`python -m learner.main` does (the same checks, the same outputs in its directory) and returns its summary and
+directory. `load` reads a run directory's `checkpoint.pt` (tensors and plain data only: nothing is unpickled)
+on the CPU. The shell's form of `evaluate` is `python -m learner.evaluate RUN_DIR`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from actors.envs import EnvSpec, UnknownEnvError, env_spec, make_env
+from actors.evaluator import play
+from beta_dqn.configuration import config_file
+from beta_dqn.configuration.flags import FIELDS, Config, ConfigError, fit_warning, fits, kinds, resolve, settings
+from beta_dqn.driver.state import read_checkpoint
+from learner.methods import acting
+from learner.methods.numpy_net import NumpyNet, unflatten
+
+__all__ = ["Agent", "Trained", "load", "train"]
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What `train` returns: the run's summary (`summary.json`'s content) and its directory."""
+
+    summary: dict
+    run_dir: Path
+
+
+def train(config: Config | None = None, /, **flags) -> Trained:
+    """One run, from a `Config` or the command line's flags as keywords (both: the keywords replace the config's
+    fields). A mistake is a `ConfigError` whose message is the command line's one line; a value of a list (a
+    grid's axis) is refused: a grid runs from the shell (`python -m learner.main --seeds 0-4 ...`)."""
+    unknown = sorted(set(flags) - set(FIELDS))
+    if unknown:
+        raise TypeError(f"train() got unknown settings {', '.join(unknown)}; the settings are the fields of "
+                        "beta_dqn.configuration.fields.Config, as the command line's flags with '_' for '-' "
+                        "(total_steps=20_000 for --total-steps 20000)")
+    if isinstance(flags.get("env_kwargs"), dict):  # the natural Python form of --env-kwargs
+        flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
+    for name, value in flags.items():
+        _check_type(name, value)
+    cfg = dataclasses.replace(config or Config(), **flags)
+    if cfg.config:  # a configuration file under the settings given here (`config="hp.toml"`), as on the command line
+        given = set(flags) | {f for f in FIELDS if config is not None and getattr(config, f) != FIELDS[f].default}
+        values, sections, _ = config_file.apply(dataclasses.asdict(cfg), frozenset(given))
+        axis = next((k for k, v in values.items() if isinstance(v, list)), None)
+        if axis:
+            raise ConfigError(axis, f"{cfg.config} lists values (a grid axis): train() runs one run; a grid runs "
+                                    "from the shell (python -m learner.main --config FILE)")
+        cfg = Config(**config_file.for_run(values, sections))
+    for name in ("seeds", "resume", "pack_seeds"):
+        if getattr(cfg, name) != FIELDS[name].default:
+            raise ConfigError(name, f"{getattr(cfg, name)!r}: train() runs one run from its start; a grid, packed "
+                                    "seeds or a resume run from the shell (python -m learner.main)")
+    cfg, spec = resolve(cfg)
+    from beta_dqn.driver.run import train as run_training
+    from beta_dqn.driver.state import check_run_dir
+
+    check_run_dir(Path(cfg.out), False, cfg.overwrite)
+    warning = fit_warning(cfg)
+    if warning:
+        warnings.warn(warning.removeprefix("warning: "), stacklevel=2)
+    summary = run_training(cfg, spec)
+    return Trained(summary=summary, run_dir=Path(cfg.out))
+
+
+def _check_type(name: str, value) -> None:
+    """A keyword of `train` of its field's type (`beta_dqn.configuration.fields.fits`); a list (a grid's axis) never."""
+    if isinstance(value, (list, tuple)):
+        raise ConfigError(name, f"{value!r}: train() runs one run; a grid over a list of values runs from the shell "
+                                "(python -m learner.main)")
+    if not fits(name, value):
+        words = {int: "a whole number", float: "a number", str: "text", bool: "True or False", type(None): "None"}
+        raise ConfigError(name, f"{value!r}: give {' or '.join(words[a] for a in kinds(name))}")
+
+
+def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -> Agent:
+    """The agent of a run directory, as its last checkpoint left it (a finished run's: its final networks).
+
+    A run folder is data, not code: where the run's environment is a user module's (`module:Id`), `load` imports
+    that module, which runs its code, only when you name it (`env="module:Id"`, the run's own) or trust the run
+    (`trust_run=True`); otherwise it refuses in one line. Environments of installed packages (CliffWalk, MinAtar,
+    MiniGrid, registered Gymnasium ids) need neither."""
+    import torch  # (lazy: importing this module answers in a second)
+
+    run_dir = Path(run_dir)
+    path = run_dir / "checkpoint.pt"
+    if not path.is_file():
+        raise ValueError(f"no checkpoint.pt in {str(run_dir)!r}: give a run's directory (a run writes one at its "
+                         "end and every --checkpoint-every env steps)")
+    ckpt, saved = read_checkpoint(path, ValueError)
+    cfg = Config(**{k: v for k, v in saved.items() if k in FIELDS})
+    check_run_code(path, cfg.env, env, trust_run)
+    try:
+        spec = env_spec(cfg.env, cfg.env_kwargs)
+    except UnknownEnvError as e:
+        raise ConfigError("env", str(e)) from None
+    from learner.learner import Learner, LearnerSettings
+
+    learner = Learner.solo(settings(LearnerSettings, cfg), spec, torch.device("cpu"))
+    try:
+        learner.load_state_dict(ckpt["learner"])
+        weights = learner.weights()
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as e:  # shapes, names, another method's
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise ValueError(f"{path} does not fit {cfg.algo}'s networks on {spec.name} ({type(e).__name__}: "
+                         f"{reason})") from None
+    finally:
+        learner.close()
+    return Agent(cfg, spec, weights, int(ckpt["counters"]["env_steps"]))
+
+
+def check_run_code(path: Path, run_env, named: str | None, trust_run: bool) -> None:
+    """ValueError (one line) where loading the checkpoint at `path` would import a module that only the run names:
+    its environment is `module:Id`, and the user neither named that environment (`named`) nor trusts the run."""
+    if named is not None and named != run_env:
+        raise ValueError(f"env {named!r}: {path} ran on {run_env!r}; name that environment, or leave env out")
+    if not isinstance(run_env, str):
+        raise ValueError(f"{path}: its config's env is {run_env!r}, not an environment's name")
+    if ":" in run_env and named is None and not trust_run:
+        module = run_env.partition(":")[0]
+        raise ValueError(f"{path} ran on {run_env!r}, whose module {module!r} would be imported, running its code; "
+                         "a run folder is not trusted to name code: name the environment yourself (--env "
+                         f"{run_env} / env={run_env!r}) or trust the run (--trust-run / trust_run=True)")
+
+
+class Agent:
+    """A trained run's evaluation policy (`Acting.evaluate`: β-DQN's pure exploitation, Bootstrapped DQN's
+    vote, greedy on Q for the others), on numpy copies of its networks, as the run's evaluator acts."""
+
+    def __init__(self, config: Config, spec: EnvSpec, weights: dict, env_steps: int):
+        from beta_dqn.configuration.flags import method_settings
+
+        self.config, self.spec, self.env_steps = config, spec, env_steps
+        self._acting = acting(method_settings(config))
+        self._nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}
+        self._rng = np.random.default_rng(0)  # a vote's ties (Bootstrapped DQN), drawn as the evaluator draws
+
+    def act(self, obs) -> int:
+        """The action of the evaluation policy for one observation (greedy: no ε)."""
+        obs = np.asarray(obs)
+        if obs.shape != self.spec.obs_shape:
+            raise ValueError(f"an observation of shape {obs.shape}; {self.spec.name} gives {self.spec.obs_shape}")
+        values = self._acting.outputs(self._nets, obs[None])
+        return int(self._acting.evaluate("main", {k: v[0] for k, v in values.items()}, self._rng))
+
+    def evaluate(self, episodes: int = 10, seed: int = 0, video_dir: str | Path | None = None,
+                 epsilon: float | None = None) -> dict:
+        """`episodes` episodes of the evaluation policy with probability `epsilon` of a uniform action (default:
+        the run's `--eval-epsilon`, as its own evaluations), from environment and rng seeds `seed`. With
+        `video_dir` (a new or empty directory), each episode is recorded there (Gymnasium's `RecordVideo`:
+        the env must render `rgb_array` frames, and moviepy be installed)."""
+        if not isinstance(episodes, int) or isinstance(episodes, bool) or not 1 <= episodes <= 100_000:
+            raise ValueError(f"episodes={episodes!r}: give a whole number from 1 to 100,000")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+            raise ValueError(f"seed={seed!r}: give a whole number from 0 to 2**32 - 1")
+        epsilon = self.config.eval_epsilon if epsilon is None else epsilon
+        if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon={epsilon!r}: give a probability from 0 to 1")
+        env = self._env(seed, video_dir)
+        try:
+            returns, successes = play(self._acting, self._nets, env, np.random.default_rng(seed), episodes, epsilon,
+                                      self.spec.n_actions)
+        finally:
+            env.close()
+        return {"episodes": episodes, "return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
+                "success_rate": float(np.mean(successes)) if self.spec.has_success else None,
+                "returns": returns, **({"video_dir": str(video_dir)} if video_dir is not None else {})}
+
+    def _env(self, seed: int, video_dir):
+        if video_dir is None:
+            return make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs)
+        video_dir = Path(video_dir)
+        if video_dir.exists() and (not video_dir.is_dir() or any(video_dir.iterdir())):
+            raise ValueError(f"video_dir {str(video_dir)!r} exists and is not an empty directory; give a new one "
+                             "(nothing there is overwritten)")
+        try:
+            import moviepy  # noqa: F401  (RecordVideo's writer)
+        except ImportError:
+            raise ValueError("video_dir: recording needs moviepy (pip install moviepy, or "
+                             "bash deploy/install.sh --test)") from None
+        import gymnasium as gym
+
+        try:
+            env = make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs, render_mode="rgb_array")
+        except UnknownEnvError as e:
+            raise ValueError(f"video_dir: {e}") from None
+        return gym.wrappers.RecordVideo(env, str(video_dir), episode_trigger=lambda _: True, disable_logger=True)

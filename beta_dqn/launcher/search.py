@@ -1,0 +1,228 @@
+"""A hyperparameter search with Ray Tune, a run as its trainable (the command `beta-dqn-search`, or
+`python -m learner.search`).
+
+From the shell, a grid's command line is the search: every combination of the lists (and every seed) is a
+Tune trial, each trial one serial run of `python -m learner.main` in a directory of its own; then, for each
+environment and method, the searched values whose mean final score over the seeds is best:
+
+    python -m learner.search --env CartPole-v1 --algo dqn,beta_dqn --lr 3e-4,1e-4,3e-5 --seeds 0-2 \\
+        --total-steps 50000 --out runs/lr-search
+
+From Python, any of Tune's search spaces and schedulers over any flag; `trainable` runs one run from a trial's
+configuration (the command line's flags as keys, `total_steps` for `--total-steps`) and reports its final
+score; `best` reads the results:
+
+    from ray import tune
+    from beta_dqn.launcher.search import best, trainable
+    tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}), param_space={
+        "env": "CartPole-v1", "algo": tune.grid_search(["dqn", "beta_dqn"]), "lr": tune.loguniform(1e-5, 1e-3),
+        "seed": tune.grid_search([0, 1]), "total_steps": 50_000}, tune_config=tune.TuneConfig(num_samples=4))
+    print(best(tuner.fit()))
+
+The score is a run's last evaluation (success rate on MiniGrid and CliffWalk, the return elsewhere: the
+report's). Tune is the `tune` extra (`pip install -e ".[tune]"`). A trial reports once, at its run's end: a
+scheduler that stops trials early (ASHA) has nothing to compare before then.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from actors.envs import canonical_name
+from beta_dqn.configuration.cli import PROG as MAIN_PROG
+from beta_dqn.configuration.cli import is_grid, parse_command
+from beta_dqn.configuration.errors import OneLineParser, user_error
+from beta_dqn.configuration.flags import FIELDS, ConfigError, cli_name, flag_text
+from beta_dqn.driver.cluster import ClusterStartError
+from beta_dqn.driver.outputs import write_whole
+from beta_dqn.driver.runtime import RayBackend
+from beta_dqn.reporting.results import metric
+from replay_service.backends import masked
+
+PROG = "python -m learner.search"
+NOT_SEARCHED = ("env", "algo", "seed", "out", "grid", "variant", "progress", "json", "wandb", "runtime")
+
+
+def _flags(config: dict) -> dict:
+    """A trial's configuration as flags: `flags` (a run of a grid, as the shell's search gives) flattened; a
+    dict of `env_kwargs` as its JSON."""
+    flags = {**config.get("flags", {}), **{k: v for k, v in config.items() if k != "flags"}}
+    unknown = sorted(set(flags) - set(FIELDS))
+    if unknown:
+        raise ConfigError(unknown[0], "is not a flag of python -m learner.main (a trial's keys are its flags "
+                                      "without dashes, total_steps for --total-steps)")
+    for name in ("seeds", "resume", "config"):
+        if flags.get(name):
+            raise ConfigError(name, f"{flags[name]!r}: a trial runs one run from its start, its flags as values")
+    listed = next((k for k, v in flags.items() if isinstance(v, (list, tuple))), None)
+    if listed:
+        raise ConfigError(listed, f"{flags[listed]!r}: a trial's value is one value (Tune's grid_search lists them)")
+    if isinstance(flags.get("env_kwargs"), dict):
+        flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
+    return flags
+
+
+def trainable(config: dict) -> dict:
+    """Tune's trainable: one serial run of `python -m learner.main` with the trial's flags, in `run/` of the
+    trial's directory; its final score (`score`), the metric's name and the run's directory. A run that fails
+    fails the trial, with the run's last line of error."""
+    flags = {"wandb": "disabled", **_flags(config), "progress": False, "json": True}
+    flags["runtime"] = "serial"  # a trial is one process; Tune places the trials
+    flags["out"] = str(Path(_trial_dir()) / "run")
+    argv = [a for name, value in flags.items() if value is not None for a in (cli_name(name), flag_text(value))]
+    # in the directory the search started from (Tune moves a trial into its own): a relative path, or a
+    # module of `--env module:Id`, reads as the command line meant it (on one machine: on a cluster's other
+    # nodes, Tune's directory for the trial there)
+    cwd = os.environ.get("TUNE_ORIG_WORKING_DIR") or os.getcwd()
+    done = subprocess.run([sys.executable, "-m", "learner.main", *argv], capture_output=True, text=True, cwd=cwd)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise RuntimeError(f"{MAIN_PROG} exited {done.returncode}: {last}")
+    summary = json.loads(done.stdout)
+    env = summary.get("env") or flags.get("env") or FIELDS["env"].default
+    name = metric(env)
+    score = (summary.get("final_eval") or {}).get(name)
+    return {"score": float("nan") if score is None else float(score), "metric": name, "run_dir": flags["out"],
+            "env_steps": summary.get("env_steps")}
+
+
+def _trial_dir() -> str:
+    from ray import tune
+
+    return tune.get_context().get_trial_dir()
+
+
+def best(results) -> list[dict]:
+    """For each environment and method, the searched values (the flags whose value differs between its
+    trials, but the seed) with the best mean score over their trials' seeds; trials that failed or scored NaN
+    are counted and left out. `results`: Tune's ResultGrid, or (config, score)
+    pairs."""
+    pairs = []
+    failed = defaultdict(int)
+    for result in results:
+        config, score = ((result.config, (result.metrics or {}).get("score")) if hasattr(result, "config")
+                         else result)
+        flags = _flags(config)
+        key = (canonical_name(flags.get("env", FIELDS["env"].default)), flags.get("algo", FIELDS["algo"].default))
+        if getattr(result, "error", None) is not None or score is None or not math.isfinite(score):
+            failed[key] += 1
+            continue
+        pairs.append((key, flags, float(score)))
+    groups: dict = defaultdict(lambda: defaultdict(list))
+    searched: dict = {}
+    # a flag a trial does not name is at its default: every trial's flags in full before they are compared
+    names = {k for _, flags, _ in pairs for k in flags}
+    pairs = [(key, {k: flags.get(k, FIELDS[k].default) for k in names}, score) for key, flags, score in pairs]
+    for key in {key for key, _, _ in pairs}:  # the flags whose value differs between the group's trials
+        group = [flags for k, flags, _ in pairs if k == key]
+        searched[key] = {n for n in names if n not in NOT_SEARCHED
+                         and len({json.dumps(flags[n], sort_keys=True) for flags in group}) > 1}
+    for key, flags, score in pairs:
+        values = tuple(sorted((k, json.dumps(flags[k], sort_keys=True)) for k in searched[key]))
+        groups[key][values].append(score)
+    rows = []
+    for key in sorted(set(groups) | set(failed)):
+        candidates = sorted(((sum(s) / len(s), len(s), values) for values, s in groups.get(key, {}).items()),
+                            key=lambda c: (-c[0], c[2]))
+        mean, n, values = candidates[0] if candidates else (float("nan"), 0, ())
+        rows.append({"env": key[0], "algo": key[1], "best": {k: json.loads(v) for k, v in values},
+                     "score": mean, "seeds": n, "candidates": len(candidates), "failed": failed.get(key, 0),
+                     "runner_up": candidates[1][0] if len(candidates) > 1 else None})
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| env | method | best | mean score | seeds | runner-up | configurations | failed trials |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        best_text = " ".join(f"{cli_name(k)} {flag_text(v)}" for k, v in r["best"].items()) or "(one configuration)"
+        up = "" if r["runner_up"] is None else f"{r['runner_up']:.3f}"
+        lines.append(f"| {r['env']} | {r['algo']} | {best_text} | {r['score']:.3f} | {r['seeds']} | {up} | "
+                     f"{r['candidates']} | {r['failed']} |")
+    return "\n".join(lines)
+
+
+def _plan(rest: list[str]) -> tuple[Path, list[dict], dict]:
+    """The search's directory, its trials (each a run's flags: every flag off its default, and the grid's axes
+    whatever their value) and the command's values, checked as a grid's are (the same one-line mistakes)."""
+    args, named, sections = parse_command(rest)
+    if args.get("resume"):
+        raise ConfigError("resume", "a search starts anew; a finished trial's run directory is kept in --out")
+    if not is_grid(args):
+        raise ConfigError("seeds", "nothing to search: give a flag as a list (--lr 3e-4,1e-4) or --seeds")
+    if args["runtime"] == "ray" or args["pack_seeds"] != 1:
+        name = "runtime" if args["runtime"] == "ray" else "pack_seeds"
+        raise ConfigError(name, f"{flag_text(args[name])}: a trial is one serial run (Tune places the trials)")
+    if masked(args["replay"]) != args["replay"]:  # a trial's flags reach Tune's files and a command line
+        raise ConfigError("replay", "a search takes the Redis password from --replay-password-file or "
+                                    "REDIS_PASSWORD, not from the URL")
+    out = Path(args["out"] or "runs/search").resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError("out", f"{out} is {'not a directory' if not out.is_dir() else 'not empty'}: give a "
+                                 "search a directory of its own")
+    # one serial run a core: β's second thread would have no core of its own (as a grid's serial runs)
+    args = {**args, "runtime": "serial", "beta_thread": args["beta_thread"] if "beta_thread" in named else False}
+    from beta_dqn.launcher.grid_runs import Grid
+
+    grid = Grid(args, out, sections)  # every run checked, and resolved (environments, Redis): a mistake is one line
+    axes = {name for name, value in args.items() if isinstance(value, list)}
+    trials = []
+    for run in grid.runs:
+        trial = {k: v for k, v in run.items() if k not in ("out", "grid", "variant", "seeds", "run_id", "config")
+                 and (v != FIELDS[k].default or k in ("env", "algo", "seed") or k in axes)}
+        trial["replay"] = args["replay"]  # (the grid put the password in; the trial's run reads it again)
+        trials.append(trial)
+    return out, trials, args
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = OneLineParser(prog=PROG, description="A grid's command line as a Ray Tune search: every combination of "
+                      "the lists and every seed a trial (a serial run); then the best per environment and method. "
+                      f"Every flag of {MAIN_PROG} is taken (python -m learner.main --help).", add_help=True)
+    p.add_argument("--cpus", type=int, default=0, help="trials at once (default: this machine's cores; on a "
+                                                      "cluster, --address or RAY_ADDRESS, as its CPUs allow)")
+    own, rest = p.parse_known_args(argv)
+    if own.cpus < 0:
+        return user_error(PROG, f"--cpus {own.cpus}: give 0 (this machine's cores) or more")
+    try:
+        out, trials, args = _plan(rest)
+        from ray import tune
+    except ConfigError as e:
+        return user_error(PROG, str(e))
+    except ImportError:
+        return user_error(PROG, 'Ray Tune is not installed: pip install -e ".[tune]"')
+    import logging
+
+    logging.getLogger("ray").setLevel(logging.ERROR)  # Tune's notes on its own bookkeeping's speed, per trial
+    address = args["address"] or os.environ.get("RAY_ADDRESS", "")
+    cpus = own.cpus or (None if address else os.cpu_count() or 1)
+    try:  # a local cluster, or the one to join: as a run's (the same one-line failures)
+        backend = RayBackend(address, envs=sorted({t["env"] for t in trials}))
+    except (ConfigError, ClusterStartError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    try:
+        tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}),
+                           param_space={"flags": tune.grid_search(trials)},
+                           tune_config=tune.TuneConfig(max_concurrent_trials=cpus,
+                                                       trial_dirname_creator=lambda trial: trial.trial_id),
+                           run_config=tune.RunConfig(storage_path=str(out.parent), name=out.name, verbose=0))
+        rows = best(tuner.fit())
+    finally:
+        backend.shutdown()
+    write_whole(out / "best.json", json.dumps(_json_safe(rows), indent=2, allow_nan=False) + "\n")
+    print(json.dumps(_json_safe(rows), indent=2) if args["json"] else table(rows))
+    if not args["json"]:
+        print(f"\n{len(trials)} trials in {out} (best.json; each trial's run in its directory's run/)")
+    return 0 if all(r["failed"] == 0 for r in rows) else 1
+
+
+def _json_safe(rows: list[dict]) -> list[dict]:
+    """NaN (a group whose every trial failed) as null: best.json stays JSON."""
+    return [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in rows]

@@ -1,0 +1,50 @@
+"""RND (Burda et al. 2019; spec §7) on DQN: a bonus for observations the predictor has not learned yet.
+
+A fixed random target network f and a trained predictor f̂ (the same architecture, 128 outputs) see the
+next observation normalised by running mean/std and clipped to [−5, 5]. The intrinsic reward is the
+prediction error ‖f̂(x) − f(x)‖² / 128 divided by the running std of those errors; the TD target of Q uses
+r + scale · bonus (scale 10). The predictor is trained on the same minibatch. The running statistics
+are updated from each minibatch, by the learner, and saved with the learner's state.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from learner.methods.dqn.learning import acting_networks, q_loss, targets
+from learner.methods.networks import RunningMeanStd, make_network
+
+__all__ = ["acting_networks", "fixed", "intrinsic_reward", "loss", "networks", "targets"]
+
+FEATURES = 128
+OBS_CLIP = 5.0
+
+
+def networks(spec, cfg) -> dict:
+    return {"q": make_network(spec.obs_shape, spec.n_actions),
+            "rnd_predictor": make_network(spec.obs_shape, FEATURES)}
+
+
+def fixed(spec, cfg) -> dict:
+    return {"rnd_target": make_network(spec.obs_shape, FEATURES).requires_grad_(False),
+            "obs_norm": RunningMeanStd(tuple(spec.obs_shape)), "bonus_norm": RunningMeanStd(())}
+
+
+def intrinsic_reward(predictor, frozen, next_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(bonus per sample, no gradient; the predictor's loss). Updates both running statistics first."""
+    obs_norm, bonus_norm = frozen["obs_norm"], frozen["bonus_norm"]
+    obs_norm.update(next_obs)
+    x = ((next_obs.double() - obs_norm.mean) / obs_norm.std()).clamp(-OBS_CLIP, OBS_CLIP).float()
+    with torch.no_grad():
+        target = frozen["rnd_target"](x)
+    error = (predictor(x) - target).square().mean(1)
+    bonus_norm.update(error.detach())
+    bonus = (error.detach() / bonus_norm.std()).float()
+    return bonus, error.mean()
+
+
+def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:
+    bonus, loss_rnd = intrinsic_reward(nets["rnd_predictor"], frozen, batch["next_obs"])
+    loss_q, q_sa = q_loss(nets["q"], frozen["q"], batch, batch["reward"] + cfg.flags.rnd_scale * bonus, gamma, cfg.loss)
+    return loss_q + loss_rnd, {"loss_q": loss_q.detach(), "q_mean": q_sa.detach().mean(),
+                               "loss_rnd": loss_rnd.detach(), "intrinsic_mean": bonus.mean()}
