@@ -148,7 +148,7 @@ def test_minatar_gives_the_episodes_minatars_own_gym_env_gives(game):
     """Our env seeds the game as minatar.gym.BaseEnv does: the same observations, rewards and ends, step by step."""
     from minatar.gym import BaseEnv
 
-    from actors.envs import MINATAR_GAMES
+    from actors.envs.minatar import GAMES as MINATAR_GAMES
 
     name = "MinAtar/" + next(g for g in MINATAR_GAMES if g.lower() == game.replace("_", ""))
     _same(_steps(make_env(name), 7), _steps(BaseEnv(game=game, use_minimal_action_set=False), 7))
@@ -160,7 +160,7 @@ def test_minigrid_observes_as_minigrids_full_observation_wrappers_do(task):
     import gymnasium as gym
     from minigrid.wrappers import FullyObsWrapper, ImgObsWrapper
 
-    from actors.envs import MINIGRID_TASKS
+    from actors.envs.minigrid import TASKS as MINIGRID_TASKS
 
     gid, actions = MINIGRID_TASKS[task]
     ours = make_env(task)

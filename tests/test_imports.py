@@ -285,12 +285,12 @@ def code_words(path: Path) -> set[str]:
 
 def test_only_the_methods_and_the_environment_module_name_a_method_or_an_environment():
     """A method's names (LESSON's options, Bootstrapped DQN's heads) live in its folder, an environment's in
-    `actors/envs.py`: the shared code asks them (`Acting`, `EnvSpec`) instead of testing for a name."""
+    `actors/envs/` (the families): the shared code asks them (`Acting`, `EnvSpec`) instead of testing for a name."""
     assert METHOD_NAMES.search("lesson_tau") and METHOD_NAMES.search("CliffWalk") and not METHOD_NAMES.search("options")
     found = {}
     for path in sorted(modules().values()):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(("learner/methods/", "bench/")) or rel == "actors/envs.py":
+        if rel.startswith(("learner/methods/", "bench/")) or rel.startswith("actors/envs/"):
             continue
         extra = named(path) - NAMES_ALLOWED.get(rel, (set(), ""))[0]
         if extra:

@@ -7,7 +7,7 @@ import functools
 import tomllib
 from pathlib import Path
 
-from actors.envs import canonical_name
+from actors.envs import canonical_name, family_of
 
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 
@@ -18,8 +18,10 @@ def _table() -> dict:
 
 
 def env_defaults(name: str) -> tuple[float, float]:
-    """An environment's default γ and learning rate, by its name alone: nothing is imported or made (a report of
+    """An environment's default γ and learning rate (defaults.toml's for it, else its family's, else defaults.toml's
+    top level), by its name alone: nothing is imported or made (a report of
     a `module:Id` run reads them where the user's module is not importable)."""
-    table = _table()
+    table, family = _table(), family_of(name)
     own = table.get("envs", {}).get(canonical_name(name), {})
-    return float(own.get("gamma", table["gamma"])), float(own.get("lr", table["lr"]))
+    gamma = own.get("gamma", family.gamma if family.gamma is not None else table["gamma"])
+    return float(gamma), float(own.get("lr", family.lr if family.lr is not None else table["lr"]))

@@ -17,6 +17,7 @@ import tempfile
 
 import psutil
 
+from actors.envs import PLUGINS as ENV_PLUGINS
 from actors.envs import env_modules
 from beta_dqn.configuration.flags import ConfigError
 from learner.methods import PLUGINS
@@ -26,11 +27,11 @@ _THREAD_VARS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_TH
 
 
 def _worker_vars() -> dict[str, str]:
-    """What Ray's workers are given: one thread per numeric library, and the methods and replay backends
-    registered from outside the project (`methods.PLUGINS`, `replay_service.backends.PLUGINS`: a worker of a joined
-    cluster inherits nothing of this process; the modules must be importable there too, e.g. from the same
-    checkout on PYTHONPATH)."""
-    plugins = {name: os.environ[name] for name in (PLUGINS, REPLAY_PLUGINS) if os.environ.get(name)}
+    """What Ray's workers are given: one thread per numeric library, and the methods, replay backends and
+    environment families registered from outside the project (`learner.methods.PLUGINS`,
+    `replay_service.backends.PLUGINS`, `actors.envs.PLUGINS`: a worker of a joined cluster inherits nothing of this
+    process; the modules must be importable there too, e.g. from the same checkout on PYTHONPATH)."""
+    plugins = {name: os.environ[name] for name in (PLUGINS, REPLAY_PLUGINS, ENV_PLUGINS) if os.environ.get(name)}
     return {**_THREAD_VARS, **plugins}
 # set in every process of a Ray cluster that a run or grid started on this machine (a grid's runs among them)
 THIS_MACHINE_VAR = "BETA_DQN_THIS_MACHINE"

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.envs import SUCCESS_DOMAINS, domain
+from actors.envs import domain, success_domains
 from beta_dqn.configuration.errors import OneLineParser, user_error
 from beta_dqn.configuration.flags import LEGACY, ConfigError, cli_name, grid_command, parse_seeds, run_command, run_seed
 from beta_dqn.files import OutputDirectory, Unreadable, read_bounded, write_error
@@ -315,7 +315,7 @@ def _head(chosen: _Selection, described: dict, again: str, header: list[str], ro
         f"{len(runs)} finished runs" + (f" of seeds {seeds}" if chosen.kept is not None else "")
         + (f" ({'; '.join(left)})" if left else "") + ". "
         "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
-        f"{' and '.join(SUCCESS_DOMAINS)}, return elsewhere; mean over seeds [95% percentile bootstrap interval] "
+        f"{' and '.join(success_domains())}, return elsewhere; mean over seeds [95% percentile bootstrap interval] "
         "and, in Table 1, t[95% Student's t interval] (n = seeds). "
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range) and covers "
         "the mean less often than it says (at n = 5 about 83% of the time for normal scores, simulated); the t "

@@ -1,0 +1,69 @@
+"""An environment family is one module and one line: a family defined in the test tree (`tests/toy_env_family`,
+never shipped), named in `BETA_DQN_ENVS`, trains, evaluates and reports on both runtimes with its own names,
+domain, scoring and defaults, without a line of the project knowing it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_imports import ROOT, code_words, modules
+
+TOY = {"BETA_DQN_ENVS": "tests.toy_env_family", "PYTHONPATH": str(ROOT)}  # (Ray's workers inherit both)
+SHORT = ["--algo", "dqn", "--actors", "2", "--total-steps", "3000", "--learning-starts", "300", "--eval-every",
+         "1500", "--eval-episodes", "3", "--progress", "false", "--wandb", "disabled", "--json", "true"]
+
+
+def command(module, args, env=None):
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("runtime", ["serial", pytest.param("ray", marks=pytest.mark.integration)])
+def test_a_family_of_the_test_tree_trains_evaluates_and_reports(tmp_path, runtime):
+    out = tmp_path / "run"
+    done = command("learner.main", ["--env", "ToyChain/Short", *SHORT, "--runtime", runtime, "--out", str(out)],
+                   env=TOY)
+    assert done.returncode == 0, done.stderr[-2000:]
+    config = json.loads((out / "config.json").read_text())
+    assert config["env"] == "ToyChain/Short" and config["gamma"] == 0.95 and config["lr"] == 1e-3  # its defaults
+    summary = json.loads(done.stdout)
+    assert summary["final_eval"]["success_rate"] is not None  # it reports success, as it declares
+    report = command("learner.report", [str(out), "--out", str(tmp_path / "report")], env=TOY)
+    assert report.returncode == 0, report.stderr[-2000:]
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "ToyChain" in text and "success rate on CliffWalk and MiniGrid and ToyChain" in text
+
+
+def test_its_names_are_known_and_its_mistakes_are_one_line(tmp_path):
+    done = command("learner.main", ["--env", "ToyChain/Nope", *SHORT, "--runtime", "serial",
+                                    "--out", str(tmp_path / "x")], env=TOY)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "the toy chains are ToyChain/Short, ToyChain/Long" in done.stderr
+    done = command("learner.main", ["--env", "NoSuchEnv-v9", *SHORT, "--out", str(tmp_path / "y")], env=TOY)
+    assert done.returncode == 2 and "ToyChain/Short, ToyChain/Long" in done.stderr, done.stderr
+    done = command("learner.main", ["--env", "ToyChain/Short", "--env-kwargs", '{"n": 3}', *SHORT,
+                                    "--out", str(tmp_path / "z")], env=TOY)
+    assert done.returncode == 2 and "takes no keyword arguments" in done.stderr, done.stderr
+
+
+def test_without_its_variable_the_family_is_unknown(tmp_path):
+    done = command("learner.main", ["--env", "ToyChain/Short", *SHORT, "--out", str(tmp_path / "x")],
+                   env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and "unknown env 'ToyChain/Short'" in done.stderr, done.stderr
+
+
+def test_a_family_that_takes_another_familys_name_is_refused():
+    from actors.envs import Family, register
+
+    with pytest.raises(ValueError, match="belong to another family already"):
+        register(Family("Mine", names=("CliffWalk",), make=lambda *a: None))
+    with pytest.raises(ValueError, match="is registered already"):
+        register(Family("MinAtar", names=(), make=lambda *a: None))
+
+
+def test_no_line_of_the_project_names_the_toy_family():
+    named = {str(p.relative_to(ROOT)) for p in modules().values() if any("ToyChain" in w for w in code_words(p))}
+    assert not named, sorted(named)
