@@ -16,6 +16,7 @@ from replay_service.contract import BackendError
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
+MAX_GRID_RUNS = 10_000  # runs in one grid or search, every axis times the seeds: checked before any is planned
 ALGOS = tuple(METHODS)
 LOSSES = ("huber", "mse")
 ARM_EXCHANGES = ("auto", "episode", "chunk")

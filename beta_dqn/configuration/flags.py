@@ -18,7 +18,7 @@ as
 
 from __future__ import annotations
 
-from beta_dqn.configuration.checks import ALGOS, parse_seeds, replay_backend
+from beta_dqn.configuration.checks import ALGOS, MAX_GRID_RUNS, parse_seeds, replay_backend
 from beta_dqn.configuration.commands import cli_name, flag_text, grid_command, run_command
 from beta_dqn.configuration.errors import ConfigError, OutputError
 from beta_dqn.configuration.fields import (
@@ -56,7 +56,8 @@ from beta_dqn.configuration.schedule import (
 from beta_dqn.configuration.settings import method_settings, settings
 
 __all__ = [
-    "ALGOS", "AXES", "BOOKKEEPING", "FIELDS", "GRID_RESUME_MAY_CHANGE", "LEGACY", "PER_SEED", "RESUME_MAY_CHANGE",
+    "ALGOS", "AXES", "BOOKKEEPING", "FIELDS", "GRID_RESUME_MAY_CHANGE", "LEGACY", "MAX_GRID_RUNS", "PER_SEED",
+    "RESUME_MAY_CHANGE",
     "SECRETS", "Config", "ConfigError", "OutputError", "cli_name", "epsilon_decay_steps", "epsilon_plan",
     "epsilon_schedule", "fit_warning", "fits", "flag_text", "grid_command", "kinds", "method_settings",
     "no_update_error", "parse_seeds", "public", "reads", "replay_backend", "resolve", "restore_password",

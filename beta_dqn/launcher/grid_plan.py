@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 from pathlib import Path
 
 from beta_dqn.configuration.config_file import Section, for_run
 from beta_dqn.configuration.flags import (
     FIELDS,
+    MAX_GRID_RUNS,
     PER_SEED,
     Config,
     ConfigError,
@@ -37,6 +39,12 @@ def expand(args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()) -> li
         if not values:
             raise ConfigError(name, "an empty list")
     seeds = parse_seeds(args["seeds"]) if args.get("seeds") else [args["seed"]]
+    sizes = [*((name, len(values)) for name, values in axes), ("seeds", len(seeds))]
+    total = math.prod(n for _, n in sizes)
+    if total > MAX_GRID_RUNS:  # before planning: a plan costs time and memory a run (about 2 KB)
+        product = " × ".join(f"{n:,} {cli_name(name)[2:]}" for name, n in sizes)
+        raise ConfigError(max(sizes, key=lambda s: s[1])[0], f"the grid is {product} = {total:,} runs; a grid or "
+                          f"search holds at most {MAX_GRID_RUNS:,}: split it into grids of their own")
     runs: dict[str, dict] = {}
     for combination in itertools.product(*(values for _, values in axes)):
         chosen = {name: value for (name, _), value in zip(axes, combination, strict=True)}
