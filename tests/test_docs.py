@@ -51,11 +51,17 @@ MESSAGES = [
     ("beta_dqn/configuration/cli.py", "expected true/false, got"),
     ("beta_dqn/configuration/cli.py", "an empty item in the list"),
     ("beta_dqn/configuration/cli.py", "appears twice in the list"),
-    ("actors/envs.py", "or module:Id for an id your module registers"),
-    ("actors/envs.py", "it must be importable from the working directory or the Python path"),
-    ("actors/envs.py", "is registered with Gymnasium but cannot be made here"),
-    ("actors/envs.py", "only Discrete is supported"),
-    ("actors/envs.py", "only Box is supported"),
+    ("actors/envs/registry.py", "or module:Id for an id your module registers"),
+    ("actors/envs/gymnasium_ids.py", "it must be importable from the working directory or the Python path"),
+    ("actors/envs/registry.py", "is registered with Gymnasium but cannot be made here"),
+    ("actors/envs/gymnasium_ids.py", "only Discrete is supported"),
+    ("actors/envs/gymnasium_ids.py", "only Box is supported"),
+    ("actors/envs/__init__.py", "has a 0-d observation space {}; give a Box of at least one dimension"),
+    ("actors/envs/checked.py", "where its observation space says {}"),
+    ("actors/envs/checked.py", "a non-finite observation (nan or inf)"),
+    ("actors/envs/checked.py", "not (observation, info): the Gymnasium API (0.26 and later) is needed"),
+    ("beta_dqn/launcher/main.py", "; the run stopped (its last checkpoint, if it wrote one, is kept)"),
+    ("beta_dqn/launcher/grid_plan.py", "search holds at most {}: split it into grids of their own"),
     ("beta_dqn/driver/preflight.py", "cuda: no CUDA device is available here; use auto or cpu"),
     ("replay_service/plugins.py", "cannot register the {} of"),
     # run directories
@@ -279,8 +285,8 @@ def test_the_message_check_can_fail():
     assert not on_page("is in use by {} — elsewhere", "x is in use by y: one process")
 
 
-CODE_REF = re.compile(r"`((?:actors|configuration|driver|launcher|learner|meta_controller|methods|replay_service|"
-                      r"reporting|bench|tests)/[\w/]+\.py): ([^`]+)`")
+CODE_REF = re.compile(r"`((?:actors|beta_dqn|learner|meta_controller|replay_service|bench|tests)/[\w/]+\.py): "
+                      r"([^`]+)`")
 
 
 def defined_names(relative: str) -> set[str]:

@@ -24,12 +24,13 @@ import actors.envs.cliffwalk  # noqa: F401  (each built-in family registers itse
 import actors.envs.gymnasium_ids  # noqa: F401  (the last: it takes every name no other family owns)
 import actors.envs.minatar  # noqa: F401
 import actors.envs.minigrid  # noqa: F401
+from actors.envs.checked import Checked, EnvFailed
 from actors.envs.registry import PLUGINS, Family, Kwargs, UnknownEnvError, families, family_of, known_names, register
 from replay_service.plugins import load_plugins
 
-__all__ = ["MAX_NESTING", "PLUGINS", "EnvSpec", "Family", "UnknownEnvError", "canonical_kwargs", "canonical_name",
-           "domain", "env_modules", "env_spec", "families", "family_of", "known_names", "make_env", "nesting",
-           "parse_env_kwargs", "register", "scored_by_success", "success_domains"]
+__all__ = ["MAX_NESTING", "PLUGINS", "EnvFailed", "EnvSpec", "Family", "UnknownEnvError", "canonical_kwargs",
+           "canonical_name", "domain", "env_modules", "env_spec", "families", "family_of", "known_names", "make_env",
+           "nesting", "parse_env_kwargs", "register", "scored_by_success", "success_domains"]
 
 _JSON_KINDS = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
                bool: "true or false", type(None): "null"}
@@ -152,7 +153,8 @@ def _build(name: str, kwargs: str = "", render_mode: str | None = None) -> tuple
     if render_mode and not family.renders:
         raise UnknownEnvError(f"{name} renders no frames (Gymnasium ids, module:Id envs and the MiniGrid "
                               f"tasks render {render_mode!r} where their makers wrote it)")
-    return family.make(name, Kwargs(given, kwargs), render_mode), family.success
+    env = family.make(name, Kwargs(given, kwargs), render_mode)
+    return (env if family.trusted else Checked(env, name)), family.success
 
 
 def make_env(name: str, seed: int | None = None, kwargs: str = "", render_mode: str | None = None) -> gym.Env:
@@ -169,6 +171,10 @@ def env_spec(name: str, kwargs: str = "") -> EnvSpec:
     name, kwargs = canonical_name(name), canonical_kwargs(kwargs)
     env, has_success = _build(name, kwargs)
     space = env.observation_space
+    if not space.shape:
+        env.close()
+        raise UnknownEnvError(f"env {name!r} has a 0-d observation space {space}; give a Box of at least one "
+                              "dimension (a scalar as shape (1,))")
     grid = getattr(env.unwrapped, "state_grid", None)
     spec = EnvSpec(
         name=name,

@@ -52,4 +52,4 @@ class CliffWalk(gym.Env):
 
 
 register(Family("CliffWalk", names=("CliffWalk",), make=lambda name, kwargs, render_mode: CliffWalk(),
-                success=True, takes_kwargs=False, renders=False))
+                success=True, takes_kwargs=False, renders=False, trusted=True))

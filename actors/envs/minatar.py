@@ -61,4 +61,5 @@ def canonical(name: str) -> str:
 
 
 register(Family("MinAtar", names=tuple(f"MinAtar/{g}" for g in GAMES), make=make,
-                owns=lambda name: name.startswith("MinAtar/"), canonical=canonical, takes_kwargs=False, renders=False))
+                owns=lambda name: name.startswith("MinAtar/"), canonical=canonical, takes_kwargs=False, renders=False,
+                trusted=True))

@@ -71,4 +71,4 @@ def make(name: str, kwargs: dict, render_mode: str | None) -> gym.Env:
     return MiniGridPaper(make_registered(name, gid, kwargs, disable_env_checker=True, **fixed), actions)
 
 
-register(Family("MiniGrid", names=tuple(TASKS), make=make, success=True))
+register(Family("MiniGrid", names=tuple(TASKS), make=make, success=True, trusted=True))

@@ -43,6 +43,8 @@ class Family:
     - `takes_kwargs`, `renders`: whether `--env-kwargs` and a render mode (for videos) reach its maker.
     - `gamma`, `lr`: its environments' default discount and learning rate, where `beta_dqn/configuration/
       defaults.toml` (the spec's values for the built-in environments) names none.
+    - `trusted`: the built-in families' (CliffWalk, MinAtar, MiniGrid); every other family's environments run
+      inside `checked.Checked`, so that their failures mid-run are one line.
     The network follows the observation's shape (`learner.methods.networks`): a W×H×C grid gets the conv net,
     anything else the MLP."""
 
@@ -56,6 +58,7 @@ class Family:
     renders: bool = True
     gamma: float | None = None
     lr: float | None = None
+    trusted: bool = False  # this project's own: its environments run without `checked.Checked` around them
 
     def has(self, name: str) -> bool:
         return self.owns(name) if self.owns is not None else name in self.names

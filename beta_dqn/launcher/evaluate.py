@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
+from actors.envs import EnvFailed
 from beta_dqn.configuration.cli import read_bool
 from beta_dqn.configuration.errors import OneLineParser, user_error
 
@@ -51,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         result = agent.evaluate(episodes=args.episodes, seed=args.seed, video_dir=args.video, epsilon=args.epsilon)
     except ValueError as e:  # ConfigError too: an unreadable run, a bad number, a video that cannot be made
         return user_error(PROG, str(e))
+    except EnvFailed as e:  # the environment's own failure while it played
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps({"run_dir": args.run_dir, "env": agent.spec.name, "algo": agent.config.algo,
                           "env_steps": agent.env_steps, **result}, indent=2))

@@ -13,6 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
+from actors.envs import EnvFailed
 from beta_dqn.configuration.cli import PROG, is_grid, parse_command
 from beta_dqn.configuration.config_file import for_run
 from beta_dqn.configuration.errors import user_error
@@ -180,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         if type(e).__name__ in ("ActorDiedError", "RayActorError"):  # restarted MAX_RESTARTS times already
             print(f"python -m learner.main: an actor process kept dying; the run stopped "
                   f"({str(e).strip().splitlines()[0]})", file=sys.stderr)
+            return 1
+        if isinstance(e, EnvFailed):  # (from a Ray actor: its RayTaskError, whose own text is the traceback)
+            print(f"python -m learner.main: {getattr(e, 'cause', None) or e}; the run stopped (its last checkpoint, "
+                  "if it wrote one, is kept)", file=sys.stderr)
             return 1
         if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError, ClusterStartError)):
             raise
