@@ -1,8 +1,9 @@
-"""Plugins of the registries: modules named in an environment variable (`BETA_DQN_METHODS`, `BETA_DQN_REPLAYS`)
-that register a method or a replay backend of their own when imported. Whatever such a module does wrong while
-being imported (raises anything, has a syntax error, is a relative name, calls `sys.exit`) is one `PluginError`,
-a line naming the variable and the module: a command says it and exits 2 (`learner.entry`), Python code gets an
-ImportError it can catch. (Here, the lowest of the packages that hold a registry, so that both can import it.)"""
+"""Plugins of the registries: modules named in an environment variable (`BETA_DQN_METHODS`, `BETA_DQN_REPLAYS`,
+`BETA_DQN_ENVS`) that register a method, a replay backend or an environment family of their own when imported.
+Whatever such a module does wrong while being imported (raises anything, has a syntax error, is a relative name,
+calls `sys.exit`) is one `PluginError`, a line naming the variable and the module: a command says it and exits 2
+(`learner.entry`), Python code gets an ImportError it can catch. (Here, the lowest of the packages that hold a
+registry, so that all three can import it.)"""
 
 from __future__ import annotations
 

@@ -57,11 +57,34 @@ def test_without_its_variable_the_family_is_unknown(tmp_path):
 
 def test_a_family_that_takes_another_familys_name_is_refused():
     from actors.envs import Family, register
+    from actors.envs.registry import register_last
 
     with pytest.raises(ValueError, match="belong to another family already"):
         register(Family("Mine", names=("CliffWalk",), make=lambda *a: None))
+    with pytest.raises(ValueError, match="MinAtar/Pong belong to another family already"):  # MinAtar owns it
+        register(Family("Mine", names=("MinAtar/Pong",), make=lambda *a: None))
+    with pytest.raises(ValueError, match="DoorKey belong to another family already"):  # it would own DoorKey
+        register(Family("Mine", names=(), make=lambda *a: None, owns=lambda name: name.startswith("Door")))
     with pytest.raises(ValueError, match="is registered already"):
         register(Family("MinAtar", names=(), make=lambda *a: None))
+    with pytest.raises(ValueError, match="last family is 'Other' already"):
+        register_last(Family("Late", names=("LateEnv",), make=lambda *a: None))
+
+
+def test_the_catalogue_lists_the_built_in_names_in_its_order():
+    from actors.envs import known_names, success_domains
+
+    assert known_names() == ["CliffWalk", "MinAtar/Asterix", "MinAtar/Breakout", "MinAtar/Freeway",
+                             "MinAtar/Seaquest", "MinAtar/SpaceInvaders", "DoorKey", "Unlock", "SimpleCrossing-Easy",
+                             "SimpleCrossing-Hard", "LavaCrossing-Easy", "LavaCrossing-Hard"]
+    assert success_domains() == ("CliffWalk", "MiniGrid")
+
+
+def test_ray_workers_are_given_the_variable(monkeypatch):
+    from beta_dqn.driver.cluster import worker_runtime_env
+
+    monkeypatch.setenv("BETA_DQN_ENVS", "tests.toy_env_family")
+    assert worker_runtime_env([])["env_vars"]["BETA_DQN_ENVS"] == "tests.toy_env_family"
 
 
 def test_no_line_of_the_project_names_the_toy_family():

@@ -1,4 +1,4 @@
-"""A method is a learning module, an acting class and one registry line (`methods.METHODS`)."""
+"""A method is a learning module, an acting class and one registry line (`learner.methods.METHODS`)."""
 
 import numpy as np
 import pytest

@@ -8,7 +8,7 @@ import importlib
 
 import gymnasium as gym
 
-from actors.envs.registry import Family, UnknownEnvError, make_registered, register, unknown
+from actors.envs.registry import Family, UnknownEnvError, make_registered, register_last, unknown
 
 
 def _import_env_module(name: str) -> str:
@@ -42,4 +42,4 @@ def make(name: str, kwargs, render_mode: str | None) -> gym.Env:
     return env
 
 
-register(Family("Other", names=(), make=make, owns=lambda name: True), last=True)
+register_last(Family("Other", names=(), make=make, owns=lambda name: True))

@@ -71,18 +71,25 @@ FAMILIES: list[Family] = []  # in the order they are asked: the first that owns 
 _LAST: list[Family] = []  # the family that takes every name no other owns (`gymnasium_ids`)
 
 
-def register(family: Family, last: bool = False) -> None:
+def register(family: Family) -> None:
     """Add a family (before the catalogue's last, which takes every other name); ValueError for a second family
-    of one domain or a name another family lists."""
+    of one domain, or names that another family owns or that the new one would take from another."""
     if not isinstance(family, Family):
         raise ValueError(f"register takes a Family, got {type(family).__name__}")
-    known = families()
-    if any(f.domain == family.domain for f in known):
+    if any(f.domain == family.domain for f in families()):
         raise ValueError(f"an environment family named {family.domain!r} is registered already")
-    taken = sorted({n for f in known for n in f.names} & set(family.names))
+    taken = sorted({n for f in FAMILIES for n in family.names if f.has(n)}
+                   | {n for f in FAMILIES for n in f.names if family.has(n)})
     if taken:
         raise ValueError(f"family {family.domain!r}: {', '.join(taken)} belong to another family already")
-    (_LAST if last else FAMILIES).append(family)
+    FAMILIES.append(family)
+
+
+def register_last(family: Family) -> None:
+    """The catalogue's last family, which owns every name no other does (`gymnasium_ids`): one."""
+    if _LAST:
+        raise ValueError(f"the catalogue's last family is {_LAST[0].domain!r} already")
+    _LAST.append(family)
 
 
 def families() -> list[Family]:

@@ -19,7 +19,7 @@ score; `best` reads the results:
         "seed": tune.grid_search([0, 1]), "total_steps": 50_000}, tune_config=tune.TuneConfig(num_samples=4))
     print(best(tuner.fit()))
 
-The score is a run's last evaluation (success rate on MiniGrid and CliffWalk, the return elsewhere: the
+The score is a run's last evaluation (success rate on CliffWalk and MiniGrid, the return elsewhere: the
 report's). Tune is the `tune` extra (`pip install -e ".[tune]"`). A trial reports once, at its run's end: a
 scheduler that stops trials early (ASHA) has nothing to compare before then.
 """

@@ -427,7 +427,7 @@ RUNS_CSV = ("env", "algo", "variant", "seed", "env_steps", "score", "metric", "t
 
 
 def write_runs_csv(runs: list, path: Path) -> None:
-    """One row per run: what it ran, its final score (success rate on MiniGrid and CliffWalk, return elsewhere),
+    """One row per run: what it ran, its final score (success rate on CliffWalk and MiniGrid, return elsewhere),
     its training episodes' score over its last evaluation interval (`train_score`, same metric; empty when none
     was logged), how long and how fast, the commit of the code that ran it and the CPU model it ran on (empty
     where the run did not record it)."""

@@ -218,7 +218,7 @@ def _reads(algo: str, key: str, run: RunData | None = None) -> bool:
 
 
 def metric(env: str) -> str:
-    """The score the paper reports: success rate on MiniGrid and CliffWalk, return otherwise."""
+    """The score the paper reports: success rate on CliffWalk and MiniGrid, return otherwise."""
     return "success_rate" if scored_by_success(env) else "return_mean"
 
 
