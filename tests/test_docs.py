@@ -62,6 +62,8 @@ MESSAGES = [
     ("actors/envs/checked.py", "not (observation, info): the Gymnasium API (0.26 and later) is needed"),
     ("beta_dqn/launcher/main.py", "; the run stopped (its last checkpoint, if it wrote one, is kept)"),
     ("beta_dqn/launcher/grid_plan.py", "search holds at most {}: split it into grids of their own"),
+    ("beta_dqn/launcher/api.py", "the videos could not be made ({}); none of this"),
+    ("beta_dqn/launcher/api.py", "is a symbolic link; give a directory of its own (a video is never written"),
     ("beta_dqn/driver/preflight.py", "cuda: no CUDA device is available here; use auto or cpu"),
     ("replay_service/plugins.py", "cannot register the {} of"),
     # run directories
@@ -321,8 +323,8 @@ def test_code_the_pages_name_exists(name):
     assert not missing, f"docs/{name} names code that is not there: {missing}"
 
 
-PATH_REF = re.compile(r"`((?:actors|configuration|driver|launcher|learner|meta_controller|methods|replay_service|"
-                      r"reporting|bench|tests|deploy|results)/[\w./=-]*)`")
+PATH_REF = re.compile(r"`((?:actors|beta_dqn|learner|meta_controller|replay_service|bench|tests|deploy|results)/"
+                      r"[\w./=-]*)`")
 
 
 def test_paths_the_pages_name_exist():

@@ -20,17 +20,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from actors.envs import EnvSpec, UnknownEnvError, env_spec, make_env
+from actors.envs import EnvFailed, EnvSpec, UnknownEnvError, env_spec, make_env
 from actors.evaluator import play
 from beta_dqn.configuration import config_file
 from beta_dqn.configuration.flags import FIELDS, Config, ConfigError, fit_warning, fits, kinds, resolve, settings
 from beta_dqn.driver.state import read_checkpoint
+from beta_dqn.files import write_error
 from learner.methods import acting
 from learner.methods.numpy_net import NumpyNet, unflatten
 
@@ -167,8 +170,10 @@ class Agent:
                  epsilon: float | None = None) -> dict:
         """`episodes` episodes of the evaluation policy with probability `epsilon` of a uniform action (default:
         the run's `--eval-epsilon`, as its own evaluations), from environment and rng seeds `seed`. With
-        `video_dir` (a new or empty directory), each episode is recorded there (Gymnasium's `RecordVideo`:
-        the env must render `rgb_array` frames, and moviepy be installed)."""
+        `video_dir` (a new or empty directory, never a link), each episode is recorded there (Gymnasium's
+        `RecordVideo`: the env must render `rgb_array` frames, and moviepy be installed); where a video cannot be
+        made or written (a full or read-only disk, no pygame), ValueError in one line, and the videos of this call
+        are removed (no half-written file stays)."""
         if not isinstance(episodes, int) or isinstance(episodes, bool) or not 1 <= episodes <= 100_000:
             raise ValueError(f"episodes={episodes!r}: give a whole number from 1 to 100,000")
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
@@ -176,12 +181,24 @@ class Agent:
         epsilon = self.config.eval_epsilon if epsilon is None else epsilon
         if not isinstance(epsilon, (int, float)) or isinstance(epsilon, bool) or not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon={epsilon!r}: give a probability from 0 to 1")
+        made = video_dir is not None and not os.path.lexists(video_dir)
         env = self._env(seed, video_dir)
         try:
-            returns, successes = play(self._acting, self._nets, env, np.random.default_rng(seed), episodes, epsilon,
-                                      self.spec.n_actions)
-        finally:
-            env.close()
+            try:
+                returns, successes = play(self._acting, self._nets, env, np.random.default_rng(seed), episodes,
+                                          epsilon, self.spec.n_actions)
+            finally:
+                env.close()  # (RecordVideo writes an episode's video as it ends, the last one here)
+        except (EnvFailed, KeyboardInterrupt):
+            _remove_videos(env, video_dir, made)
+            raise
+        except Exception as e:  # noqa: BLE001 - the video's writer (moviepy, ffmpeg, pygame) or the disk
+            if video_dir is None:
+                raise
+            _remove_videos(env, video_dir, made)
+            cause = write_error(Path(video_dir), e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+            raise ValueError(f"video_dir: the videos could not be made ({cause.splitlines()[0]}); none of this "
+                             "call's is kept") from None
         return {"episodes": episodes, "return_mean": float(np.mean(returns)), "return_std": float(np.std(returns)),
                 "success_rate": float(np.mean(successes)) if self.spec.has_success else None,
                 "returns": returns, **({"video_dir": str(video_dir)} if video_dir is not None else {})}
@@ -190,6 +207,9 @@ class Agent:
         if video_dir is None:
             return make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs)
         video_dir = Path(video_dir)
+        if video_dir.is_symlink():
+            raise ValueError(f"video_dir {str(video_dir)!r} is a symbolic link; give a directory of its own (a video "
+                             "is never written through a link)")
         if video_dir.exists() and (not video_dir.is_dir() or any(video_dir.iterdir())):
             raise ValueError(f"video_dir {str(video_dir)!r} exists and is not an empty directory; give a new one "
                              "(nothing there is overwritten)")
@@ -200,8 +220,35 @@ class Agent:
                              "bash deploy/install.sh --test)") from None
         import gymnasium as gym
 
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # frames to arrays only: no display, and no SDL line
         try:
             env = make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs, render_mode="rgb_array")
         except UnknownEnvError as e:
             raise ValueError(f"video_dir: {e}") from None
-        return gym.wrappers.RecordVideo(env, str(video_dir), episode_trigger=lambda _: True, disable_logger=True)
+        try:
+            video_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            env.close()
+            raise ValueError(f"video_dir: {write_error(video_dir, e)}") from None
+        with warnings.catch_warnings():  # (its "overwriting existing videos" of the empty directory made here)
+            warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
+            return gym.wrappers.RecordVideo(env, str(video_dir), episode_trigger=lambda _: True, disable_logger=True)
+
+
+def _remove_videos(env, video_dir, made: bool) -> None:
+    """What one `evaluate` wrote into `video_dir` (new or empty when it began, never a link): its files, and the
+    directory where the call made it; the recorder `env` forgets its frames (else its finalizer warns of an
+    unsaved video)."""
+    if video_dir is None:
+        return
+    env.recorded_frames, env.recording = [], False
+    if not os.path.isdir(video_dir) or os.path.islink(video_dir):
+        return
+    if made:
+        shutil.rmtree(video_dir, ignore_errors=True)
+        return
+    for entry in Path(video_dir).iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
