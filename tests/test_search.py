@@ -64,6 +64,9 @@ def test_a_trial_s_flags_reach_the_run_as_their_own_types():
     (["--env", "CliffWalk", "--lr", "1e-3,1e-3"], "appears twice"),
     (["--resume", "runs/x"], "a search starts anew"),
     (["--lr", "1e-3,3e-4", "--cpus", "-1"], "--cpus -1: give 0"),
+    # the flags' own parser names this command, not learner.main
+    (["--lr", "1e-3,3e-4", "--bogus", "3"], "python -m learner.search: error: unrecognized arguments: --bogus 3"),
+    (["--lr", "1e-3,3e-4", "--gamma", "x"], "python -m learner.search: error: argument --gamma: invalid float"),
 ])
 def test_a_search_mistake_is_one_line(argv, said, capsys, tmp_path):
     try:

@@ -106,10 +106,11 @@ def _readers(name: str) -> str:
     return ", ".join(names)
 
 
-def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
+def build_parser(defaults: bool = True, prog: str = PROG) -> argparse.ArgumentParser:
     """learner.main's flags, one per Config field, in `--help`'s groups; `defaults=False`: a flag not given is
-    absent from the result (the fields a command names, e.g. a recorded run's)."""
-    parser = OneLineParser(prog=PROG, usage=f"{PROG} [--FLAG VALUE ...]", description=_DESCRIPTION, epilog=_EPILOG,
+    absent from the result (the fields a command names, e.g. a recorded run's); `prog`: the command whose mistakes
+    its errors name (`learner.search` takes the same flags)."""
+    parser = OneLineParser(prog=prog, usage=f"{prog} [--FLAG VALUE ...]", description=_DESCRIPTION, epilog=_EPILOG,
                            formatter_class=_DefaultsFormatter)
     groups = {title: parser.add_argument_group(title) for title in HELP_GROUPS}
     hints = typing.get_type_hints(Config)
@@ -140,11 +141,11 @@ _EPILOG = ("A grid: any flag that changes what a run computes, given as a comma 
            "0-9). A flag a method does not read keeps its default for that method's runs.")
 
 
-def parse_command(argv: list[str] | None = None) -> tuple[dict, frozenset[str], tuple[Section, ...]]:
+def parse_command(argv: list[str] | None = None, prog: str = PROG) -> tuple[dict, frozenset[str], tuple[Section, ...]]:
     """The command line's values with `--config`'s file under them (every field), the flags the command line
     or the file's top level named, and the file's sections for each run (`config_file.for_run`)."""
-    args = vars(build_parser().parse_args(argv))
-    named = frozenset(vars(build_parser(defaults=False).parse_args(argv)))
+    args = vars(build_parser(prog=prog).parse_args(argv))
+    named = frozenset(vars(build_parser(defaults=False, prog=prog).parse_args(argv)))
     args, sections, from_file = config_file.apply(args, named)
     return args, named | from_file, sections
 

@@ -151,7 +151,7 @@ def table(rows: list[dict]) -> str:
 def _plan(rest: list[str]) -> tuple[Path, list[dict], dict]:
     """The search's directory, its trials (each a run's flags: every flag off its default, and the grid's axes
     whatever their value) and the command's values, checked as a grid's are (the same one-line mistakes)."""
-    args, named, sections = parse_command(rest)
+    args, named, sections = parse_command(rest, prog=PROG)
     if args.get("resume"):
         raise ConfigError("resume", "a search starts anew; a finished trial's run directory is kept in --out")
     if not is_grid(args):
