@@ -115,6 +115,31 @@ def test_a_0d_observation_space_is_refused_before_the_run(user_dir, monkeypatch)
         env_spec("badenvs:Bad-v0", '{"shape": []}')
 
 
+def test_float_observations_of_a_whole_number_space_are_refused_not_truncated(user_dir, monkeypatch):
+    (user_dir / "floaty.py").write_text(
+        "import gymnasium as gym, numpy as np\n"
+        "class F(gym.Env):\n"
+        "    observation_space = gym.spaces.Box(0, 255, shape=(2,), dtype=np.uint8)\n"
+        "    action_space = gym.spaces.Discrete(2)\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        return np.zeros(2, np.uint8), {}\n"
+        "    def step(self, a):\n"
+        "        return np.full(2, 0.7), 0.0, False, False, {}\n"
+        "gym.register('Floaty-v0', entry_point=F, max_episode_steps=10)\n")
+    monkeypatch.syspath_prepend(str(user_dir))
+    env = make_env("floaty:Floaty-v0", seed=0)
+    with pytest.raises(EnvFailed, match="an observation of float64 where its observation space holds uint8"):
+        env.step(0)
+
+
+def test_a_module_that_exits_while_imported_is_one_line_not_exit_0(user_dir):
+    (user_dir / "quits.py").write_text("import sys\nsys.exit(0)\n")
+    done = _command(user_dir, "learner.main", "--env", "quits:Q-v0", "--runtime", "serial", "--out",
+                    str(user_dir / "run"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "module 'quits' called sys.exit(0) while being imported" in done.stderr
+
+
 def test_the_error_is_an_exception_to_catch_in_python(user_dir, monkeypatch):
     monkeypatch.syspath_prepend(str(user_dir))
     env = make_env("badenvs:Bad-v0", seed=0, kwargs='{"mode": "raise", "at": 2}')

@@ -107,6 +107,8 @@ def test_load_and_evaluate_refuse_in_one_line(tmp_path, trained):
         agent.evaluate(epsilon="0.1")
     with pytest.raises(ValueError, match="seed=-1"):
         agent.evaluate(seed=-1)
+    with pytest.raises(ValueError, match="an observation with nan or inf in it"):
+        agent.act([np.nan, 0.0, 0.0, 0.0])
     full = tmp_path / "videos"
     full.mkdir()
     (full / "mine.mp4").write_bytes(b"x")
@@ -243,3 +245,14 @@ def test_the_evaluate_command(trained, tmp_path):
                        ([str(trained.run_dir), "--episodes", "x"], "invalid int value: 'x'")):
         bad = _evaluate(*args)
         assert bad.returncode == 2 and says in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_train_takes_pythons_own_forms_of_a_setting(tmp_path):
+    """A path where the field is text, and numpy scalars where it is a number (issue: both were refused)."""
+    run = train(**{**TINY, "seed": np.int64(3), "lr": np.float64(1e-3), "total_steps": np.int32(1000)},
+                out=tmp_path / "run")
+    assert run.run_dir == tmp_path / "run" and run.summary["env_steps"] == 1000
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["seed"] == 3 and config["lr"] == 1e-3 and config["out"] == str(tmp_path / "run")
+    with pytest.raises(ConfigError, match="--seed: PosixPath"):
+        train(**TINY, seed=tmp_path, out=str(tmp_path / "other"))

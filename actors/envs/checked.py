@@ -28,6 +28,7 @@ class Checked(gym.Wrapper):
         space = env.observation_space
         self._shape = tuple(space.shape)
         self._floats = np.issubdtype(space.dtype, np.floating)
+        self._whole = np.issubdtype(space.dtype, np.integer) or space.dtype == np.bool_
 
     def _where(self, what: str) -> str:
         return f"env {self._name!r} at its {what}"
@@ -39,6 +40,9 @@ class Checked(gym.Wrapper):
                             f"says {self._shape}")
         if self._floats and not np.isfinite(obs).all():
             raise EnvFailed(f"{self._where(what)}: a non-finite observation (nan or inf)")
+        if self._whole and np.issubdtype(np.asarray(obs).dtype, np.floating):  # stored as the space's dtype
+            raise EnvFailed(f"{self._where(what)}: an observation of {np.asarray(obs).dtype} where its observation "
+                            f"space holds {self.env.observation_space.dtype} (it would be stored truncated)")
 
     def reset(self, **kwargs):
         try:

@@ -18,6 +18,9 @@ def _import_env_module(name: str) -> str:
         raise UnknownEnvError(f"env {name!r}: give module:Id, a module that registers the Gymnasium id Id")
     try:
         importlib.import_module(module)
+    except SystemExit as e:  # it would end the command as if it had run (exit 0)
+        raise UnknownEnvError(f"env {name!r}: module {module!r} called sys.exit({e.code!r}) while being imported"
+                              ) from None
     except Exception as e:  # noqa: BLE001 - the user's module: whatever it raises is one line
         reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise UnknownEnvError(f"env {name!r}: module {module!r} cannot be imported ({type(e).__name__}: {reason}); "

@@ -59,6 +59,7 @@ def train(config: Config | None = None, /, **flags) -> Trained:
                         "(total_steps=20_000 for --total-steps 20000)")
     if isinstance(flags.get("env_kwargs"), dict):  # the natural Python form of --env-kwargs
         flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
+    flags = {name: _plain(name, value) for name, value in flags.items()}
     for name, value in flags.items():
         _check_type(name, value)
     cfg = dataclasses.replace(config or Config(), **flags)
@@ -84,6 +85,16 @@ def train(config: Config | None = None, /, **flags) -> Trained:
         warnings.warn(warning.removeprefix("warning: "), stacklevel=2)
     summary = run_training(cfg, spec)
     return Trained(summary=summary, run_dir=Path(cfg.out))
+
+
+def _plain(name: str, value):
+    """Python's natural forms of a setting as the field's own: a path (`out=Path(...)`) as text where the field
+    is text, a numpy scalar (`lr=np.float32(1e-4)`, `seed=np.int64(3)`) as its Python number."""
+    if isinstance(value, os.PathLike) and str in kinds(name):
+        return os.fspath(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def _check_type(name: str, value) -> None:
@@ -163,6 +174,8 @@ class Agent:
         obs = np.asarray(obs)
         if obs.shape != self.spec.obs_shape:
             raise ValueError(f"an observation of shape {obs.shape}; {self.spec.name} gives {self.spec.obs_shape}")
+        if np.issubdtype(obs.dtype, np.number) and not np.isfinite(obs).all():
+            raise ValueError(f"an observation with nan or inf in it; {self.spec.name} gives finite ones")
         values = self._acting.outputs(self._nets, obs[None])
         return int(self._acting.evaluate("main", {k: v[0] for k, v in values.items()}, self._rng))
 
