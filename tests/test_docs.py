@@ -63,6 +63,7 @@ MESSAGES = [
     ("beta_dqn/launcher/main.py", "; the run stopped (its last checkpoint, if it wrote one, is kept)"),
     ("beta_dqn/launcher/grid_plan.py", "search holds at most {}: split it into grids of their own"),
     ("beta_dqn/launcher/api.py", "the videos could not be made ({}); none of this"),
+    ("beta_dqn/driver/signals.py", "the run goes on (an environment whose episode never ends, or an actor that "),
     ("beta_dqn/launcher/api.py", "is a symbolic link; give a directory of its own (a video is never written"),
     ("beta_dqn/driver/preflight.py", "cuda: no CUDA device is available here; use auto or cpu"),
     ("replay_service/plugins.py", "cannot register the {} of"),

@@ -146,3 +146,34 @@ def test_the_error_is_an_exception_to_catch_in_python(user_dir, monkeypatch):
     env.step(np.int64(0))
     with pytest.raises(EnvFailed, match="at its step 2: ValueError"):
         env.step(0)
+
+
+def test_a_run_that_makes_no_progress_says_so_and_goes_on(user_dir, monkeypatch, capfd):
+    """An environment that hangs for 3 s once (a stall of 1 s, set here, where a run's is 10 minutes): one warning
+    line while it hangs, and the run ends as it would have."""
+    from beta_dqn import train
+    from beta_dqn.driver import signals
+
+    (user_dir / "slowenv.py").write_text(
+        "import time, gymnasium as gym, numpy as np\n"
+        "class Slow(gym.Env):\n"
+        "    observation_space = gym.spaces.Box(0, 1, shape=(2,), dtype=np.float32)\n"
+        "    action_space = gym.spaces.Discrete(2)\n"
+        "    t = 0\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        return np.zeros(2, np.float32), {}\n"
+        "    def step(self, a):\n"
+        "        Slow.t += 1\n"
+        "        if Slow.t == 150:\n"
+        "            time.sleep(3)\n"
+        "        return np.zeros(2, np.float32), 0.0, Slow.t % 10 == 0, False, {}\n"
+        "gym.register('Slow-v0', entry_point=Slow, max_episode_steps=20)\n")
+    monkeypatch.syspath_prepend(str(user_dir))
+    monkeypatch.setattr(signals, "STALL_SECONDS", 1.0)
+    run = train(env="slowenv:Slow-v0", algo="dqn", runtime="serial", actors=1, envs_per_actor=1, total_steps=400,
+                learning_starts=100, eval_every=400, eval_episodes=1, wandb="disabled", progress=False,
+                out=str(user_dir / "run"))
+    err = capfd.readouterr().err
+    assert run.summary["env_steps"] == 400
+    assert "warning: no env step, update or evaluation for 0.0167 minutes (env step " in err, err
+    assert "the run goes on" in err

@@ -30,7 +30,7 @@ from beta_dqn.driver.metrics import RunMetrics
 from beta_dqn.driver.outputs import Clock, RunLogger, Window, write_whole
 from beta_dqn.driver.preflight import check_memory, check_room, preflight
 from beta_dqn.driver.runtime import Backend, build, make_backend, make_replay
-from beta_dqn.driver.signals import sigterm_interrupts
+from beta_dqn.driver.signals import sigterm_interrupts, stall_watch
 from beta_dqn.driver.state import RunState, check_run_dir, claim_run_dir, interrupted_line, legacy_entries
 from beta_dqn.files import Written
 from learner.learner import Learner, LearnerSettings, pick_device
@@ -127,10 +127,11 @@ class Run(RunCheckpoints, RunMetrics):
         self.open()
         try:
             self._start()
-            while True:
-                self._collect()
-                if self._round(self._update()):
-                    break
+            with stall_watch(lambda: (self.state.env_steps, self.learner.updates, len(self.state.evals))):
+                while True:
+                    self._collect()
+                    if self._round(self._update()):
+                        break
             return self.finish()
         except BaseException as e:
             error = self.failed(e)

@@ -244,3 +244,35 @@ def sigterm_interrupts(line, when_cluster_gone=None):
             raise Interrupted
     finally:
         watch.stop()
+
+
+STALL_SECONDS = 600.0  # no env step, update or evaluation for this long: the run says so, once a stall
+
+
+@contextlib.contextmanager
+def stall_watch(progress, stall: float | None = None):
+    """While the block runs, a thread reads `progress()` (a tuple of counters) every quarter of `stall` seconds
+    (at most 30 s); where none has moved for `stall` seconds, one warning line on stderr, once a stall, and the run
+    goes on: an environment whose episode never ends, or an actor that hangs, looks like this."""
+    stall = STALL_SECONDS if stall is None else stall
+    stop = threading.Event()
+
+    def watch() -> None:
+        last, since, said = progress(), time.monotonic(), False
+        while not stop.wait(min(stall / 4, 30.0)):
+            now = progress()
+            if now != last:
+                last, since, said = now, time.monotonic(), False
+            elif not said and time.monotonic() - since >= stall:
+                said = True
+                print(f"warning: no env step, update or evaluation for {stall / 60:.3g} minutes (env step "
+                      f"{now[0]:,}); the run goes on (an environment whose episode never ends, or an actor that "
+                      "hangs, looks like this)", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=watch, name="stall-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
