@@ -18,12 +18,13 @@ def _cause(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}".rstrip(": ")
 
 
-class Checked(gym.Wrapper):
+class Checked(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """`env` with every `reset` and `step` checked (a shape comparison a step, and `isfinite` where the space
-    holds floats)."""
+    holds floats). It records its arguments, so Gymnasium can build the same environment again from `env.spec`."""
 
     def __init__(self, env: gym.Env, name: str):
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, name=name)
+        gym.Wrapper.__init__(self, env)
         self._name, self._steps = name, 0
         space = env.observation_space
         self._shape = tuple(space.shape)
