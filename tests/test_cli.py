@@ -76,8 +76,9 @@ CASES = [
     (["--resume", "/nonexistent/run"], "--resume: no checkpoint.pt in '/nonexistent/run'"),
     (["--seed", "2147483648"], "--seed: must be in [0, 2147483647], got 2147483648"),
     (["--seeds", "0-1000000000"], "--seeds: '0-1000000000' names more than 10,000 seeds"),
-    (["--lr", "1e-4,2e-4", "--seeds", "0-9999"], "--seeds: the grid is 2 lr × 10,000 seeds = 20,000 runs; a grid or "
-                                                  "search holds at most 10,000: split it into grids of their own"),
+    (["--lr", "1e-4,2e-4", "--seeds", "0-9999"],
+     "--seeds: the grid is 2 lr × 10,000 seeds = 20,000 combinations; a grid or search holds at most 10,000: split it "
+     "into grids of their own"),
     (["--seeds", "0,2147483648"], "--seeds: '0,2147483648'; seeds must be in [0, 2147483647]"),
     (["--replay", "redis-local", "--address", "ray://127.0.0.1:1"],
      "--replay: redis-local with a ray:// client: its servers would run on this machine"),

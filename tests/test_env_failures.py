@@ -148,6 +148,29 @@ def test_the_error_is_an_exception_to_catch_in_python(user_dir, monkeypatch):
         env.step(0)
 
 
+def test_the_stall_watch_says_a_stall_once_and_never_while_things_move():
+    """`watch_stalls` on a clock of the test's own: no timing, so no load can move the outcome."""
+    from beta_dqn.driver.signals import watch_stalls
+
+    # progress per tick (a tick is stall/4 = 2.5 s): moving, then stuck for 10 ticks, moving, stuck again for 5
+    counters = [*range(8), *[8] * 10, *range(9, 14), *[14] * 5]
+    clock, said, ticks = [0.0], [], iter(counters)
+
+    def wait(seconds):
+        clock[0] += seconds
+        return clock[0] > 2.5 * (len(counters) - 1)
+
+    watch_stalls(lambda: (next(ticks),), 10.0, wait, clock=lambda: clock[0], say=said.append)
+    assert len(said) == 2, said  # one a stall (10 ticks = 25 s; 5 ticks = 12.5 s), none while moving
+    assert said[0].startswith("warning: no env step, update or evaluation for 0.167 minutes (env step 8)")
+    assert "(env step 14)" in said[1]
+    said.clear()
+    ticks = iter(range(len(counters)))
+    clock[0] = 0.0
+    watch_stalls(lambda: (next(ticks),), 10.0, wait, clock=lambda: clock[0], say=said.append)
+    assert said == []
+
+
 def test_a_run_that_makes_no_progress_says_so_and_goes_on(user_dir, monkeypatch, capfd):
     """An environment that hangs for 3 s once (a stall of 1 s, set here, where a run's is 10 minutes): one warning
     line while it hangs, and the run ends as it would have."""

@@ -49,7 +49,7 @@ class Checked(gym.Wrapper, gym.utils.RecordConstructorArgs):
         try:
             out = self.env.reset(**kwargs)
         except Exception as e:  # noqa: BLE001 - the environment's own code: whatever it raises is one line
-            raise EnvFailed(f"{self._where('reset')} (after {self._steps} steps): {_cause(e)}") from None
+            raise EnvFailed(f"{self._where('reset')} (after {self._steps} steps): {_cause(e)}") from e
         if not (isinstance(out, tuple) and len(out) == 2):
             raise EnvFailed(f"{self._where('reset')}: it returned {type(out).__name__}, not (observation, info): "
                             "the Gymnasium API (0.26 and later) is needed")
@@ -62,7 +62,7 @@ class Checked(gym.Wrapper, gym.utils.RecordConstructorArgs):
         try:
             out = self.env.step(action)
         except Exception as e:  # noqa: BLE001 - the environment's own code: whatever it raises is one line
-            raise EnvFailed(f"{self._where(what)}: {_cause(e)}") from None
+            raise EnvFailed(f"{self._where(what)}: {_cause(e)}") from e
         if not (isinstance(out, tuple) and len(out) == 5):
             got = f"{len(out)} values" if isinstance(out, tuple) else type(out).__name__
             raise EnvFailed(f"{self._where(what)}: it returned {got}, not (observation, reward, terminated, "

@@ -73,7 +73,9 @@ _LAST: list[Family] = []  # the family that takes every name no other owns (`gym
 
 def register(family: Family) -> None:
     """Add a family (before the catalogue's last, which takes every other name); ValueError for a second family
-    of one domain, or names that another family owns or that the new one would take from another."""
+    of one domain, a listed name another family owns, or another family's listed name the new one would own. (Two
+    `owns` predicates are compared on the listed names only: a family whose `owns` takes names an earlier
+    family's `owns` takes, and that it does not list, never gets them.)"""
     if not isinstance(family, Family):
         raise ValueError(f"register takes a Family, got {type(family).__name__}")
     if any(f.domain == family.domain for f in families()):

@@ -249,27 +249,35 @@ def sigterm_interrupts(line, when_cluster_gone=None):
 STALL_SECONDS = 600.0  # no env step, update or evaluation for this long: the run says so, once a stall
 
 
+def watch_stalls(progress, stall: float, wait, clock=time.monotonic, say=None) -> None:
+    """Reads `progress()` (a tuple of counters) each time `wait(seconds)` returns False (a quarter of `stall`, at
+    most 30 s) until it returns True; where none has moved for `stall` seconds of `clock`, one warning line (`say`,
+    else stderr), once a stall."""
+    last, since, said = progress(), clock(), False
+    while not wait(min(stall / 4, 30.0)):
+        now = progress()
+        if now != last:
+            last, since, said = now, clock(), False
+        elif not said and clock() - since >= stall:
+            said = True
+            line = (f"warning: no env step, update or evaluation for {stall / 60:.3g} minutes (env step {now[0]:,}); "
+                    "the run goes on (an environment whose episode never ends, or an actor that hangs, looks like "
+                    "this)")
+            if say is None:
+                print(line, file=sys.stderr, flush=True)
+            else:
+                say(line)
+
+
 @contextlib.contextmanager
 def stall_watch(progress, stall: float | None = None):
-    """While the block runs, a thread reads `progress()` (a tuple of counters) every quarter of `stall` seconds
-    (at most 30 s); where none has moved for `stall` seconds, one warning line on stderr, once a stall, and the run
-    goes on: an environment whose episode never ends, or an actor that hangs, looks like this."""
+    """While the block (a run's loop) runs, `watch_stalls` in a thread of its own: an environment whose episode
+    never ends, or an actor that hangs, is said in one line, and the run goes on. (Packed seeds' loop, the actors'
+    start and the last evaluation are not watched.)"""
     stall = STALL_SECONDS if stall is None else stall
     stop = threading.Event()
-
-    def watch() -> None:
-        last, since, said = progress(), time.monotonic(), False
-        while not stop.wait(min(stall / 4, 30.0)):
-            now = progress()
-            if now != last:
-                last, since, said = now, time.monotonic(), False
-            elif not said and time.monotonic() - since >= stall:
-                said = True
-                print(f"warning: no env step, update or evaluation for {stall / 60:.3g} minutes (env step "
-                      f"{now[0]:,}); the run goes on (an environment whose episode never ends, or an actor that "
-                      "hangs, looks like this)", file=sys.stderr, flush=True)
-
-    thread = threading.Thread(target=watch, name="stall-watch", daemon=True)
+    thread = threading.Thread(target=watch_stalls, args=(progress, stall, stop.wait), name="stall-watch",
+                              daemon=True)
     thread.start()
     try:
         yield

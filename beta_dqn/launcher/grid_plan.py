@@ -43,8 +43,8 @@ def expand(args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()) -> li
     total = math.prod(n for _, n in sizes)
     if total > MAX_GRID_RUNS:  # before planning: a plan costs time and memory a run (about 2 KB)
         product = " × ".join(f"{n:,} {cli_name(name)[2:]}" for name, n in sizes)
-        raise ConfigError(max(sizes, key=lambda s: s[1])[0], f"the grid is {product} = {total:,} runs; a grid or "
-                          f"search holds at most {MAX_GRID_RUNS:,}: split it into grids of their own")
+        raise ConfigError(max(sizes, key=lambda s: s[1])[0], f"the grid is {product} = {total:,} combinations; a "
+                          f"grid or search holds at most {MAX_GRID_RUNS:,}: split it into grids of their own")
     runs: dict[str, dict] = {}
     for combination in itertools.product(*(values for _, values in axes)):
         chosen = {name: value for (name, _), value in zip(axes, combination, strict=True)}
