@@ -42,7 +42,7 @@ def learner_rows(env: str, device: str, updates: int) -> list[dict]:
     rows = {v: [] for v in variants}
     for _ in range(2):  # alternate, twice
         for algo, thread, graphs in variants:
-            cfg, spec = resolve(Config(env=env, algo=algo, beta_thread=thread, cuda_graphs=graphs,
+            cfg, spec = resolve(Config.of(env=env, algo=algo, beta_thread=thread, cuda_graphs=graphs,
                                        wandb="disabled", device=device))
             learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
             rng = np.random.default_rng(0)
@@ -77,11 +77,11 @@ def actor_rows(env: str, seconds: float, layouts: tuple[int, ...] = (1, 2, 4, 8)
     rows = []
     for algo in ("beta_dqn", "dqn"):
         for epa in layouts:
-            cfg, spec = resolve(Config(env=env, algo=algo, envs_per_actor=epa, learning_starts=0, wandb="disabled",
+            cfg, spec = resolve(Config.of(env=env, algo=algo, envs_per_actor=epa, learning_starts=0, wandb="disabled",
                                        runtime="serial"))
             learner = Learner.solo(settings(LearnerSettings, cfg), spec)
-            arms = (SlidingWindowBandit(13, cfg.bandit_window, 0, cfg.bandit_returns) if algo == "beta_dqn"
-                    else FixedArm())
+            window, returns = cfg.value("bandit_window"), cfg.value("bandit_returns")
+            arms = SlidingWindowBandit(13, window, 0, returns) if algo == "beta_dqn" else FixedArm()
             replay = ReplayBuffer(cfg.replay_capacity, learner.packer.packed_shape, learner.packer.packed_dtype.name)
             actor = Actor(settings(ActorSettings, cfg), spec, 0, arms, replay)
             actor.collect(cfg.chunk_steps, learner.weights(), 0, 0)

@@ -129,7 +129,7 @@ class Sampler(threading.Thread):
 
 def one(env: str, algo: str, steps: int, warmup: int, variant: str, window: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, spec = resolve(Config(
+        cfg, spec = resolve(Config.of(
             env=env, algo=algo, runtime="ray", total_steps=warmup + steps, learning_starts=warmup,
             eval_every=10**9, eval_episodes=1, eval_basic=False, beta_thread=variant != "one thread",
             out=tmp, wandb="disabled", progress=False, log_every=3600.0))

@@ -38,7 +38,7 @@ PAPER_COST = {"dqn": 100.0, "bootstrapped_dqn": 195.34, "ez_greedy": 94.32, "rnd
 
 def one_run(args, algo: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, spec = resolve(Config(
+        cfg, spec = resolve(Config.of(
             env=args.env, algo=algo, seed=args.seed, runtime=args.runtime, actors=args.actors,
             total_steps=args.learning_starts + args.steps, learning_starts=args.learning_starts,
             eval_every=10**9, eval_episodes=1, eval_basic=False, learner_threads=1, beta_thread=args.beta_thread,

@@ -78,7 +78,7 @@ def in_process(env: str, algo: str, steps: int, beta_thread: bool = False) -> di
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, spec = resolve(Config(
+        cfg, spec = resolve(Config.of(
             env=env, algo=algo, seed=0, runtime="serial", actors=4, envs_per_actor=4, total_steps=WARMUP + steps,
             learning_starts=WARMUP, eval_every=10**9, eval_episodes=1, eval_basic=False, learner_threads=1,
             beta_thread=beta_thread, out=tmp, wandb="disabled", progress=False, log_every=3600.0))

@@ -47,7 +47,7 @@ from learner.packed import PackedLearner  # noqa: E402
 def learner_rates(args, k: int, device) -> dict:
     """Aggregate seed-updates/s of K seeds, packed and solo (in turn), on the same batches."""
 
-    cfg, spec = resolve(Config(env=args.env, algo=args.algo, wandb="disabled", device=str(device)))
+    cfg, spec = resolve(Config.of(env=args.env, algo=args.algo, wandb="disabled", device=str(device)))
     cfgs = [dataclasses.replace(cfg, seed=s) for s in range(k)]
     rng = np.random.default_rng(0)
     packer = Learner.solo(settings(LearnerSettings, cfgs[0]), spec).packer

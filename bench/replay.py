@@ -83,7 +83,7 @@ def micro(args, kind: str, shards: int) -> dict:
             for h in handles:
                 ray.kill(h)
         else:
-            cfg, _ = resolve(Config(env=args.env, replay="redis-local", replay_shards=shards,
+            cfg, _ = resolve(Config.of(env=args.env, replay="redis-local", replay_shards=shards,
                                     replay_capacity=capacity, out=tmp, wandb="disabled"))
             replay = RedisReplay(settings(RedisSettings, cfg), spec, Path(tmp), concurrent=False)
             try:
@@ -108,7 +108,7 @@ def micro(args, kind: str, shards: int) -> dict:
 
 def learner_wait(args, kind: str, shards: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, spec = resolve(Config(env=args.env, actors=32, total_steps=5000 + args.run_steps, replay=kind,
+        cfg, spec = resolve(Config.of(env=args.env, actors=32, total_steps=5000 + args.run_steps, replay=kind,
                                    replay_shards=shards, eval_every=10**9, eval_episodes=1, wandb="disabled",
                                    progress=False, out=tmp, log_every=2.0))
         summary = Run(cfg, spec).run()

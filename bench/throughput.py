@@ -53,7 +53,7 @@ ACTOR_FRACTIONS = ("actor_busy_fraction", "actor_insert_fraction", "actor_idle_f
 
 def config(args, algo: str, actors: int, out: str, arm_exchange: str = "auto"):
     extra = {"envs_per_actor": args.envs_per_actor} if args.envs_per_actor else {}
-    cfg = Config(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps, **extra,
+    cfg = Config.of(env=args.env, algo=algo, actors=actors, total_steps=args.learning_starts + args.steps, **extra,
                  arm_exchange=arm_exchange,
                  learning_starts=args.learning_starts, eval_every=10**9, eval_episodes=1, device=args.device,
                  out=out, wandb="disabled", progress=False, log_every=1.0, seed=args.seed)

@@ -1,7 +1,6 @@
 """β-DQN's ablation switches (paper, "Ablation study"), each changing exactly what it says: two Q functions,
 the policy-set size, and the basic policies evaluated beside the main evaluation."""
 
-import dataclasses
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from tests.test_learner import solo
 
 
 def _learner(**kw):
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", wandb="disabled", **kw))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", wandb="disabled", **kw))
     return solo(cfg, spec)
 
 
@@ -37,9 +36,9 @@ def test_two_q_adds_an_unconstrained_q_with_its_own_target_and_nothing_else():
     obs = torch.as_tensor(np.eye(48, dtype=np.float32)[rng.integers(0, 48, 8)])
     batch = {"obs": obs, "next_obs": obs.roll(1, 1), "action": torch.as_tensor(rng.integers(0, 4, 8)),
              "reward": torch.randn(8), "terminated": torch.zeros(8, dtype=torch.bool)}
-    cfg, _ = resolve(Config(env="CliffWalk", algo="beta_dqn", wandb="disabled", two_q=True))
+    cfg, _ = resolve(Config.of(env="CliffWalk", algo="beta_dqn", wandb="disabled", two_q=True))
     total, metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, method_settings(cfg))
-    one_q = method_settings(dataclasses.replace(cfg, two_q=False))
+    one_q = method_settings(cfg.replaced(two_q=False))
     base, base_metrics = beta_dqn.loss(two.nets, two.frozen, batch, 0.9, one_q)
     full, _ = dqn.q_loss(two.nets["q_full"], two.frozen["q_full"], batch, batch["reward"], 0.9, cfg.loss)
     torch.testing.assert_close(total, base + full)
@@ -65,12 +64,12 @@ def test_two_q_changes_only_pi_cors_optimistic_term():
 
 def test_two_q_is_refused_for_other_algorithms():
     with pytest.raises(ConfigError, match="--two-q: is a β-DQN ablation; --algo is dqn"):
-        Config(algo="dqn", two_q=True)
+        Config.of(algo="dqn", two_q=True)
 
 
 @pytest.mark.parametrize("name,size", [("13", 13), ("8", 8), ("23", 23), ("cov", 1), ("cor0", 1), ("cor1", 1)])
 def test_policy_set_size_is_the_bandits_and_the_actors_arm_count(name, size):
-    cfg, spec = resolve(Config(env="CliffWalk", policy_set=name, actors=1, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", policy_set=name, actors=1, wandb="disabled"))
     parts = build(cfg, spec, SerialBackend(), [None])
     assert parts["arm_source"].n_arms == size
     assert len(parts["actors"][0].acting.arms) == size
@@ -82,7 +81,7 @@ def _values(q, beta):
 
 
 def test_basic_policies_are_argmin_beta_pure_exploitation_and_argmax_q():
-    cfg, spec = resolve(Config(env="CliffWalk", wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", wandb="disabled"))
     ev = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0)
     v, rng = _values([1.0, 2.0, 5.0, 0.0], [0.5, 0.45, 0.03, 0.02]), np.random.default_rng(0)
     assert ev.acting.evaluate("argmin_beta", v, rng) == 3
@@ -94,7 +93,7 @@ def test_basic_policies_are_argmin_beta_pure_exploitation_and_argmax_q():
 
 @pytest.mark.parametrize("eval_basic", [True, False])
 def test_basic_policy_evaluation_is_recorded_beside_the_main_one(eval_basic):
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", wandb="disabled", eval_basic=eval_basic,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", wandb="disabled", eval_basic=eval_basic,
                                eval_episodes=2))
     learner = solo(cfg, spec)
     ev = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0)
@@ -105,7 +104,7 @@ def test_basic_policy_evaluation_is_recorded_beside_the_main_one(eval_basic):
 
 
 def test_dqn_evaluation_has_no_basic_policies():
-    cfg, spec = resolve(Config(env="CliffWalk", algo="dqn", eval_episodes=1, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="dqn", eval_episodes=1, wandb="disabled"))
     result = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0).evaluate(solo(cfg, spec).weights(), 10)
     assert not any(k.startswith(("argmin", "argmax")) for k in result)
 
@@ -115,7 +114,7 @@ def test_two_q_actor_acts_with_the_optimistic_q():
     from actors.actor import Actor, ActorSettings
     from tests.test_actor import FakeArms, biased_net
 
-    cfg, spec = resolve(Config(env="CliffWalk", two_q=True, learning_starts=0, envs_per_actor=1,
+    cfg, spec = resolve(Config.of(env="CliffWalk", two_q=True, learning_starts=0, envs_per_actor=1,
                                policy_set="cor1", wandb="disabled"))
     replay = FakeReplay()
     actor = Actor(settings(ActorSettings, cfg), spec, 0, FakeArms(0), replay)
@@ -128,7 +127,7 @@ def test_the_main_evaluation_is_the_same_with_or_without_the_basic_policies():
     """Each evaluated policy has its own environment and rng: switching --eval-basic changes nothing else."""
     results = {}
     for flag in (True, False):
-        cfg, spec = resolve(Config(env="CliffWalk", eval_basic=flag, eval_episodes=6, eval_epsilon=0.5,
+        cfg, spec = resolve(Config.of(env="CliffWalk", eval_basic=flag, eval_episodes=6, eval_epsilon=0.5,
                                    wandb="disabled"))
         ev, weights = Evaluator(settings(EvaluatorSettings, cfg), spec, seed=0), solo(cfg, spec).weights()
         results[flag] = [ev.evaluate(weights, step) for step in (1, 2)]

@@ -46,7 +46,7 @@ def biased_net(spec, action):
 
 
 def make_actor(arm, learning_starts=0, policy_set="13"):
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=learning_starts, envs_per_actor=2,
+    cfg, spec = resolve(Config.of(env="CliffWalk", learning_starts=learning_starts, envs_per_actor=2,
                                policy_set=policy_set, wandb="disabled"))
     arms, replay = FakeArms(arm), FakeReplay()
     actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)
@@ -121,7 +121,7 @@ class AsyncArms(FakeArms):
 
 
 def test_an_env_waiting_for_its_next_arm_lets_the_others_step():
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=1, envs_per_actor=2, arm_exchange="episode",
+    cfg, spec = resolve(Config.of(env="CliffWalk", learning_starts=1, envs_per_actor=2, arm_exchange="episode",
                                wandb="disabled"))
     arms, replay = AsyncArms(12), FakeReplay()  # π_cor(1) goes down: 100-step episodes to the time limit
     actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)
@@ -179,7 +179,7 @@ class CountingArms(FakeArms):
 
 
 def test_chunk_exchange_is_one_call_per_collect_and_arms_are_taken_in_the_order_handed_out():
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange="chunk",
+    cfg, spec = resolve(Config.of(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange="chunk",
                                wandb="disabled"))
     assert cfg.arm_exchange == "chunk"
     arms, replay = CountingArms(), FakeReplay()
@@ -205,9 +205,9 @@ def test_chunk_exchange_is_one_call_per_collect_and_arms_are_taken_in_the_order_
 def test_chunk_exchange_keeps_the_pending_rule_across_actors():
     from meta_controller.bandit import SlidingWindowBandit
 
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange="chunk",
+    cfg, spec = resolve(Config.of(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange="chunk",
                                wandb="disabled"))
-    bandit = SlidingWindowBandit(13, cfg.bandit_window, 0)
+    bandit = SlidingWindowBandit(13, cfg.value("bandit_window"), 0)
     handed = []
     real = bandit.exchange
 
@@ -258,7 +258,7 @@ class LateArms(FakeArms):
 def test_settle_waits_for_the_answer_to_every_report_sent(arm_exchange):
     """Before the run saves the bandit's state it settles every actor: each report the actor sent is then
     answered (the bandit has it), so the checkpoint's bandit holds every episode the run counted."""
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange=arm_exchange,
+    cfg, spec = resolve(Config.of(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange=arm_exchange,
                                wandb="disabled"))
     arms, replay = LateArms(12), FakeReplay()
     actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)

@@ -29,7 +29,7 @@ from tests.test_learner import solo
 
 def _cfg(algo: str):
     """What method `algo` reads, as a run gives it (the MSE loss, the default flags: --rnd-scale 10)."""
-    return method_settings(Config(algo=algo, loss="mse"))
+    return method_settings(Config.of(algo=algo, loss="mse"))
 
 
 # ---- Bootstrapped DQN ----
@@ -134,7 +134,7 @@ def test_ez_greedy_takes_the_drawn_action_on_the_drawing_step_and_n_more(monkeyp
 def test_the_hold_survives_chunk_boundaries_and_ends_with_the_episode():
     """ε = 1 and μ = 1.01 (holds of hundreds of steps, longer than a CliffWalk episode): inside an episode
     the action never changes, even across `collect` calls of 7 steps; a new episode draws a new one."""
-    cfg, spec = resolve(Config(env="CliffWalk", algo="ez_greedy", learning_starts=0, envs_per_actor=1,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="ez_greedy", learning_starts=0, envs_per_actor=1,
                                eps_start=1.0, eps_end=1.0, ez_mu=1.01, wandb="disabled"))
     replay = FakeReplay()
     actor = Actor(settings(ActorSettings, cfg), spec, 0, UniformArm(1), replay)
@@ -267,7 +267,7 @@ def test_termination_loss_ends_worse_than_average_options():
 
 
 def test_lesson_loss_uses_the_stored_option():
-    cfg, spec = resolve(Config(env="CliffWalk", algo="lesson", wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="lesson", wandb="disabled"))
     learner = solo(cfg, spec)
     rng = np.random.default_rng(0)
     obs = np.eye(48, dtype=np.uint8)[rng.integers(0, 48, 16)]
@@ -297,7 +297,7 @@ def test_lessons_option_value_loss_is_half_the_squared_error_whatever_the_td_los
 @pytest.mark.parametrize("algo", ["bootstrapped_dqn", "ez_greedy", "rnd", "lesson"])
 def test_learner_state_round_trip_continues_identically(algo):
     """The checkpoint has everything an update reads: RND's normalisation statistics and fixed target too."""
-    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo=algo, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="MinAtar/Breakout", algo=algo, wandb="disabled"))
     rng = np.random.default_rng(0)
 
     def batch():
@@ -326,7 +326,7 @@ def test_learner_state_round_trip_continues_identically(algo):
     ("rnd", {"q": (3, 4)}),
 ])
 def test_actors_get_the_acting_networks_and_their_numpy_forward_equals_torch(algo, shapes):
-    cfg, spec = resolve(Config(env="CliffWalk", algo=algo, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo=algo, wandb="disabled"))
     learner = solo(cfg, spec)
     nets = {n: NumpyNet(p) for n, p in unflatten(learner.weights()).items()}
     obs = np.eye(48, dtype=np.uint8)[[0, 5, 47]]
@@ -353,7 +353,7 @@ def test_td_loss_kinds():
 def test_a_bootstrapped_actor_acts_greedily_on_its_episodes_head():
     from tests.test_actor import FakeArms
 
-    cfg, spec = resolve(Config(env="CliffWalk", algo="bootstrapped_dqn", boot_heads=4, boot_epsilon=False,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="bootstrapped_dqn", boot_heads=4, boot_epsilon=False,
                                learning_starts=0, envs_per_actor=2, wandb="disabled"))
     learner = solo(cfg, spec)
     with torch.no_grad():  # head h prefers action h, whatever the state
@@ -370,7 +370,7 @@ def test_lessons_stored_option_is_the_one_that_chose_the_action():
     with option 2 took action 0; every option runs; warm-up steps are stored as option 0."""
     from tests.test_actor import FakeArms
 
-    cfg, spec = resolve(Config(env="CliffWalk", algo="lesson", learning_starts=50, envs_per_actor=2,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="lesson", learning_starts=50, envs_per_actor=2,
                                wandb="disabled"))
     learner = solo(cfg, spec)
     with torch.no_grad():

@@ -86,7 +86,7 @@ def test_full_loss_matches_hand_computation():
     target = _Table([[1.0, 2.0], [3.0, 7.0]])
     batch = {"obs": torch.tensor([[1, 0]]), "next_obs": torch.tensor([[0, 1]]),
              "action": torch.tensor([1]), "reward": torch.tensor([0.5]), "terminated": torch.tensor([False])}
-    cfg = method_settings(Config(algo="beta_dqn", beta_eps=EPS, loss="mse"))
+    cfg = method_settings(Config.of(algo="beta_dqn", beta_eps=EPS, loss="mse"))
     loss, m = beta_dqn.loss({"q": q, "beta": beta}, {"q": target}, batch, 0.9, cfg)
     # y = 0.5 + 0.9 · Q⁻(s1, 0) = 3.2 (action 1 is masked in s1); Q(s0,1) = 2 -> (2 − 3.2)² = 1.44
     assert m["loss_q"].item() == pytest.approx(1.44)

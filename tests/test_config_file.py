@@ -44,17 +44,18 @@ def write(tmp_path: Path, name: str, text: str) -> str:
 def test_the_more_specific_section_wins_and_the_command_line_wins_over_the_file(tmp_path):
     hp = write(tmp_path, "hp.toml", HP)
     beta = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn"])
-    assert (beta.total_steps, beta.learning_starts, beta.lr, beta.bandit_window) == (4000, 500, 5e-4, 77)
+    assert (beta.total_steps, beta.learning_starts, beta.lr, beta.value("bandit_window")) == (4000, 500, 5e-4, 77)
     dqn = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "dqn"])
-    assert (dqn.lr, dqn.eps_decay_fraction, dqn.bandit_window) == (1e-3, 0.5, 1000)  # env section, method section
+    # the env's section, the method's section
+    assert (dqn.lr, dqn.eps_decay_fraction, dqn.value("bandit_window")) == (1e-3, 0.5, 1000)
     asterix = parse_config(["--config", hp, "--env", "MinAtar/Asterix-v0", "--algo", "dqn"])
     assert asterix.lr == 2e-5  # a section's env matches its canonical name
     given = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn", "--lr", "0.01",
                           "--total-steps", "3000"])
-    assert (given.lr, given.total_steps, given.bandit_window) == (0.01, 3000, 77)
+    assert (given.lr, given.total_steps, given.value("bandit_window")) == (0.01, 3000, 77)
     # a value at its default given on the command line wins too
     assert parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn",
-                         "--bandit-window", "1000"]).bandit_window == 1000
+                         "--bandit-window", "1000"]).value("bandit_window") == 1000
     # no section for the env: the environment's own learning rate (the shipped defaults) after resolve
     plain = parse_config(["--config", hp, "--env", "SimpleCrossing-Easy", "--algo", "dqn"])
     assert plain.lr is None and resolve(plain)[0].lr == 1e-4
@@ -234,7 +235,7 @@ def test_a_switch_a_section_turns_on_gates_what_the_other_sections_and_the_axes_
     hp = write(tmp_path, "two.toml", "[algos.beta_dqn]\neps_end = 0.05\n[envs.CliffWalk.algos.beta_dqn]\n"
                                      "beta_epsilon = true\n")
     one = parse_config(["--config", hp, "--env", "CliffWalk", "--algo", "beta_dqn"])
-    assert (one.beta_epsilon, one.eps_end) == (True, 0.05)
+    assert (one.value("beta_epsilon"), one.eps_end) == (True, 0.05)
 
 
 def test_the_file_top_level_counts_as_given_as_the_command_line_does(tmp_path):

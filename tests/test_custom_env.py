@@ -1,7 +1,6 @@
 """A user's own environment: `--env module:Id` (the module imported here and in every Ray worker) and
 `--env-kwargs` (a JSON object for its constructor), on the serial and Ray runtimes and in a grid."""
 
-import dataclasses
 import json
 import os
 import shutil
@@ -47,7 +46,7 @@ def test_config_records_canonical_kwargs_and_the_command_names_them(tmp_path):
     cfg, spec = resolve(parse_config(["--env", "examples.corridor:Corridor-v0", "--env-kwargs", '{ "length" : 4 }',
                                       "--out", str(tmp_path / "r")]))
     assert cfg.env_kwargs == '{"length":4}' and spec.obs_shape == (4,)
-    cmd = run_command(dataclasses.asdict(cfg))
+    cmd = run_command(cfg.flat())
     assert "--env examples.corridor:Corridor-v0 --env-kwargs '{\"length\":4}'" in cmd
     assert cfg.out.endswith("r") and "examples.corridor-Corridor-v0" in resolve(parse_config(
         ["--env", "examples.corridor:Corridor-v0"]))[0].out  # no ':' in a run directory's name

@@ -348,8 +348,9 @@ def config_flags() -> list[str]:
                *sorted((ROOT / "learner" / "methods").glob("*/flags.py"))]
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and node.name in ("CoreConfig", "Flags"):
-                flags += ["--" + s.target.id.replace("_", "-") for s in node.body if isinstance(s, ast.AnnAssign)]
+            if isinstance(node, ast.ClassDef) and node.name in ("Config", "Flags"):
+                flags += ["--" + s.target.id.replace("_", "-") for s in node.body
+                          if isinstance(s, ast.AnnAssign) and s.target.id != "methods"]  # (not a flag)
     return flags
 
 

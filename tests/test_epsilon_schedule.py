@@ -42,17 +42,17 @@ def test_a_5000_step_run_decays_over_1000_steps_and_says_so(tmp_path):
 
 
 def test_an_explicit_count_or_fraction_and_what_does_not_fit():
-    cfg, _ = resolve(Config(env="CliffWalk", algo="dqn", total_steps=500_000, eps_decay_steps=1_000_000))
+    cfg, _ = resolve(Config.of(env="CliffWalk", algo="dqn", total_steps=500_000, eps_decay_steps=1_000_000))
     assert cfg.eps_decay_steps == 1_000_000 and method_settings(cfg).epsilon.decay_steps == 1_000_000
     assert fit_warning(cfg) == ("warning: ε decays over 1,000,000 env steps, longer than the run: it ends at "
                                 "ε = 0.505, not --eps-end 0.01")
-    cfg, _ = resolve(Config(env="CliffWalk", algo="dqn", total_steps=500_000, eps_decay_fraction=0.1))
+    cfg, _ = resolve(Config.of(env="CliffWalk", algo="dqn", total_steps=500_000, eps_decay_fraction=0.1))
     assert cfg.eps_decay_steps == 50_000 and fit_warning(cfg) is None
-    cfg, _ = resolve(Config(env="CliffWalk", algo="dqn", total_steps=2000))
+    cfg, _ = resolve(Config.of(env="CliffWalk", algo="dqn", total_steps=2000))
     assert fit_warning(cfg).startswith("warning: --learning-starts 5,000 is not below --total-steps 2,000")
     # β-DQN acts on no ε unless asked: nothing to say of a schedule it does not read
-    assert epsilon_plan(resolve(Config(env="CliffWalk", algo="beta_dqn"))[0]) is None
-    assert epsilon_plan(resolve(Config(env="CliffWalk", algo="beta_dqn", beta_epsilon=True,
+    assert epsilon_plan(resolve(Config.of(env="CliffWalk", algo="beta_dqn"))[0]) is None
+    assert epsilon_plan(resolve(Config.of(env="CliffWalk", algo="beta_dqn", beta_epsilon=True,
                                        total_steps=1000))[0])["decay_steps"] == 200
 
 
@@ -88,7 +88,7 @@ def test_beta_epsilon_puts_a_uniform_action_on_every_arm_and_off_draws_nothing()
     class Ep:
         arm, arm_steps, memory = 2, 1, None  # π_cor(0): pure exploitation
 
-    on = acting(method_settings(Config(algo="beta_dqn", beta_epsilon=True, eps_start=1.0, eps_end=1.0)))
+    on = acting(method_settings(Config.of(algo="beta_dqn", beta_epsilon=True, eps_start=1.0, eps_end=1.0)))
     rng = np.random.default_rng(0)
     ep = Ep()
     actions = [on.act(ep, np.zeros(3), values, 0, rng) for _ in range(4000)]
@@ -96,7 +96,7 @@ def test_beta_epsilon_puts_a_uniform_action_on_every_arm_and_off_draws_nothing()
     assert np.all(np.abs(counts - 0.25) < 0.03), counts  # ε = 1: uniform, whatever the arm's policy
     off_exploiting = sum(not is_exploitation(a, q, beta, 0.05) for a in actions)
     assert ep.memory.explored == off_exploiting  # B counts the steps off pure exploitation, ε's among them
-    off = acting(method_settings(Config(algo="beta_dqn")))
+    off = acting(method_settings(Config.of(algo="beta_dqn")))
     a, b = np.random.default_rng(1), np.random.default_rng(1)
     arm = off.arms[2]
     for _ in range(50):  # without the flag: the policy's action, from the same rng draws as before the flag

@@ -18,7 +18,7 @@ def redis_run(tmp_path, **kw):
                 learning_starts=1000, eval_every=6000, eval_episodes=3, replay="redis-local", replay_persist=True,
                 wandb="disabled", progress=False, out=str(tmp_path / "run"))
     base.update(kw)
-    return Run(*resolve(Config(**base)))
+    return Run(*resolve(Config.of(**base)))
 
 
 def when(run, steps, action):

@@ -37,7 +37,7 @@ def batch(spec, rng: np.random.Generator, n: int = 32) -> dict[str, np.ndarray]:
 def updates(env: str, algo: str) -> dict:
     """Losses of the first UPDATES updates, and each network's Σ|θ| after them (a target copy in between)."""
     torch.set_num_threads(1)
-    cfg, spec = resolve(Config(env=env, algo=algo, seed=3, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env=env, algo=algo, seed=3, wandb="disabled"))
     learner = solo(cfg, spec)
     rng = np.random.default_rng(11)
     losses = []

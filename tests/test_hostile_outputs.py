@@ -259,21 +259,21 @@ def test_a_run_that_would_make_no_update_is_refused_unless_learning_starts_is_na
     assert named.returncode == 0, named.stderr
     assert "warning: --learning-starts 5,000 is not below --total-steps 1,000" in named.stderr
     assert json.loads(named.stdout)["updates"] == 0
-    cfg, _ = resolve(Config(env="CliffWalk", total_steps=2000))
+    cfg, _ = resolve(Config.of(env="CliffWalk", total_steps=2000))
     assert no_update_error(cfg) is not None
-    assert no_update_error(resolve(Config(env="CliffWalk", total_steps=6000))[0]) is None
+    assert no_update_error(resolve(Config.of(env="CliffWalk", total_steps=6000))[0]) is None
 
 
 def test_a_bandit_window_beyond_the_run_and_actors_the_budget_cannot_feed_warn_in_one_line():
-    cfg, _ = resolve(Config(env="CliffWalk", algo="beta_dqn", total_steps=2000, learning_starts=100,
+    cfg, _ = resolve(Config.of(env="CliffWalk", algo="beta_dqn", total_steps=2000, learning_starts=100,
                             eval_every=1000, bandit_window=5000))
     assert fit_warning(cfg) == ("warning: --bandit-window 5,000 episodes is more than the run can have (at most "
                                 "2,000, one a step): the meta-controller's window never fills")
-    cfg, _ = resolve(Config(env="CliffWalk", algo="dqn", total_steps=2000, learning_starts=100, eval_every=1000,
+    cfg, _ = resolve(Config.of(env="CliffWalk", algo="dqn", total_steps=2000, learning_starts=100, eval_every=1000,
                             actors=100_000))
     assert fit_warning(cfg) == ("warning: --actors 100,000 × --chunk-steps 64 is more env steps than --total-steps "
                                 "2,000: some actors never collect a chunk")
-    cfg, _ = resolve(Config(env="CliffWalk", algo="beta_dqn", total_steps=200_000))
+    cfg, _ = resolve(Config.of(env="CliffWalk", algo="beta_dqn", total_steps=200_000))
     assert fit_warning(cfg) is None
 
 

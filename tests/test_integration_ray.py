@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("replay,shards,arm_exchange", [("memory", 1, "chunk"), ("redis-local", 2, "episode")])
 def test_two_actors_on_ray(ray_cluster, tmp_path, replay, shards, arm_exchange):
-    cfg, spec = resolve(Config(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2, replay=replay,
+    cfg, spec = resolve(Config.of(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2, replay=replay,
                                replay_shards=shards, arm_exchange=arm_exchange,
                                total_steps=12_000, learning_starts=1000, chunk_steps=64, eval_every=4000,
                                eval_episodes=5, wandb="disabled", progress=False, log_every=0.5,
@@ -59,7 +59,7 @@ def test_a_killed_actor_process_is_restarted_and_the_run_completes(ray_cluster, 
     import threading
     import time
 
-    cfg, spec = resolve(Config(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2, total_steps=16_000,
+    cfg, spec = resolve(Config.of(env="CliffWalk", runtime="ray", actors=2, envs_per_actor=2, total_steps=16_000,
                                learning_starts=1000, eval_every=8000, eval_episodes=3, wandb="disabled",
                                progress=False, out=str(tmp_path / "kill")))
     run = Run(cfg, spec)
@@ -87,7 +87,7 @@ def test_a_killed_actor_process_is_restarted_and_the_run_completes(ray_cluster, 
 def test_baselines_on_ray(ray_cluster, tmp_path, algo, replay):
     """What differs on Ray for the baselines: each actor process draws its own heads (Bootstrapped DQN), and
     LESSON's options travel through the replay (here Redis: msgpack records) to the learner."""
-    cfg, spec = resolve(Config(env="CliffWalk", algo=algo, runtime="ray", actors=2, envs_per_actor=2, replay=replay,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo=algo, runtime="ray", actors=2, envs_per_actor=2, replay=replay,
                                total_steps=6000, learning_starts=1000, eval_every=3000, eval_episodes=3,
                                wandb="disabled", progress=False, log_every=0.5, out=str(tmp_path / algo)))
     run = Run(cfg, spec)

@@ -71,7 +71,7 @@ def batches(learner, n, seed=0):
 
 @pytest.mark.parametrize("two_q", [False, True])
 def test_beta_thread_gives_exactly_the_one_thread_update(two_q):
-    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo="beta_dqn", two_q=two_q, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="MinAtar/Breakout", algo="beta_dqn", two_q=two_q, wandb="disabled"))
     learners = [solo(dataclasses.replace(cfg, beta_thread=flag), spec) for flag in (False, True)]
     assert [type(learner.path.step) for learner in learners] == [GradientStep, OverlappedStep]
     metrics = [[], []]
@@ -95,7 +95,7 @@ def test_beta_thread_gives_exactly_the_one_thread_update(two_q):
 @pytest.mark.parametrize("algo", ["beta_dqn", "beta_dqn+two_q", "dqn", "bootstrapped_dqn", "rnd", "lesson"])
 def test_cuda_graph_update_equals_the_eager_update(algo):
     algo, _, two_q = algo.partition("+")
-    cfg, spec = resolve(Config(env="MinAtar/Breakout", algo=algo, two_q=bool(two_q), wandb="disabled",
+    cfg, spec = resolve(Config.of(env="MinAtar/Breakout", algo=algo, two_q=bool(two_q), wandb="disabled",
                                device="cuda"))
     device = torch.device("cuda")
     learners = [solo(dataclasses.replace(cfg, cuda_graphs=flag), spec, device) for flag in (False, True)]
@@ -138,7 +138,7 @@ def test_an_interrupt_at_any_line_of_an_update_leaves_nothing_wedged(monkeypatch
 
     import learner.learner as module
 
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
     learner = solo(cfg, spec)
     step = learner.path.step
     assert type(step) is OverlappedStep
@@ -196,7 +196,7 @@ def test_the_beta_thread_ends_with_its_learner_closed_or_not():
     import time
     import weakref
 
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
     learner = solo(cfg, spec)
     batch = next(batches(learner, 1))
     learner.update(batch)
@@ -222,7 +222,7 @@ def test_an_error_in_betas_step_is_the_updates_and_a_beta_thread_gone_is_not_wai
     import threading
     import time
 
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
     learner = solo(cfg, spec)
     step, batch = learner.path.step, next(batches(learner, 1))
     algo = step.algo
@@ -260,7 +260,7 @@ def test_an_error_from_betas_thread_is_freed_as_soon_as_it_is_dropped():
     import time
     import weakref
 
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled"))
     learner = solo(cfg, spec)
     step, batch = learner.path.step, next(batches(learner, 1))
     algo, made = step.algo, []
@@ -308,7 +308,7 @@ def test_a_run_that_cannot_start_or_open_its_logs_ends_betas_thread(where, tmp_p
 
     monkeypatch.setattr(Learner, "solo", classmethod(recording))
     monkeypatch.setattr(beta_dqn.driver.run, "make_replay" if where == "start" else "RunLogger", failing)
-    cfg, spec = resolve(Config(runtime="serial", actors=1, envs_per_actor=2, total_steps=3000, learning_starts=500,
+    cfg, spec = resolve(Config.of(runtime="serial", actors=1, envs_per_actor=2, total_steps=3000, learning_starts=500,
                                env="CliffWalk", algo="beta_dqn", beta_thread=True, wandb="disabled", progress=False,
                                out=str(tmp_path / "run")))
     with pytest.raises(OSError, match=f"cannot {where}"):
@@ -333,7 +333,7 @@ def test_a_ctrl_c_while_the_learner_closes_still_shuts_the_runs_parts_down(tmp_p
     shutdown = Run._shutdown
     monkeypatch.setattr(Learner, "close", interrupted)
     monkeypatch.setattr(Run, "_shutdown", lambda self: (shut.append(True), shutdown(self)))
-    cfg, spec = resolve(Config(runtime="serial", actors=1, envs_per_actor=2, total_steps=1000, learning_starts=500,
+    cfg, spec = resolve(Config.of(runtime="serial", actors=1, envs_per_actor=2, total_steps=1000, learning_starts=500,
                                eval_every=1000, eval_episodes=1, env="CliffWalk", algo="beta_dqn", beta_thread=True,
                                wandb="disabled", progress=False, out=str(tmp_path / "run")))
     with pytest.raises(KeyboardInterrupt):

@@ -59,7 +59,7 @@ def stopping_at_the_bar():
 def final_success(out: str, algo: str, seed: int, steps: int, stop_at_bar: bool = False) -> tuple[float, list[float]]:
     """(The final evaluation's success, every evaluation's), or (nan, those up to the first at the bar) for a run
     that stops there."""
-    cfg, spec = resolve(Config(env="CliffWalk", algo=algo, seed=seed, runtime="serial", actors=2,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo=algo, seed=seed, runtime="serial", actors=2,
                                envs_per_actor=2, total_steps=steps, eval_every=10_000, wandb="disabled",
                                progress=False, out=out))
     with stopping_at_the_bar() if stop_at_bar else contextlib.nullcontext():

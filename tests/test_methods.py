@@ -21,7 +21,7 @@ def test_the_registry_is_the_list_of_methods_the_command_line_offers():
 def test_every_method_fills_both_contracts(name):
     module = algorithm(name)
     assert all(callable(getattr(module, member)) for member in _members(Algorithm)), name
-    cfg = Config(algo=name)
+    cfg = Config.of(algo=name)
     method = acting(method_settings(cfg))  # what it reads: its own flags and the ones that name it, no more
     missing = [m for m in _members(Acting) if not hasattr(method, m)]
     assert not missing, f"{name}'s acting lacks {missing}"
@@ -37,7 +37,7 @@ def test_acting_is_seeded_and_keeps_its_state_in_the_episode(name):
     """The same rng and outputs give the same actions, episode state included, for every method."""
     from actors.actor import Episode
 
-    method = acting(method_settings(Config(algo=name, eps_start=0.5, eps_end=0.5)))
+    method = acting(method_settings(Config.of(algo=name, eps_start=0.5, eps_end=0.5)))
     cls, args = method.arm_source(0)
     source = cls(*args)
     rng = np.random.default_rng(0)

@@ -33,7 +33,7 @@ TOLERANCE = 1e-5
 def config(algo: str, env: str = "MinAtar/Breakout", **kw):
     algo, _, two_q = algo.partition("+")
     kw.setdefault("wandb", "disabled")
-    return resolve(Config(env=env, algo=algo, two_q=bool(two_q), beta_thread=False, **kw))
+    return resolve(Config.of(env=env, algo=algo, two_q=bool(two_q), beta_thread=False, **kw))
 
 
 def relative(a: list[torch.Tensor], b: list[torch.Tensor], spare: float = 0.0) -> float:

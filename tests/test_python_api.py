@@ -63,7 +63,7 @@ def test_train_returns_the_summary_and_directory_and_load_acts_as_the_evaluator(
 
 
 def test_train_from_a_config_with_keywords_over_it(tmp_path):
-    run = train(Config(**{**TINY, "total_steps": 5000}), total_steps=800, learning_starts=200, eval_every=800,
+    run = train(Config.of(**{**TINY, "total_steps": 5000}), total_steps=800, learning_starts=200, eval_every=800,
                 out=str(tmp_path / "r"))
     assert run.summary["env_steps"] == 800
 
@@ -76,7 +76,7 @@ def test_what_train_refuses_is_one_line(tmp_path, trained):
     with pytest.raises(ConfigError, match="--seeds: '0-2': train\\(\\) runs one run from its start"):
         train(**TINY, seeds="0-2")
     with pytest.raises(ConfigError, match="--seeds: '0-1': train\\(\\) runs one run"):  # in a Config too
-        train(Config(**TINY, seeds="0-1"))
+        train(Config.of(**TINY, seeds="0-1"))
     with pytest.raises(ConfigError, match="--total-steps: True: give a whole number"):
         train(**{**TINY, "total_steps": True})
     with pytest.raises(ConfigError, match="--seed: None: give a whole number"):

@@ -100,7 +100,7 @@ def test_an_actor_streams_its_chunks_into_a_redis_shard(redis_url):
     from meta_controller.bandit import SlidingWindowBandit
 
     # 2 envs × 300 steps: past CliffWalk's 100-step limit, so every env ends episodes whatever the policy
-    cfg, spec = resolve(Config(env="CliffWalk", learning_starts=0, envs_per_actor=2, wandb="disabled"))
+    cfg, spec = resolve(Config.of(env="CliffWalk", learning_starts=0, envs_per_actor=2, wandb="disabled"))
     s = shard(redis_url, "actor", capacity=1000)
     actor = Actor(settings(ActorSettings, cfg), spec, 5, SlidingWindowBandit(13, 100, 0), s)
     weights = {n: to_numpy(make_network(spec.obs_shape, spec.n_actions)) for n in ("q", "beta")}
@@ -124,7 +124,7 @@ def test_serial_runs_on_redis_are_deterministic_and_keep_the_password_out(redis_
 
     password = redis_url.split(":")[2].split("@")[0]
     for name in ("a", "b"):  # two runs share the server: their own namespaces
-        cfg, spec = resolve(Config(env="CliffWalk", runtime="serial", actors=2, envs_per_actor=2, replay=redis_url,
+        cfg, spec = resolve(Config.of(env="CliffWalk", runtime="serial", actors=2, envs_per_actor=2, replay=redis_url,
                                    total_steps=3000, learning_starts=500, eval_every=1500, eval_episodes=3,
                                    wandb="disabled", progress=False, out=str(tmp_path / name)))
         summary = train(cfg, spec)
@@ -187,7 +187,7 @@ def test_a_damaged_ring_stops_the_run_with_one_line_and_a_checkpoint(redis_url, 
     from beta_dqn.configuration.flags import Config, resolve
     from beta_dqn.driver.run import Run
 
-    cfg, spec = resolve(Config(env="CliffWalk", runtime="serial", actors=1, envs_per_actor=2, replay=redis_url,
+    cfg, spec = resolve(Config.of(env="CliffWalk", runtime="serial", actors=1, envs_per_actor=2, replay=redis_url,
                                total_steps=3000, learning_starts=500, eval_every=3000, eval_episodes=2,
                                wandb="disabled", progress=False, out=str(tmp_path / "run"), run_id="damaged"))
     run = Run(cfg, spec)
@@ -250,7 +250,7 @@ def test_an_interrupt_anywhere_in_the_wait_for_a_batch_leaves_the_prefetch_runni
     from replay_service.redis_replay import RedisReplay, RedisSettings
     from tests.test_learner import interrupted_at
 
-    cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="interrupted", wandb="disabled",
+    cfg, spec = resolve(Config.of(env="CliffWalk", replay=redis_url, run_id="interrupted", wandb="disabled",
                                out=str(tmp_path)))
     replay = RedisReplay(settings(RedisSettings, cfg), spec, tmp_path, concurrent=True)
     replay.shards[0].client.delete(*replay.shards[0].keys)
@@ -320,7 +320,7 @@ def test_a_prefetch_thread_that_cannot_start_is_not_waited_for(redis_url, tmp_pa
     from beta_dqn.configuration.flags import Config, resolve, settings
     from replay_service.redis_replay import RedisReplay, RedisSettings
 
-    cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="unstarted", wandb="disabled",
+    cfg, spec = resolve(Config.of(env="CliffWalk", replay=redis_url, run_id="unstarted", wandb="disabled",
                                out=str(tmp_path)))
     replay = RedisReplay(settings(RedisSettings, cfg), spec, tmp_path, concurrent=True)
     replay.shards[0].client.delete(*replay.shards[0].keys)
@@ -360,7 +360,7 @@ def test_the_prefetch_threads_error_is_the_learners_as_it_was(redis_url, tmp_pat
     from replay_service.redis_replay import RedisReplay, RedisSettings
     from replay_service.redis_shard import ReplayDamaged
 
-    cfg, spec = resolve(Config(env="CliffWalk", replay=redis_url, run_id="thread-error", wandb="disabled",
+    cfg, spec = resolve(Config.of(env="CliffWalk", replay=redis_url, run_id="thread-error", wandb="disabled",
                                out=str(tmp_path)))
     replay = RedisReplay(settings(RedisSettings, cfg), spec, tmp_path, concurrent=True)
     replay.shards[0].client.delete(*replay.shards[0].keys)

@@ -2,7 +2,6 @@
 and the refusal to compare runs whose configurations differ in more than the seed."""
 
 import csv
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -29,9 +28,9 @@ def make_run(root: Path, env: str, algo: str, seed: int, final: float, rate: flo
     variant = f"_{config['variant']}" if config.get("variant") else ""
     out = root / f"{env.replace('/', '-')}_{algo}{variant}_s{seed}"
     out.mkdir(parents=True)
-    cfg, spec = resolve(Config(env=env, algo=algo, seed=seed, total_steps=2000, eval_every=1000, out=str(out),
+    cfg, spec = resolve(Config.of(env=env, algo=algo, seed=seed, total_steps=2000, eval_every=1000, out=str(out),
                                wandb="disabled", **config))
-    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg)))
+    (out / "config.json").write_text(json.dumps(cfg.flat()))
     success = env == "CliffWalk"
     score = {"return_mean": 0.0 if success else final, "success_rate": final if success else None}
     summary = {"env": env, "algo": algo, "seed": seed, "env_steps": 2000, "env_steps_per_s": rate,

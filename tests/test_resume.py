@@ -300,7 +300,7 @@ def test_a_serial_run_in_a_grids_ray_task_leaves_the_workers_sigterm_to_ray(ray_
         try:
             from beta_dqn.driver.run import train
 
-            train(*resolve(Config(env="CliffWalk", runtime="serial", actors=1, total_steps=2_000, eval_every=1_000,
+            train(*resolve(Config.of(env="CliffWalk", runtime="serial", actors=1, total_steps=2_000, eval_every=1_000,
                                   eval_episodes=2, learning_starts=500, wandb="disabled", progress=False, out=out)))
         finally:
             RunLogger.log_eval = log_eval

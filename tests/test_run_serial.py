@@ -17,7 +17,7 @@ def short(tmp_path, name, **kw):
                 eval_every=1000, eval_episodes=3, wandb="disabled", progress=False, log_every=0.2,
                 out=str(tmp_path / name))
     base.update(kw)
-    return resolve(Config(**base))
+    return resolve(Config.of(**base))
 
 
 def test_outputs_are_complete(tmp_path):

@@ -7,7 +7,7 @@ from beta_dqn.driver.state import RunState
 
 
 def test_run_state_round_trips_through_a_checkpoint_as_the_next_generation():
-    cfg, spec = resolve(Config(env="CliffWalk", wandb="disabled", total_steps=5000, eval_every=2000))
+    cfg, spec = resolve(Config.of(env="CliffWalk", wandb="disabled", total_steps=5000, eval_every=2000))
     state = RunState.new(cfg, spec)
     assert (state.next_target, state.next_eval, state.visits.shape) == (1000, 2000, (48,))
     state.env_steps, state.episodes, state.arm_episodes, state.dispatched = 4096, 30, 20, 64

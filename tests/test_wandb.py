@@ -28,7 +28,7 @@ def test_a_run_reports_to_wandb_grouped_tagged_and_charted(tmp_path, monkeypatch
     fake = types.SimpleNamespace(init=lambda **kw: runs.append(FakeRun(**kw)) or runs[-1],
                                  Settings=lambda **kw: kw)
     monkeypatch.setitem(sys.modules, "wandb", fake)
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", seed=3, runtime="serial", actors=1,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", seed=3, runtime="serial", actors=1,
                                envs_per_actor=2, total_steps=1500, learning_starts=500, eval_every=750,
                                eval_episodes=2, wandb="offline", grid="g1", progress=False, log_every=0.01,
                                variant="bandit-returns=raw,count-mode=off", bandit_returns="raw",
@@ -64,7 +64,7 @@ def test_a_real_offline_run_reads_back_with_wandbs_own_reader(tmp_path):
     import subprocess
 
     out = tmp_path / "CliffWalk_beta_dqn_s4"  # a run's W&B name is its directory's
-    cfg, spec = resolve(Config(env="CliffWalk", algo="beta_dqn", seed=4, runtime="serial", actors=1,
+    cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", seed=4, runtime="serial", actors=1,
                                envs_per_actor=2, total_steps=1500, learning_starts=500, eval_every=750,
                                eval_episodes=2, wandb="offline", progress=False, log_every=0.01, out=str(out)))
     train(cfg, spec)

@@ -4,13 +4,11 @@ backend a --replay names (`replay_backend`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from beta_dqn.configuration.errors import ConfigError
 from learner.methods import METHODS
 from learner.methods.flags import FlagError
-from learner.methods.flags import values as flag_values
 from replay_service.backends import backend_for, choices, masked
 from replay_service.contract import BackendError
 
@@ -56,12 +54,11 @@ def replay_backend(value: str):
 def validate(cfg) -> None:
     """Raise ConfigError on the first invalid field of `cfg` (a `Config`). Environment names are checked in
     `resolve`."""
-    for f in dataclasses.fields(cfg):
-        v = getattr(cfg, f.name)
+    for name, v in cfg.flat().items():
         if isinstance(v, float) and not math.isfinite(v):
-            raise ConfigError(f.name, f"must be finite, got {v}")
+            raise ConfigError(name, f"must be finite, got {v}")
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:  # past it, JSON readers round
-            raise ConfigError(f.name, f"must be within ±2^53 = {2**53:,}, got {v}")
+            raise ConfigError(name, f"must be within ±2^53 = {2**53:,}, got {v}")
     _choice(cfg, "algo", ALGOS)
     try:
         replay_backend(cfg.replay).check(cfg)
@@ -81,13 +78,12 @@ def validate(cfg) -> None:
         _positive(cfg, "eps_decay_steps")
     if not 0.0 < cfg.eps_decay_fraction <= 1.0:
         raise ConfigError("eps_decay_fraction", f"must be in (0, 1], got {cfg.eps_decay_fraction}")
-    for method in METHODS.values():  # each method checks its own flags
+    for flags in cfg.methods.values():  # each method checks its own flags
         try:
-            if method.flags is not None:
-                flag_values(method.flags, cfg).check()
+            flags.check()
         except FlagError as e:
             raise ConfigError(e.name, e.message) from None
-    if cfg.two_q and cfg.algo != "beta_dqn":
+    if cfg.value("two_q") and cfg.algo != "beta_dqn":
         raise ConfigError("two_q", f"is a β-DQN ablation; --algo is {cfg.algo}")
     if cfg.gamma is not None:
         _open_unit(cfg, "gamma")

@@ -4,7 +4,6 @@ changes what a run computes is a grid axis); `beta_dqn.driver.resume` reads `--r
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import typing
 from pathlib import Path
 
@@ -81,7 +80,7 @@ HELP_GROUPS = {
 
 def help_group(name: str) -> str:
     """The `--help` group of field `name` (`HELP_GROUPS`)."""
-    if FIELDS[name].metadata["algos"] != ALGOS:
+    if FIELDS[name].algos != ALGOS:
         return "the method"
     return next((group for group, names in HELP_GROUPS.items() if name in names), "")
 
@@ -100,7 +99,7 @@ def _readers(name: str) -> str:
     """The methods that read field `name`, for `--help`: a method that reads it only while a flag of its own
     is on says so."""
     names = []
-    for algo in FIELDS[name].metadata["algos"]:
+    for algo in FIELDS[name].algos:
         gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
         names.append(f"{algo} (with {cli_name(gate)} true)" if gate else algo)
     return ", ".join(names)
@@ -113,22 +112,21 @@ def build_parser(defaults: bool = True, prog: str = PROG) -> argparse.ArgumentPa
     parser = OneLineParser(prog=prog, usage=f"{prog} [--FLAG VALUE ...]", description=_DESCRIPTION, epilog=_EPILOG,
                            formatter_class=_DefaultsFormatter)
     groups = {title: parser.add_argument_group(title) for title in HELP_GROUPS}
-    hints = typing.get_type_hints(Config)
-    for f in dataclasses.fields(Config):
-        kind = hints[f.name]
+    for f in FIELDS.values():
+        kind = f.kind
         if kind is bool:
             conv = _bool
         elif kind in (int, float, str):
             conv = kind
         else:  # float | None, int | None
             conv = int if int in typing.get_args(kind) else float
-        whose = f.metadata["algos"]
+        whose = f.algos
         read = _env_kwargs if f.name == "env_kwargs" else _axis(conv) if f.name in AXES else conv
         groups[help_group(f.name)].add_argument(cli_name(f.name), dest=f.name, type=read,
                             default=f.default if defaults else argparse.SUPPRESS,
                             metavar="JSON" if f.name == "env_kwargs" else f.name.upper() if conv is not _bool
                             else "BOOL",
-                            help=f.metadata["help"] + ("" if whose == ALGOS else f" [read by {_readers(f.name)}]"))
+                            help=f.help + ("" if whose == ALGOS else f" [read by {_readers(f.name)}]"))
     return parser
 
 
@@ -153,7 +151,7 @@ def parse_command(argv: list[str] | None = None, prog: str = PROG) -> tuple[dict
 def parse_config(argv: list[str] | None = None) -> Config:
     """One run's configuration from its command line (and `--config`'s file)."""
     args, _, sections = parse_command(argv)
-    return Config(**config_file.for_run(args, sections))
+    return Config.of(**config_file.for_run(args, sections))
 
 
 def is_grid(args: dict) -> bool:

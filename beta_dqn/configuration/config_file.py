@@ -221,7 +221,7 @@ def _settings(path, where: str, table: dict, in_section: bool, algo: str | None 
                               f"({reason})")
         if algo is not None and not reads(algo, name):
             raise _fail(path, f"{where}{name}: {algo} does not read it (read by "
-                              f"{', '.join(FIELDS[name].metadata['algos'])})")
+                              f"{', '.join(FIELDS[name].algos)})")
         if name in out:
             raise _fail(path, f"{where}{name} is given twice")
         out[name] = _value(path, where, name, value, axis_ok=not in_section)

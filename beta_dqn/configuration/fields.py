@@ -1,5 +1,6 @@
-"""Every field of the one frozen configuration that drives the serial and the Ray runner (`Config`: the shared
-flags of `CoreConfig` and every method's own), each a CLI flag (`--help`) with its type, default, help and role;
+"""Every field of the one frozen configuration that drives the serial and the Ray runner (`Config`: the flags
+every method shares, typed here, and in `Config.methods` each method's own, typed by its `Flags`), each a CLI flag
+(`--help`) with its type, default, help and role (`FIELDS`: every flag by name, a `Flag`);
 the sets of fields the rest of the program reads by role (`FIELDS`, `AXES`, `BOOKKEEPING`, `SECRETS`, ...), which
 method reads which field (`reads`), and the values a saved run lacks (`LEGACY`, `with_legacy`).
 
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from beta_dqn.configuration.checks import ALGOS, DEVICES, LOSSES, WANDB_MODES, validate
 from learner.methods import METHODS
@@ -59,9 +62,53 @@ def _beta(default, help: str):
     return _opt(default, help, algos=("beta_dqn",))
 
 
+F = TypeVar("F")  # a method's `Flags` class
+
+
+class MethodFlags(Mapping[str, Any]):
+    """Every registered method's own flags (`<method>/flags.py`), by method name: each an instance of that
+    method's `Flags`, a frozen dataclass (a method without flags has no entry). Hashable and compared by value,
+    as the frozen `Config` that holds it."""
+
+    def __init__(self, by_method: Mapping[str, Any]):
+        self._by_method = dict(by_method)
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> MethodFlags:
+        """Every method's flags with the values named in `values` (flag name -> value; each name is taken out of
+        it) and the defaults for the rest."""
+        by_method = {}
+        for name, method in METHODS.items():
+            if method.flags is not None:
+                own = [f.name for f in dataclasses.fields(method.flags)]
+                by_method[name] = method.flags(**{n: values.pop(n) for n in own if n in values})
+        return cls(by_method)
+
+    def __getitem__(self, method: str) -> Any:
+        return self._by_method[method]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_method)
+
+    def __len__(self) -> int:
+        return len(self._by_method)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._by_method.items()))
+
+    def __repr__(self) -> str:
+        return f"MethodFlags({self._by_method!r})"
+
+
 @dataclass(frozen=True)
-class CoreConfig:
-    """The flags every method shares; `Config` adds each method's own (`learner.methods.flags`)."""
+class Config:
+    """A run's whole configuration: the flags every method shares, typed here, and in `methods` every registered
+    method's own flags, each typed by its method's `Flags` (`config.flags(Flags)`; `learner.methods.flags`).
+
+    The command line, a --config file, config.json, a grid's axes and resume name every flag flat, by its own
+    name (`FIELDS`): `Config.of(**values)` makes one from such names, `value(name)` reads one, `replaced(**values)`
+    gives a copy with some changed and `flat()` gives them all, in `FIELDS`' order. (`Config(...)` takes the
+    shared flags and `methods`; `dataclasses.replace` changes shared flags only.)"""
 
     # --- the run ---
     env: str = _opt("MinAtar/Breakout", "environment name (docs/running.md lists them), or module:Id for a Gymnasium "
@@ -161,15 +208,71 @@ class CoreConfig:
     json: bool = _run(False, "print the summary as JSON on stdout (for scripts); default: a few lines for people",
                       resume=BOTH)
 
+    # --- every method's own flags (not a flag itself) ---
+    methods: MethodFlags = field(default_factory=lambda: MethodFlags.of({}))
+
+    @classmethod
+    def of(cls, **values: Any) -> Config:
+        """A configuration from flag values by name, the shared flags and the methods' own alike (TypeError
+        naming any that is neither)."""
+        rest = dict(values)
+        shared = {name: rest.pop(name) for name in values if name in SHARED}
+        methods = MethodFlags.of(rest)
+        if rest:
+            raise TypeError(f"Config has no flag {', '.join(sorted(rest))}")
+        return cls(**shared, methods=methods)
+
+    def value(self, name: str) -> Any:
+        """Flag `name`'s value (KeyError where no flag has that name)."""
+        flag = FIELDS[name]
+        return getattr(self if flag.method is None else self.methods[flag.method], name)
+
+    def replaced(self, **values: Any) -> Config:
+        """A copy with the flags named in `values` set to those values (validated as a new `Config` is)."""
+        return Config.of(**{**self.flat(), **values})
+
+    def flat(self) -> dict[str, Any]:
+        """Every flag's value by name, in `FIELDS`' order: config.json's form."""
+        return {name: self.value(name) for name in FIELDS}
+
+    def flags(self, cls: type[F]) -> F:
+        """The flags of the method whose `Flags` class is `cls`, typed as it: `config.flags(beta_dqn.flags.Flags)`."""
+        found = next((self.methods[name] for name, method in METHODS.items() if method.flags is cls), None)
+        if found is None:
+            raise KeyError(f"no registered method has the flags class {cls.__qualname__}")
+        return found
+
     def __post_init__(self):
         validate(self)
 
 
-def _method_fields() -> list[tuple[str, type, dataclasses.Field]]:
-    """Every registered method's own flags (`<method>/flags.py`) as fields of Config, each read by the method
-    that declares it and by those its `also` names."""
-    taken = {f.name for f in dataclasses.fields(CoreConfig)}
-    gathered = []
+@dataclass(frozen=True)
+class Flag:
+    """One flag of learner.main: a field of `Config` (`method` None) or of a method's `Flags` (`method`: the
+    method that declares it). `kind` is its Python type (e.g. `float | None`); `role`, `algos` and `resume` as
+    `Config` documents them."""
+
+    name: str
+    kind: Any
+    default: Any
+    help: str
+    role: str
+    algos: tuple[str, ...]
+    resume: tuple[str, ...]
+    method: str | None = None
+
+
+def _shared_flags() -> list[Flag]:
+    hints = typing.get_type_hints(Config)
+    return [Flag(f.name, hints[f.name], f.default, f.metadata["help"], f.metadata["role"], f.metadata["algos"],
+                 f.metadata["resume"]) for f in dataclasses.fields(Config) if f.name != "methods"]
+
+
+def _method_flags() -> list[Flag]:
+    """Every registered method's own flags (`<method>/flags.py`), each read by the method that declares it and
+    by those its `also` names."""
+    taken = {f.name for f in dataclasses.fields(Config)}
+    gathered: list[Flag] = []
     for name, method in METHODS.items():
         if method.flags is None:
             continue
@@ -178,48 +281,40 @@ def _method_fields() -> list[tuple[str, type, dataclasses.Field]]:
             if f.name in taken:
                 raise ValueError(f"method {name!r} declares a flag {f.name!r} that another already has")
             taken.add(f.name)
-            gathered.append((f.name, hints[f.name], _opt(f.default, f.metadata["help"],
-                                                         algos=(name, *f.metadata["also"]))))
+            gathered.append(Flag(f.name, hints[f.name], f.default, f.metadata["help"], "computes",
+                                 (name, *f.metadata["also"]), (), method=name))
     return gathered
 
 
-def _gathered() -> list[tuple[str, type, dataclasses.Field]]:
-    """CoreConfig's fields with the methods' own before its evaluation block (`METHOD_FLAGS_BEFORE`): a grid's
-    variants and run names follow this order."""
-    hints = typing.get_type_hints(CoreConfig)
-    core = [(f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
-            for f in dataclasses.fields(CoreConfig)]
-    at = next(i for i, (name, _, _) in enumerate(core) if name == METHOD_FLAGS_BEFORE)
-    return core[:at] + _method_fields() + core[at:]
+def _gathered() -> list[Flag]:
+    """The shared flags with the methods' own before their evaluation block (`METHOD_FLAGS_BEFORE`): a grid's
+    variants and run names, --help and config.json follow this order."""
+    shared = _shared_flags()
+    at = next(i for i, flag in enumerate(shared) if flag.name == METHOD_FLAGS_BEFORE)
+    return shared[:at] + _method_flags() + shared[at:]
 
 
-METHOD_FLAGS_BEFORE = "checkpoint_every"  # the first field of CoreConfig's evaluation block
-# The one configuration: the shared flags and every method's own. Every field is a flag of learner.main.
-# (made anew rather than derived from CoreConfig, whose fields would come first: its one method goes along)
-Config = dataclasses.make_dataclass("Config", _gathered(), frozen=True,
-                                    namespace={"__post_init__": CoreConfig.__post_init__})
-Config.__module__ = __name__  # (pickled by reference: a run's config crosses to Ray's processes)
-Config.__doc__ = """A run's whole configuration: `CoreConfig`'s flags and every registered method's (a frozen
-dataclass: one flag of learner.main per field)."""
-
-FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+METHOD_FLAGS_BEFORE = "checkpoint_every"  # the first field of Config's evaluation block
+# every flag of learner.main by name, in order: the shared ones and every registered method's own
+FIELDS: dict[str, Flag] = {flag.name: flag for flag in _gathered()}
+SHARED = frozenset(name for name, flag in FIELDS.items() if flag.method is None)  # `Config`'s own fields
 # fields in which the seeds of a pack (`beta_dqn.driver.pack`) may differ: their numbers and their names (everything
 # else
 # is computed by one learner, so must be one configuration)
 PER_SEED = frozenset({"seed", "out", "run_id", "overwrite", "resume", "progress"})
 # fields that say where and how a run or a grid executes and reports, not what a run computes
-BOOKKEEPING = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] != "computes")
-SECRETS = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "secret")
+BOOKKEEPING = frozenset(name for name, f in FIELDS.items() if f.role != "computes")
+SECRETS = frozenset(name for name, f in FIELDS.items() if f.role == "secret")
 # what a resumed run / grid may be given again with a new value (the rest must agree with what was saved)
-RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "run" in f.metadata["resume"])
-GRID_RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "grid" in f.metadata["resume"])
+RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "run" in f.resume)
+GRID_RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "grid" in f.resume)
 # the flags a grid takes as axes when given as comma lists (--seeds is the seed's axis)
-AXES = frozenset(name for name, f in FIELDS.items() if f.metadata["role"] == "computes" and name != "seed")
+AXES = frozenset(name for name, f in FIELDS.items() if f.role == "computes" and name != "seed")
 
 
 def kinds(name: str) -> tuple[type, ...]:
     """The Python types field `name` takes (`type(None)` where it may be None)."""
-    hint = typing.get_type_hints(Config)[name]
+    hint = FIELDS[name].kind
     return typing.get_args(hint) or (hint,)
 
 
@@ -243,12 +338,15 @@ def reads(algo: str, name: str, config=None) -> bool:
     """Whether method `algo` reads field `name` (fields of other methods it ignores). With `config` (a Config,
     or a dict of fields such as config.json's), also whether it reads it in that configuration: a method whose
     registry line names a flag of its own as its `epsilon` reads the ε schedule only while that flag is on."""
-    if algo not in FIELDS[name].metadata["algos"]:
+    if algo not in FIELDS[name].algos:
         return False
     gate = epsilon_gate(algo) if name in EPSILON_FIELDS else None
     if gate is None or config is None:
         return True
-    value = config.get(gate, FIELDS[gate].default) if isinstance(config, dict) else getattr(config, gate)
+    if isinstance(config, dict):
+        value = config.get(gate, FIELDS[gate].default)
+    else:  # a Config, or an object with the flags as attributes (a report's run: `beta_dqn.reporting.results`)
+        value = config.value(gate) if isinstance(config, Config) else getattr(config, gate)
     return bool(value) if not isinstance(value, list) else any(value)  # a grid's axis: on in some of its runs
 
 

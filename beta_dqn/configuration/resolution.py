@@ -25,7 +25,7 @@ from replay_service.contract import BackendError
 def public(values: Config | dict) -> dict:
     """A configuration as written to config.json, checkpoints, grid.json and W&B: every field whose role is
     "secret" masked (Redis URLs: their passwords)."""
-    out = dataclasses.asdict(values) if isinstance(values, Config) else dict(values)
+    out = values.flat() if isinstance(values, Config) else dict(values)
     return {k: masked(v) if k in SECRETS and isinstance(v, str) else v for k, v in out.items()}
 
 

@@ -49,8 +49,9 @@ def fit_warning(cfg) -> str | None:
                         f"ε = {ends:.3g}, not --eps-end {plan['end']:g}")
     if cfg.eval_every > cfg.total_steps:
         problems.append(f"--eval-every {cfg.eval_every:,} is longer than the run: it is evaluated once, at its end")
-    if reads(cfg.algo, "bandit_window") and cfg.bandit_window > cfg.total_steps:  # an episode is a step at least
-        problems.append(f"--bandit-window {cfg.bandit_window:,} episodes is more than the run can have (at most "
+    window = cfg.value("bandit_window")
+    if reads(cfg.algo, "bandit_window") and window > cfg.total_steps:  # an episode is a step at least
+        problems.append(f"--bandit-window {window:,} episodes is more than the run can have (at most "
                         f"{cfg.total_steps:,}, one a step): the meta-controller's window never fills")
     if cfg.actors * cfg.chunk_steps > cfg.total_steps:
         problems.append(f"--actors {cfg.actors:,} × --chunk-steps {cfg.chunk_steps:,} is more env steps than "

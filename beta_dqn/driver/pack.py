@@ -14,7 +14,6 @@ loss diverged).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -30,9 +29,9 @@ from learner.packed import PackedLearner
 
 def check_packable(cfgs: list) -> None:
     """One line when the runs given cannot share a learner: different configurations, or one seed twice."""
-    first = dataclasses.asdict(cfgs[0])
+    first = cfgs[0].flat()
     for cfg in cfgs[1:]:
-        for name, value in dataclasses.asdict(cfg).items():
+        for name, value in cfg.flat().items():
             if name not in PER_SEED and value != first[name]:
                 raise ConfigError(name, f"the seeds of a pack share one configuration: {value!r} and "
                                         f"{first[name]!r} cannot be packed (--pack-seeds)")

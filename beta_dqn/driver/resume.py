@@ -3,7 +3,6 @@ both checked before anything starts."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -144,5 +143,4 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
               "resume": args["resume"]}
     # config.json and checkpoints keep no passwords
     merged["replay"] = restore_password(merged["replay"], "run", merged.get("replay_password_file", ""))
-    known = {f.name for f in dataclasses.fields(Config)}
-    return Config(**{k: v for k, v in merged.items() if k in known}), ckpt
+    return Config.of(**{k: v for k, v in merged.items() if k in FIELDS}), ckpt

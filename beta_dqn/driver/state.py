@@ -51,7 +51,7 @@ def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
             allowed = " or ".join(getattr(k, "__name__", str(k)).replace("NoneType", "None") for k in kinds(key))
             raise fail(f"{path} is damaged: its configuration's {key} is {value!r}, not {allowed}")
     try:
-        validate(Config(**{k: v for k, v in saved.items() if k in FIELDS}))
+        validate(Config.of(**{k: v for k, v in saved.items() if k in FIELDS}))
     except ConfigError as e:
         if e.field == "replay":  # sound, but written with a backend this process has not registered
             raise fail(f"{path} ran with a replay backend not registered here ({e.message}); a plugin's backend "

@@ -18,7 +18,6 @@ on the CPU. The shell's form of `evaluate` is `python -m learner.evaluate RUN_DI
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -62,18 +61,18 @@ def train(config: Config | None = None, /, **flags) -> Trained:
     flags = {name: _plain(name, value) for name, value in flags.items()}
     for name, value in flags.items():
         _check_type(name, value)
-    cfg = dataclasses.replace(config or Config(), **flags)
+    cfg = (config or Config()).replaced(**flags)
     if cfg.config:  # a configuration file under the settings given here (`config="hp.toml"`), as on the command line
-        given = set(flags) | {f for f in FIELDS if config is not None and getattr(config, f) != FIELDS[f].default}
-        values, sections, _ = config_file.apply(dataclasses.asdict(cfg), frozenset(given))
+        given = set(flags) | {f for f in FIELDS if config is not None and config.value(f) != FIELDS[f].default}
+        values, sections, _ = config_file.apply(cfg.flat(), frozenset(given))
         axis = next((k for k, v in values.items() if isinstance(v, list)), None)
         if axis:
             raise ConfigError(axis, f"{cfg.config} lists values (a grid axis): train() runs one run; a grid runs "
                                     "from the shell (python -m learner.main --config FILE)")
-        cfg = Config(**config_file.for_run(values, sections))
+        cfg = Config.of(**config_file.for_run(values, sections))
     for name in ("seeds", "resume", "pack_seeds"):
-        if getattr(cfg, name) != FIELDS[name].default:
-            raise ConfigError(name, f"{getattr(cfg, name)!r}: train() runs one run from its start; a grid, packed "
+        if cfg.value(name) != FIELDS[name].default:
+            raise ConfigError(name, f"{cfg.value(name)!r}: train() runs one run from its start; a grid, packed "
                                     "seeds or a resume run from the shell (python -m learner.main)")
     cfg, spec = resolve(cfg)
     from beta_dqn.driver.run import train as run_training
@@ -122,7 +121,7 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -
         raise ValueError(f"no checkpoint.pt in {str(run_dir)!r}: give a run's directory (a run writes one at its "
                          "end and every --checkpoint-every env steps)")
     ckpt, saved = read_checkpoint(path, ValueError)
-    cfg = Config(**{k: v for k, v in saved.items() if k in FIELDS})
+    cfg = Config.of(**{k: v for k, v in saved.items() if k in FIELDS})
     check_run_code(path, cfg.env, env, trust_run)
     try:
         spec = env_spec(cfg.env, cfg.env_kwargs)

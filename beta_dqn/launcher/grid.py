@@ -127,7 +127,7 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None, sections: tu
     if named is not None and "learning_starts" not in named and not any("learning_starts" in s.values
                                                                          for s in sections):
         for run in expand(args, grid_dir, sections):  # a run of it that would make no update: refused, as one is
-            error = no_update_error(resolve(Config(**run))[0])
+            error = no_update_error(resolve(Config.of(**run))[0])
             if error is not None:
                 raise error
     grid = Grid(args, grid_dir, sections)

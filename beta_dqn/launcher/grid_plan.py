@@ -71,12 +71,12 @@ def expand(args: dict, grid_dir: Path, sections: tuple[Section, ...] = ()) -> li
                 if runs[name] != run:
                     raise ConfigError("env", f"two values in the lists name the same run ({name})")
                 continue  # the same run from a flag its method does not read
-            Config(**run)  # validates; environments are checked by `resolve` below
+            Config.of(**run)  # validates; environments are checked by `resolve` below
             runs[name] = run
     for name, _ in axes:
         if not any(reads(r["algo"], name, r) for r in runs.values()):
             raise ConfigError(name, f"is a list, but no method of the grid reads it (read by "
-                                    f"{', '.join(FIELDS[name].metadata['algos'])})")
+                                    f"{', '.join(FIELDS[name].algos)})")
     return list(runs.values())
 
 

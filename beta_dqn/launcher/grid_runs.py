@@ -40,7 +40,7 @@ class Grid:
 
         warnings, asked = [], set()
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
-            cfg = resolve(Config(**run))[0]
+            cfg = resolve(Config.of(**run))[0]
             needs = (cfg.device, cfg.replay, cfg.replay_password_file)
             if needs not in asked:  # (each Redis asked once, whatever the number of runs on it)
                 preflight(cfg)

@@ -32,7 +32,7 @@ def _prepare(args: dict):
         again = ["--replay", args["replay"]] if masked(args["replay"]) != args["replay"] else []
         config, ckpt = resume_config(["--resume", args["out"], "--progress", "false", *again])
     else:  # an earlier attempt of this grid's run that died before its first checkpoint is started over
-        config, ckpt = Config(**{**args, "overwrite": args["overwrite"] or _made_by_a_grid(out)}), None
+        config, ckpt = Config.of(**{**args, "overwrite": args["overwrite"] or _made_by_a_grid(out)}), None
     cfg, spec = resolve(config)
     return cfg, spec, ckpt
 

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         if status is not None:
             return status
         args, named, sections = parse_command(argv)
-        config, resume = Config(**for_run(args, sections)), None
+        config, resume = Config.of(**for_run(args, sections)), None
         if config.pack_seeds > 1:
             raise ConfigError("pack_seeds", f"{config.pack_seeds}: packs the seeds of a grid; give them with "
                                             "--seeds (e.g. --seeds 0-3 --pack-seeds 4)")

@@ -8,7 +8,7 @@ defaults of a method that plays one policy in every episode and is evaluated gre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -17,9 +17,11 @@ from learner.methods.numpy_net import NumpyNet, acting_values
 from meta_controller.bandit import ArmSource, FixedArm
 from replay_service.schema import Field
 
+F = TypeVar("F")  # a method's `Flags` class (`<method>/flags.py`), or None for a method without flags
+
 
 @dataclass(frozen=True)
-class MethodSettings:
+class MethodSettings(Generic[F]):
     """What a method reads of a run's configuration; `beta_dqn.configuration.settings.method_settings` makes it. Its
     acting
     and its learning are given this as `cfg` (the learner passes on its `LearnerSettings.method`).
@@ -36,7 +38,7 @@ class MethodSettings:
 
     algo: str  # --algo
     loss: str  # --loss: the TD loss
-    flags: Any = None  # its own flags: an instance of its `Flags` (`<method>/flags.py`), or None
+    flags: F  # its own flags: an instance of its `Flags` (`<method>/flags.py`), or None
     epsilon: EpsilonSchedule | None = None  # DQN's ε schedule where the method acts on one (`methods.Method.epsilon`)
     others: dict[str, Any] = field(default_factory=dict)  # other methods' flags that it reads too (their `also`
     #                                                       names it), by method: LESSON reads RND's --rnd-scale

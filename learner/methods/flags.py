@@ -1,12 +1,13 @@
 """A method's own flags: a frozen dataclass in its folder (`<method>/flags.py`) whose fields are `flag`s, each
 with its default and help text, and whose `check()` raises `FlagError` at the first bad value.
-`beta_dqn.configuration.fields.Config` gathers the flags of every registered method into the one configuration that the
-command line, grids and resume read (a flag is read by its method, and by the methods its `also` names).
+`beta_dqn.configuration.fields.Config` holds an instance of every registered method's `Flags` (`config.methods`), and
+the command line, grids and resume name each flag flat, by its own name (a flag is read by its method, and by the
+methods its `also` names).
 """
 
 from __future__ import annotations
 
-from dataclasses import field, fields
+from dataclasses import field
 
 
 class FlagError(ValueError):
@@ -22,11 +23,6 @@ def flag(default, help: str, also: tuple[str, ...] = ()):
     """A method's flag: it changes what a run computes (a grid axis when given as a comma list); `also`: other
     methods that read it."""
     return field(default=default, metadata={"help": help, "also": tuple(also)})
-
-
-def values(flags_class, config) -> object:
-    """The method's flags, from a configuration that holds them (any object with their attributes)."""
-    return flags_class(**{f.name: getattr(config, f.name) for f in fields(flags_class)})
 
 
 def positive(flags, *names: str) -> None:

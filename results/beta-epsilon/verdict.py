@@ -107,7 +107,7 @@ def off_plan(run, arm: str) -> str:
 
     steps = 1_000_000 if run.env.startswith("MinAtar/") else 500_000
     # the protocol's DQN runs are serial, as a grid places them (PLAN.md, deviation of 2026-12-05); the study's, Ray
-    plan = Config(env=run.env, algo="dqn" if arm == "dqn" else "beta_dqn", total_steps=steps,
+    plan = Config.of(env=run.env, algo="dqn" if arm == "dqn" else "beta_dqn", total_steps=steps,
                   runtime="serial" if arm == "dqn" else "ray",
                   actors=4, arm_exchange="episode", bandit_returns="raw", beta_epsilon=arm == "eps")
     for key in sorted(AXES - {"env", "algo"}):
