@@ -88,7 +88,7 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
             parts = build(cfg, spec, backend, make_replay(cfg, spec, backend, Path(tmp)).ports)
             learner = Learner.solo(settings(LearnerSettings, cfg), spec)
             weights = backend.put(learner.weights())
-            handles = parts["actors"]
+            handles = parts.actors
             # warm: every actor has its weights and has acted once (past learning_starts: arms in use)
             backend.get([backend.call(h, "collect", cfg.chunk_steps, weights, 0, cfg.learning_starts)
                          for h in handles])
@@ -104,8 +104,8 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
                     inflight[backend.call(h, "collect", cfg.chunk_steps, None, 0, cfg.learning_starts)] = h
             wall = time.perf_counter() - t0
             backend.get(list(inflight))
-            if not parts["arm_local"]:
-                lag = backend.get(backend.call(parts["arm_source"], "summary"))["lag"]
+            if not parts.arm_local:
+                lag = backend.get(backend.call(parts.arm_source, "summary"))["lag"]
         finally:
             backend.shutdown()
     # where the actors' time went (the chunks counted: those that returned inside the window)

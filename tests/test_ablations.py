@@ -71,9 +71,9 @@ def test_two_q_is_refused_for_other_algorithms():
 def test_policy_set_size_is_the_bandits_and_the_actors_arm_count(name, size):
     cfg, spec = resolve(Config.of(env="CliffWalk", policy_set=name, actors=1, wandb="disabled"))
     parts = build(cfg, spec, SerialBackend(), [None])
-    assert parts["arm_source"].n_arms == size
-    assert len(parts["actors"][0].acting.arms) == size
-    assert parts["arm_source"].select() in range(size)
+    assert parts.arm_source.n_arms == size
+    assert len(parts.actors[0].acting.arms) == size
+    assert parts.arm_source.select() in range(size)
 
 
 def _values(q, beta):

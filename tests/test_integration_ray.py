@@ -63,7 +63,7 @@ def test_a_killed_actor_process_is_restarted_and_the_run_completes(ray_cluster, 
                                learning_starts=1000, eval_every=8000, eval_episodes=3, wandb="disabled",
                                progress=False, out=str(tmp_path / "kill")))
     run = Run(cfg, spec)
-    victim = ray_cluster.get(run.parts["actors"][0].process_id.remote())
+    victim = ray_cluster.get(run.parts.actors[0].process_id.remote())
     killed_at = {}
 
     def kill_when_running():

@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from beta_dqn.configuration.flags import Config, ConfigError, resolve
+from beta_dqn.driver.checkpoints import Checkpointer
 from beta_dqn.driver.pack import Pack, check_packable, train_pack
 from beta_dqn.driver.run import Run, train
 from beta_dqn.driver.state import RUN_FILES
@@ -437,14 +438,14 @@ def test_a_grid_task_continues_a_pack_from_two_update_counts_skips_finished_seed
     grid = grid_from_args(grid_args(tmp_path, "d", "--runtime", "serial", "--env", "CliffWalk", "--algo", "dqn",
                                     "--pack-seeds", "3", "--total-steps", "3000", "--checkpoint-every", "1000"))
     grid.write_spec()
-    real_check = Run._check_finite
+    real_check = Checkpointer.check_finite
 
-    def nan_for_seed_1(self, loss):
-        if self.cfg.seed == 1 and self.learner.updates >= 300:
+    def nan_for_seed_1(self, loss, publish_every):
+        if self.config["seed"] == 1 and self.learner.updates >= 300:
             raise NonFiniteLoss("the loss became nan")
-        real_check(self, loss)
+        real_check(self, loss, publish_every)
 
-    monkeypatch.setattr(Run, "_check_finite", nan_for_seed_1)
+    monkeypatch.setattr(Checkpointer, "check_finite", nan_for_seed_1)
     outcomes = _run_unit(grid.runs)
     assert "summary" in outcomes[0] and "summary" in outcomes[2]
     assert outcomes[0]["summary"]["env_steps"] == outcomes[2]["summary"]["env_steps"] == 3000

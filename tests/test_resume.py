@@ -53,7 +53,7 @@ def test_resume_after_sigkill(tmp_path, redis_url, backend):
     cfg, spec = resolve(cfg)
     assert (cfg.total_steps, cfg.algo, cfg.run_id) == (TOTAL, "beta_dqn", saved["config"]["run_id"])
     run = Run(cfg, spec, ckpt)
-    window = run.backend.get(run.backend.call(run.parts["arm_source"], "state_dict"))["window"]
+    window = run.backend.get(run.backend.call(run.parts.arm_source, "state_dict"))["window"]
     assert window == saved["arm_source"]["window"] and len(window) > 0
     summary = run.run()
     assert summary["env_steps"] == TOTAL and summary["updates"] == (TOTAL - cfg.learning_starts) // 4

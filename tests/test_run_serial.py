@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from beta_dqn.configuration.flags import Config, ConfigError, resolve
+from beta_dqn.driver.checkpoints import Checkpointer
 from beta_dqn.driver.run import Run, train
 
 
@@ -147,14 +148,14 @@ def test_every_algorithm_runs_on_minatar_minigrid_and_cliffwalk_with_the_same_cl
 
     from beta_dqn.launcher.main import main
 
-    save = Run._save_checkpoint
+    save = Checkpointer.save
 
-    def save_and_copy(self):
-        save(self)
+    def save_and_copy(self, wall):
+        save(self, wall)
         if self.state.env_steps == 600:
             shutil.copytree(self.out, Path(f"{self.out}-at600"))
 
-    monkeypatch.setattr(Run, "_save_checkpoint", save_and_copy)
+    monkeypatch.setattr(Checkpointer, "save", save_and_copy)
     for env in ("MinAtar/Breakout", "DoorKey", "CliffWalk"):
         out = tmp_path / f"{algo}-{env.replace('/', '-')}"
         argv = ["--algo", algo, "--env", env, "--runtime", "serial", "--actors", "2", "--envs-per-actor", "2",

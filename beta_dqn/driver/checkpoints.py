@@ -1,27 +1,37 @@
-"""The run's checkpoints (`RunCheckpoints`, a part of `beta_dqn.driver.run.Run`): one written when nothing is in flight
-at
-a checkpoint step (the evaluations started so far recorded, the bandit's reports settled, the replay's files
-first), the stop at a non-finite loss or network (its state in checkpoint-nonfinite.pt), and a checkpoint read
-back into the learner, the arm source and the replay on a resume.
+"""A run's checkpoints (`Checkpointer`, one part of `beta_dqn.driver.run.Run`, given what it reads and writes): one
+written when the run asks (nothing in flight, the evaluations so far recorded, the bandit's reports settled: the
+run's to see to), the replay's files first; the stop at a non-finite loss or network (its state in
+checkpoint-nonfinite.pt); and a checkpoint read back into the learner, the arm source and the replay on a resume.
 """
 
 from __future__ import annotations
 
 import math
-import time
 import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 
-from beta_dqn.configuration.flags import ConfigError, OutputError, public
+from beta_dqn.configuration.flags import ConfigError, OutputError
 from beta_dqn.driver.outputs import NonFiniteLoss
-from beta_dqn.driver.state import CHECKPOINT_FORMAT, write_checkpoint
+from beta_dqn.driver.state import CHECKPOINT_FORMAT, RunState, write_checkpoint
+from beta_dqn.files import Written
+from replay_service.client import ReplaySampler
 
 
-class RunCheckpoints:
-    """`Run`'s checkpoint methods: they read and write the run's own attributes (`Run.__init__` sets them)."""
+class Checkpointer:
+    """Writes and reads back a run's checkpoints. `config`: the run's configuration as written (`public`);
+    `arm(method, *args)` calls the run's arm source (`Run._arm`); `written` records each file before it is
+    written."""
 
-    def _restore(self, ckpt: dict) -> None:
+    def __init__(self, out: Path, config: dict, learner: Any, replay: ReplaySampler, state: RunState,
+                 arm: Callable[..., Any], written: Written):
+        self.out, self.config, self.learner, self.replay = out, config, learner, replay
+        self.state, self.arm, self.written = state, arm, written
+
+    def restore(self, ckpt: dict) -> None:
         """The learner, the arm source and the replay as the checkpoint left them (the counters are `state`).
 
         Episodes that were running when the checkpoint was written are not continued (their transitions
@@ -32,11 +42,12 @@ class RunCheckpoints:
             arm_state = dict(ckpt["arm_source"])
             if "pending" in arm_state:
                 arm_state["pending"] = [0] * len(arm_state["pending"])
-            self._arm("load_state_dict", arm_state)
+            self.arm("load_state_dict", arm_state)
         except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as e:  # shapes, keys, another method's
             reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-            raise ConfigError("resume", f"{self.out / 'checkpoint.pt'} does not fit this run's {self.cfg.algo} "
-                                        f"networks or arm source ({type(e).__name__}: {reason})") from None
+            raise ConfigError("resume", f"{self.out / 'checkpoint.pt'} does not fit this run's "
+                                        f"{self.config['algo']} networks or arm source "
+                                        f"({type(e).__name__}: {reason})") from None
         try:
             self.replay.load_state_dict(ckpt, self.out)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a snapshot file damaged or gone
@@ -45,56 +56,38 @@ class RunCheckpoints:
                                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the run "
                                         "cannot continue exactly without it") from None
 
-    def _checkpoint(self) -> None:
-        self._record_evals(wait=True)  # evaluations started so far belong to this checkpoint
-        self._settle_reports()
-        self._save_checkpoint()
-        self.next_checkpoint += self.cfg.checkpoint_every
-
-    def _wall(self) -> float:
-        """The run's seconds so far: this sitting's, and earlier sittings' up to the checkpoint it resumed from
-        (the steps after that checkpoint were taken again in this one)."""
-        return self.state.wall_before + time.perf_counter() - self.t0
-
-    def _settle_reports(self) -> None:
-        """Every episode the run counted is in the bandit before its state is saved: the actors (idle now)
-        wait for the answers to the reports they sent. (Not on the way out of a failed run: an actor that
-        died with a report on its way cannot be waited for, and its report may be lost.)"""
-        if self.acting.central and self.backend.concurrent:
-            self.backend.get([self.backend.call(a, "settle") for a in self.parts["actors"]])
-
-    def _save_checkpoint(self) -> None:
-        """Everything needed to continue: the replay's files first (memory replay; Redis keeps its own data),
-        then checkpoint.pt naming them, written atomically."""
+    def save(self, wall: float) -> None:
+        """Everything needed to continue (`wall`: the run's seconds so far): the replay's files first (memory
+        replay; Redis keeps its own data), then checkpoint.pt naming them, written atomically."""
         learner = self.learner
         if not all(bool(torch.isfinite(p).all()) for p in learner.nets.parameters()):  # a GPU checks loss sparsely
-            self._stop_nonfinite("the network parameters became non-finite")
+            self.stop_nonfinite("the network parameters became non-finite")
         try:
             self.written.add(*self.replay.snapshot_files(self.state.env_steps))  # before they exist: a kill mid-write
             replay = self.replay.state_dict(self.out, self.state.env_steps)  # leaves no file the record does not name
         except OSError as e:  # the snapshot's own files; the last checkpoint names older ones, still there
             raise OutputError.of(self.out / "replay", e) from None
         self.written.add("checkpoint.pt")
-        write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": public(self.cfg),
+        write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": self.config,
                                     "learner": learner.state_dict(),
-                                    **self.state.to_checkpoint(learner.updates, self._wall()),
-                                    "arm_source": self._arm("state_dict"), **replay})
+                                    **self.state.to_checkpoint(learner.updates, wall),
+                                    "arm_source": self.arm("state_dict"), **replay})
         self.written.forget(*self.replay.checkpoint_written(self.out, replay))
 
-    def _check_finite(self, loss: torch.Tensor) -> None:
+    def check_finite(self, loss: torch.Tensor, publish_every: int) -> None:
         """Stop at a NaN or infinite loss (every update on CPU; on a GPU every `publish_every` updates, to
         spare a device sync per update)."""
-        if self.learner.device.type != "cpu" and self.learner.updates % self.cfg.publish_every:
+        if self.learner.device.type != "cpu" and self.learner.updates % publish_every:
             return
         value = float(loss)
         if not math.isfinite(value):
-            self._stop_nonfinite(f"the loss became {value}")
+            self.stop_nonfinite(f"the loss became {value}")
 
-    def _stop_nonfinite(self, what: str) -> None:
+    def stop_nonfinite(self, what: str) -> None:
         """checkpoint.pt keeps the last good state; the failing one goes to checkpoint-nonfinite.pt."""
         learner = self.learner
         self.written.add("checkpoint-nonfinite.pt")
-        write_checkpoint(self.out, {"learner": learner.state_dict(), "config": public(self.cfg)},
+        write_checkpoint(self.out, {"learner": learner.state_dict(), "config": self.config},
                          "checkpoint-nonfinite.pt")
         last = "checkpoint.pt is the last good one" if (self.out / "checkpoint.pt").exists() else "no checkpoint yet"
         raise NonFiniteLoss(f"{what} at update {learner.updates} (env step {self.state.env_steps}); "

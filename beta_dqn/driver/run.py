@@ -8,9 +8,11 @@
     checkpoint  when nothing is in flight at a checkpoint step: everything needed to continue
 
 Written once against `beta_dqn.driver.runtime`'s backend and `replay_service.client.ReplaySampler`, so the serial
-and the Ray runner, memory and Redis replay, are the same loop. `Run` also holds the methods of
-`beta_dqn.driver.checkpoints.RunCheckpoints` (writing a checkpoint, reading one back on a resume, the stop at a
-non-finite loss) and of `beta_dqn.driver.metrics.RunMetrics` (the logs' rows and summary.json).
+and the Ray runner, memory and Redis replay, are the same loop. The run is composed of parts, each given what it
+reads: its directory (`beta_dqn.driver.state.RunDirectory`: checked, locked, its record), the backend and the
+parts it wired (`beta_dqn.driver.runtime.Parts`), the learner, the replay, the checkpoints
+(`beta_dqn.driver.checkpoints.Checkpointer`: writing one, reading one back on a resume, the stop at a non-finite
+loss) and what it says of itself (`beta_dqn.driver.metrics.RunReport`: the logs' rows and summary.json).
 """
 
 from __future__ import annotations
@@ -25,14 +27,13 @@ from pathlib import Path
 import torch
 
 from beta_dqn.configuration.flags import method_settings, public, replay_backend, settings
-from beta_dqn.driver.checkpoints import RunCheckpoints
-from beta_dqn.driver.metrics import RunMetrics
-from beta_dqn.driver.outputs import Clock, RunLogger, Window, write_whole
+from beta_dqn.driver.checkpoints import Checkpointer
+from beta_dqn.driver.metrics import RunReport
+from beta_dqn.driver.outputs import Clock, RunLogger, Window, process_tree_rss, write_whole
 from beta_dqn.driver.preflight import check_memory, check_room, preflight
 from beta_dqn.driver.runtime import Backend, build, make_backend, make_replay
 from beta_dqn.driver.signals import sigterm_interrupts, stall_watch
-from beta_dqn.driver.state import RunState, check_run_dir, claim_run_dir, interrupted_line, legacy_entries
-from beta_dqn.files import Written
+from beta_dqn.driver.state import RunDirectory, RunState, check_run_dir, interrupted_line
 from learner.learner import Learner, LearnerSettings, pick_device
 from learner.methods import acting
 from replay_service.client import RateLimiter, shard_of
@@ -41,13 +42,15 @@ from replay_service.redis_shard import ReplayDamaged, ReplayUnavailable
 HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harvested (16 doubled the p95 staleness)
 
 
-class Run(RunCheckpoints, RunMetrics):
+class Run:
     def __init__(self, cfg, spec, resume: dict | None = None, learner=None):
-        """`resume`: a checkpoint (`beta_dqn.driver.resume.resume_config` reads it) to continue from. `learner`: this
-        seed's
-        `Learner` in a pack (`learner.packed.PackedLearner.seats`; `beta_dqn.driver.pack` updates it), else the run
-        makes its
-        own."""
+        """`resume`: a checkpoint (`beta_dqn.driver.resume.resume_config` reads it) to continue from. `learner`:
+        this seed's `Learner` in a pack (`learner.packed.PackedLearner.seats`; `beta_dqn.driver.pack` updates it),
+        else the run makes its own.
+
+        The run's parts are made in order, each undone if a later one cannot be made (`ExitStack`): a run that
+        cannot start leaves no Ray actors, servers, learner thread, lock or run behind (the same command,
+        corrected, goes ahead)."""
         self.cfg, self.spec, self.resumed = cfg, spec, resume
         self.state = RunState.new(cfg, spec) if resume is None else RunState.from_checkpoint(resume)
         self.acting = acting(method_settings(cfg))
@@ -57,39 +60,36 @@ class Run(RunCheckpoints, RunMetrics):
         preflight(cfg)  # a CUDA device where asked for, what the replay needs (a server that answers)
         check_memory(cfg, spec)  # a run that could never fit, refused before anything starts
         check_room(cfg)  # actors a cluster of this machine could never place, refused before it starts
-        self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
-        self.replay = self.directory = self.written = None
-        own = []  # what the replay makes in the run directory (redis-local's servers' files): this run's to remove
-        # if it cannot start
-        made = None  # the learner, when this run made it (a run that cannot start closes it: β's thread ends)
-        try:
-            self.directory = claim_run_dir(self.out, resume is not None, cfg.overwrite)  # one writer
+        with contextlib.ExitStack() as undo:
+            self.backend: Backend = make_backend(cfg)  # first: a cluster that cannot be joined leaves nothing behind
+            undo.callback(self.backend.shutdown)
+            self.directory = RunDirectory.claim(self.out, resume is not None, cfg.overwrite)  # one writer
+            undo.callback(self.directory.release)
+            undo.callback(self.directory.discard)  # (its record: before the lock is let go)
+            # what the replay makes in the run directory (redis-local's servers' files): this run's to remove if
+            # it cannot start
             own = [e for e in replay_backend(cfg.replay).run_dir_entries(cfg)
                    if resume is None and not (self.out / e).exists()]
-            self.written = Written(self.out)  # what this run creates here: all it may prune or --overwrite remove
-            if resume is not None and self.written.new:  # a run with no record (an older version's): its files by name
-                self.written.add(*legacy_entries(self.out))
-            self.written.add("ray_warnings.log", *own)
+            self.directory.record("ray_warnings.log", *own)
             torch.set_num_threads(cfg.learner_threads)
             if learner is None:
-                made = learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
+                learner = Learner.solo(settings(LearnerSettings, cfg), spec, pick_device(cfg.device))
+                undo.callback(learner.close)  # (β's thread ends)
             self.learner = learner
+            undo.callback(_remove, [self.out / e for e in own])
             self.replay = make_replay(cfg, spec, self.backend, self.out, resume)
+            # a run that could not start lets go of its Redis run id (a resumed one keeps it)
+            undo.callback(self.replay.close, started=resume is not None)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
+            self.checkpoints = Checkpointer(self.out, public(cfg), self.learner, self.replay, self.state, self._arm,
+                                            self.directory.written)
+            self.report = RunReport(cfg, self.state, self.learner, self.replay, self.acting, self._arm)
             if resume is not None:
-                self._restore(resume)
+                self.checkpoints.restore(resume)
             # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
             write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
-            self.written.add("config.json")
-        except BaseException:
-            try:
-                if self.written is not None:
-                    self.written.discard()
-                if made is not None:
-                    made.close()
-            finally:  # (even if the first are interrupted: a second Ctrl-C)
-                self._shutdown(leftovers=[self.out / e for e in own], started=False)
-            raise
+            self.directory.record("config.json")
+            undo.pop_all()  # started: its parts are the run's to shut down (`_shutdown`)
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,
                                    cfg.chunk_steps * cfg.actors)
         self.committed = self.state.env_steps  # env steps harvested + in flight
@@ -98,24 +98,19 @@ class Run(RunCheckpoints, RunMetrics):
         self.max_inflight = 0  # most chunks collected at once (all actors busy: == actors)
         self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
         self.staleness: Counter = Counter()  # versions behind -> chunks
-        self.placement = None
+        self.placement: dict | None = None
         self.shared, self.shared_version = None, -1  # the weights in the object store, and their version
         self.inflight: dict = {}  # future -> actor index
         self.eval_futures: list = []
         self.window = Window()  # metrics since the last log line
         self.peak_rss = 0.0
 
-    def _shutdown(self, leftovers: list[Path] = (), started: bool = True) -> None:
+    def _shutdown(self, started: bool = True) -> None:
         """No Ray actors or cluster, no Redis servers left behind; the run directory free for another process.
-        A run that could not start (`started=False`) lets go of its Redis run id and removes `leftovers` (what
-        its replay made in the run directory)."""
+        A pack's seed that could not start (`started=False`) lets go of its Redis run id."""
         self.backend.shutdown()
-        if self.replay is not None:
-            self.replay.close(started=started or self.resumed is not None)
-        for path in leftovers:
-            shutil.rmtree(path, ignore_errors=True)
-        if self.directory is not None:
-            self.directory.release()
+        self.replay.close(started=started or self.resumed is not None)
+        self.directory.release()
 
     # ---- the loop ----
     def run(self) -> dict:
@@ -157,7 +152,7 @@ class Run(RunCheckpoints, RunMetrics):
             self.logger = RunLogger(self.cfg, self.out, self.cfg.total_steps, None if self.resumed is None else {
                 "env_steps": st.env_steps, "evals": st.finished_evals(), "wandb_id": st.wandb_id})
             st.wandb_id = self.logger.wandb_id
-            self.written.add(*self.logger.created())
+            self.directory.record(*self.logger.created())
             self.logger.advance(st.env_steps)
         except BaseException:
             self._close()
@@ -184,7 +179,7 @@ class Run(RunCheckpoints, RunMetrics):
     def finish(self) -> dict:
         """Every evaluation in, the summary and the last checkpoint written, the logs closed."""
         self._record_evals(wait=True)
-        summary = self._finish()
+        summary = self._summary()
         self.logger.close(summary)
         return summary
 
@@ -198,7 +193,7 @@ class Run(RunCheckpoints, RunMetrics):
         st = self.state
         try:
             self._record_evals(wait=True)  # evaluations do not use the replay: let them land first
-            self._save_checkpoint()
+            self.checkpoints.save(self._wall())
             where = f"checkpoint written at env step {st.env_steps}: continue with --resume {self.out}"
         except Exception as save_error:
             where = f"no checkpoint could be written ({type(save_error).__name__})"
@@ -209,7 +204,7 @@ class Run(RunCheckpoints, RunMetrics):
     def _start(self) -> None:
         """Every actor up before the first chunk: a process that starts while the learner is already updating
         starts slowly on a busy machine and then acts on weights that are long out of date."""
-        backend, actors = self.backend, self.parts["actors"]
+        backend, actors = self.backend, self.parts.actors
         backend.get([backend.call(a, "ready") for a in actors])
         self.clock.actors_ready()
         if backend.concurrent:  # where the parts run (a grid on a cluster reports it)
@@ -219,7 +214,7 @@ class Run(RunCheckpoints, RunMetrics):
     def _collect(self) -> None:
         """Hand chunks to idle actors, as far as the replay ratio allows. Serial: one chunk per round, actors
         in turn, so acting and learning interleave as in the paper."""
-        cfg, actors, busy = self.cfg, self.parts["actors"], set(self.inflight.values())
+        cfg, actors, busy = self.cfg, self.parts.actors, set(self.inflight.values())
         start = self.state.dispatched
         for k in range(len(actors)):
             i = (start + k) % len(actors)
@@ -260,7 +255,7 @@ class Run(RunCheckpoints, RunMetrics):
         """After an update of this run's learner (alone, or with its pack): its metrics, the clock, a weights
         version when due, and the target copies and evaluations that update makes due."""
         self.window.add_update(metrics)
-        self._check_finite(metrics["loss"])
+        self.checkpoints.check_finite(metrics["loss"], self.cfg.publish_every)
         self.clock.learner(t_update - t_wait, time.perf_counter() - t_update)
         self._publish()
         self._milestones()
@@ -300,10 +295,10 @@ class Run(RunCheckpoints, RunMetrics):
         if "visits" in stats:
             st.visits += stats["visits"]
         st.arm_episodes += sum(ep["arm"] is not None for ep in episodes)
-        if self.parts["arm_local"]:  # the bandit hears from the actors; a local arm's copy from here
+        if self.parts.arm_local:  # the bandit hears from the actors; a local arm's copy from here
             for ep in episodes:
                 if ep["arm"] is not None:
-                    self.parts["arm_source"].report(ep["arm"], ep["return"], 0.0)
+                    self.parts.arm_source.report(ep["arm"], ep["return"], 0.0)
         seen = self.actor_versions[i]
         seen[0] = stats["version"] if seen[0] < 0 else seen[0]
         seen[1] = stats["version"]
@@ -339,11 +334,53 @@ class Run(RunCheckpoints, RunMetrics):
             else:
                 st.next_eval = min(st.next_eval + cfg.eval_every, cfg.total_steps)
 
+    # ---- checkpoints, logs and the summary ----
+    def _checkpoint(self) -> None:
+        """A checkpoint at `next_checkpoint` (nothing in flight): the evaluations started so far and every episode
+        the run counted belong to it."""
+        self._record_evals(wait=True)
+        self._settle_reports()
+        self.checkpoints.save(self._wall())
+        self.next_checkpoint += self.cfg.checkpoint_every
+
+    def _wall(self) -> float:
+        """The run's seconds so far: this sitting's, and earlier sittings' up to the checkpoint it resumed from
+        (the steps after that checkpoint were taken again in this one)."""
+        return self.state.wall_before + time.perf_counter() - self.t0
+
+    def _settle_reports(self) -> None:
+        """Every episode the run counted is in the bandit before its state is saved: the actors (idle now)
+        wait for the answers to the reports they sent. (Not on the way out of a failed run: an actor that
+        died with a report on its way cannot be waited for, and its report may be lost.)"""
+        if self.acting.central and self.backend.concurrent:
+            self.backend.get([self.backend.call(a, "settle") for a in self.parts.actors])
+
+    def _log_when_due(self) -> None:
+        now = time.perf_counter()
+        if now - self.last_log >= self.cfg.log_every:
+            self.peak_rss = max(self.peak_rss, process_tree_rss())
+            self.logger.log(self.report.row(self.window, now - self.last_log, self._wall()))
+            self.window = Window()
+            self.last_log = now
+
+    def _summary(self) -> dict:
+        """The last metrics row, the last checkpoint and summary.json (every evaluation recorded)."""
+        self._settle_reports()  # the last logs, the summary and the checkpoint see every episode in the bandit
+        wall = self._wall()
+        self.peak_rss = max(self.peak_rss, process_tree_rss())
+        if self.window.updates or self.window.steps:
+            self.logger.log(self.report.row(self.window, time.perf_counter() - self.last_log, wall))
+        self.checkpoints.save(wall)
+        summary = self.report.summary(wall, self.peak_rss, self.clock, self.staleness, self.placement)
+        self.directory.record("summary.json")
+        write_whole(self.out / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        return summary
+
     # ---- evaluate ----
     def _start_eval(self, at: int) -> None:
         """Evaluate the current weights (a new version) as those of env step `at`."""
         self.learner.version += 1
-        self.eval_futures.append(self.backend.call(self.parts["evaluator"], "evaluate", self._shared_weights(), at))
+        self.eval_futures.append(self.backend.call(self.parts.evaluator, "evaluate", self._shared_weights(), at))
         self.state.evals[at] = None
 
     def _record_evals(self, wait: bool) -> None:
@@ -359,11 +396,16 @@ class Run(RunCheckpoints, RunMetrics):
     def _arm(self, method: str, *args):
         """Call the run's arm source: the bandit's Ray actor (β-DQN), or the run's own copy of the arm that
         every actor holds locally (the other methods)."""
-        source = self.parts["arm_source"]
-        if self.parts["arm_local"]:
+        source = self.parts.arm_source
+        if self.parts.arm_local:
             return getattr(source, method)(*args)
         return self.backend.get(self.backend.call(source, method, *args))
 
 
 def train(cfg, spec, resume: dict | None = None) -> dict:
     return Run(cfg, spec, resume).run()
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)

@@ -19,6 +19,7 @@ import logging
 import os
 import secrets
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -290,7 +291,17 @@ def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> Re
         raise ConfigError(e.name, e.message) from None
 
 
-def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
+@dataclass(frozen=True)
+class Parts:
+    """A run's parts, as `build` wired them: their handles (`Backend.make`'s)."""
+
+    arm_source: Any  # where episodes' arms come from: the bandit's handle (β-DQN), or the run's own copy of the arm
+    arm_local: bool  # every actor holds a copy of the arm source (the run's own counts its episodes), no bandit
+    actors: list[Any]  # the actors' handles, by index
+    evaluator: Any  # the evaluator's handle
+
+
+def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> Parts:
     """Wire the run: arm source, actors (each inserting into its shard's port), evaluator. Their handles."""
     method = acting(method_settings(cfg))
     arms, args = method.arm_source(cfg.seed)
@@ -310,5 +321,5 @@ def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> dict:
                            generation, cpus=cpus, restartable=True) for i in range(cfg.actors)]
     evaluator = backend.make(Evaluator, settings(EvaluatorSettings, cfg), spec,
                              cfg.seed + 1_000_003 + 7919 * generation, restartable=True)
-    return {"arm_source": arm_source, "arm_local": not method.central, "actors": actors, "evaluator": evaluator}
+    return Parts(arm_source=arm_source, arm_local=not method.central, actors=actors, evaluator=evaluator)
 

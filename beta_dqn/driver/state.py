@@ -101,12 +101,17 @@ _LEGACY_PATTERNS = ("replay/shard*-*.npz", "redis/shard*")
 
 
 class RunDirectory:
-    """The run directory, held by one process: an exclusive lock on `OUT/.lock` for the run's life (the
-    system releases it when the process ends, however it ends). The lock file stays: removing it would let
-    a process that opened the old one and one that creates a new one both hold "the" lock."""
+    """The run directory, held by one process (`claim`): checked, locked, its record of what the run writes there
+    (`record`, `forget`: `beta_dqn.files.Written`) and let go (`release`).
+
+    The lock is an exclusive lock on `OUT/.lock` for the run's life (the system releases it when the process ends,
+    however it ends). The lock file stays: removing it would let a process that opened the old one and one that
+    creates a new one both hold "the" lock."""
 
     def __init__(self, out: Path):
+        """Lock `out` (made where it is absent); `claim` is how a run holds one."""
         self.out = out
+        self.written: Written | None = None
         try:
             out.mkdir(parents=True, exist_ok=True)
             self.lock = lock_directory(out)
@@ -117,6 +122,49 @@ class RunDirectory:
                 raise ConfigError("out", f"{out / '.lock'} is not a regular file of its own"
                                          f"{' (it has other hard links)' if 'hard' in e.strerror else ''}") from None
             raise ConfigError("out", f"cannot write the run directory {out} ({e.strerror or e})") from None
+
+    @classmethod
+    def claim(cls, out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
+        """Hold `out` for a run, checked (`check_run_dir`) under the lock; with `overwrite`, the run that was there
+        is removed: what it recorded writing (`OUT/.written`), never anything else and never through a link. Its
+        record is then open: a resumed run with none (an older version's) records that run's files by name.
+        (`check_run_dir` refuses a bad `out` before anything is made: the caller runs it first.)"""
+        directory = cls(out)
+        try:
+            held = check_run_dir(out, resuming, overwrite)
+            if held and not resuming and overwrite:
+                try:
+                    remove_run(out)
+                except OSError as e:
+                    raise OutputError(f"--overwrite: cannot remove {e.filename or out} of the run being replaced "
+                                      f"({e.strerror or e}); nothing was started, and that run is partly removed: "
+                                      "--overwrite true again once it can be") from None
+            directory.written = Written(out)  # what this run creates here: all it may prune or --overwrite remove
+            if resuming and directory.written.new:  # a run with no record (an older version's): its files by name
+                directory.written.add(*legacy_entries(out))
+        except OSError as e:
+            directory.release()
+            raise OutputError.of(out, e) from None
+        except BaseException:
+            directory.release()
+            raise
+        return directory
+
+    def record(self, *paths: str | Path) -> None:
+        """Record that the run creates `paths` here (relative to OUT; a directory with a trailing "/"), before it
+        does."""
+        assert self.written is not None, "record before claim"
+        self.written.add(*paths)
+
+    def forget(self, *paths: str | Path) -> None:
+        """Paths the run removed itself (pruned snapshots)."""
+        assert self.written is not None, "forget before claim"
+        self.written.forget(*paths)
+
+    def discard(self) -> None:
+        """A run that could not start takes back the record it began (what it recorded is gone with it)."""
+        if self.written is not None:
+            self.written.discard()
 
     def release(self) -> None:
         if not self.lock.closed:
@@ -188,29 +236,6 @@ def _check_own_directory(out: Path) -> None:
         if other:
             raise ConfigError("out", f"{out} holds other files ({other[0]!r}{' …' if len(other) > 1 else ''}): a run "
                                      "writes into a directory of its own; give a new or empty one")
-
-
-def claim_run_dir(out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
-    """Hold `out` for a run (`check_run_dir`, then the lock); with `overwrite`, the run that was there is
-    removed: what it recorded writing (`OUT/.written`), never anything else and never through a link."""
-    check_run_dir(out, resuming, overwrite)
-    directory = RunDirectory(out)
-    try:
-        held = check_run_dir(out, resuming, overwrite)  # again, under the lock
-        if held and not resuming and overwrite:
-            try:
-                remove_run(out)
-            except OSError as e:
-                raise OutputError(f"--overwrite: cannot remove {e.filename or out} of the run being replaced "
-                                  f"({e.strerror or e}); nothing was started, and that run is partly removed: "
-                                  "--overwrite true again once it can be") from None
-    except OSError as e:
-        directory.release()
-        raise OutputError.of(out, e) from None
-    except BaseException:
-        directory.release()
-        raise
-    return directory
 
 
 def _wandb_id(out: Path) -> str | None:
