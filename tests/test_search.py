@@ -3,8 +3,10 @@ per environment and method by mean final score over seeds."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,51 @@ def test_a_search_runs_every_trial_as_a_run_and_names_the_best(tmp_path):
     assert (row["env"], row["algo"], row["candidates"], row["failed"]) == ("CliffWalk", "dqn", 2, 0)
     assert row["score"] == max(scores.values()) and scores[row["best"]["lr"]] == row["score"]
     assert "| CliffWalk | dqn | --lr" in done.stdout
+
+
+def test_the_best_surviving_trial_is_named_by_its_values_when_the_others_failed():
+    [row] = best([trial(float("nan"), 0, lr=1e-3), trial(0.5, 0, lr=3e-4)])
+    assert row["best"] == {"lr": 3e-4} and row["score"] == 0.5 and row["candidates"] == 1 and row["failed"] == 1
+
+
+def _search(out: Path, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "learner.search", "--env", "CliffWalk", "--algo", "dqn", "--seeds", "0",
+            "--actors", "1", "--envs-per-actor", "1", "--cpus", "2", "--out", str(out), *flags]
+
+
+@pytest.mark.integration
+def test_a_failed_trial_is_one_line_and_the_surviving_one_is_named(tmp_path):
+    out = tmp_path / "search"
+    # a learning rate of 1e30 makes the loss NaN within a few updates: that trial's run stops, its trial fails
+    done = subprocess.run(_search(out, "--lr", "1e30,1e-3", "--total-steps", "1200", "--learning-starts", "200",
+                                  "--eval-every", "600", "--eval-episodes", "2"),
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("python -m learner.search: trial ") and "(--env CliffWalk --algo dqn --seed 0 --lr 1e+30)" \
+        in line and line.endswith("the failing state is in checkpoint-nonfinite.pt")
+    [row] = json.loads((out / "best.json").read_text())
+    assert row["best"] == {"lr": 1e-3} and row["failed"] == 1 and row["candidates"] == 1
+    assert "| CliffWalk | dqn | --lr 0.001 |" in done.stdout
+
+
+@pytest.mark.integration
+def test_ctrl_c_stops_a_search_with_130_and_writes_no_result(tmp_path):
+    out = tmp_path / "search"
+    search = subprocess.Popen(_search(out, "--lr", "1e-3,3e-4", "--total-steps", "1000000"),
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while len(list(out.glob("*/run/config.json"))) < 2:  # both trials' runs under way
+            assert search.poll() is None and time.monotonic() < deadline, search.stderr.read()[-3000:]
+            time.sleep(1)
+        search.send_signal(signal.SIGINT)
+        stdout, stderr = search.communicate(timeout=120)
+    finally:
+        search.kill()
+    assert search.returncode == 130
+    assert stderr.strip() == (f"python -m learner.search: interrupted: 0 of 2 trials finished, their runs in "
+                              f"{out}; no best.json is written, and a search cannot continue: run it again with "
+                              "another --out")
+    assert not (out / "best.json").exists() and "| env |" not in stdout

@@ -100,16 +100,18 @@ def _trial_dir() -> str:
 
 def best(results) -> list[dict]:
     """For each environment and method, the searched values (the flags whose value differs between its
-    trials, but the seed) with the best mean score over their trials' seeds; trials that failed or scored NaN
-    are counted and left out. `results`: Tune's ResultGrid, or (config, score)
-    pairs."""
+    trials, failed ones included, but the seed) with the best mean score over their trials' seeds; trials that
+    failed or scored NaN are counted and left out (the best of those that survived is named by its values).
+    `results`: Tune's ResultGrid, or (config, score) pairs."""
     pairs = []
-    failed = defaultdict(int)
+    every: list[tuple[tuple, dict]] = []  # every trial's (env, method) and flags, failed ones too
+    failed: defaultdict[tuple, int] = defaultdict(int)
     for result in results:
         config, score = ((result.config, (result.metrics or {}).get("score")) if hasattr(result, "config")
                          else result)
         flags = _flags(config)
         key = (canonical_name(flags.get("env", FIELDS["env"].default)), flags.get("algo", FIELDS["algo"].default))
+        every.append((key, flags))
         if getattr(result, "error", None) is not None or score is None or not math.isfinite(score):
             failed[key] += 1
             continue
@@ -117,10 +119,10 @@ def best(results) -> list[dict]:
     groups: dict = defaultdict(lambda: defaultdict(list))
     searched: dict = {}
     # a flag a trial does not name is at its default: every trial's flags in full before they are compared
-    names = {k for _, flags, _ in pairs for k in flags}
+    names = {k for _, flags in every for k in flags}
     pairs = [(key, {k: flags.get(k, FIELDS[k].default) for k in names}, score) for key, flags, score in pairs]
     for key in {key for key, _, _ in pairs}:  # the flags whose value differs between the group's trials
-        group = [flags for k, flags, _ in pairs if k == key]
+        group = [{k: flags.get(k, FIELDS[k].default) for k in names} for k2, flags in every if k2 == key]
         searched[key] = {n for n in names if n not in NOT_SEARCHED
                          and len({json.dumps(flags[n], sort_keys=True) for flags in group}) > 1}
     for key, flags, score in pairs:
@@ -190,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     own, rest = p.parse_known_args(argv)
     if own.cpus < 0:
         return user_error(PROG, f"--cpus {own.cpus}: give 0 (this machine's cores) or more")
+    # Tune's old console output, which verbose=0 silences (the new one prints its tables and a line per failed
+    # trial whatever the verbosity): this command says what happened, in a line each
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     try:
         out, trials, args = _plan(rest)
         from ray import tune
@@ -200,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     import logging
 
     logging.getLogger("ray").setLevel(logging.ERROR)  # Tune's notes on its own bookkeeping's speed, per trial
+    # Ctrl-C stops the search at once (a KeyboardInterrupt in `fit`): Tune's own handler would stop the trials and
+    # return their results as if the search had finished
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
     address = args["address"] or os.environ.get("RAY_ADDRESS", "")
     cpus = own.cpus or (None if address else os.cpu_count() or 1)
     try:  # a local cluster, or the one to join: as a run's (the same one-line failures)
@@ -207,20 +215,44 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ClusterStartError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
+    # a failed trial's traceback, and Tune's list of them: one line each below instead
+    logging.getLogger("ray.tune").setLevel(logging.CRITICAL)
     try:
         tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}),
                            param_space={"flags": tune.grid_search(trials)},
                            tune_config=tune.TuneConfig(max_concurrent_trials=cpus,
                                                        trial_dirname_creator=lambda trial: trial.trial_id),
                            run_config=tune.RunConfig(storage_path=str(out.parent), name=out.name, verbose=0))
-        rows = best(tuner.fit())
+        results = tuner.fit()
+    except KeyboardInterrupt:  # (Tune's own handler is off: it would end the search as if it had finished)
+        finished = len(list(out.glob("*/run/summary.json")))
+        print(f"{PROG}: interrupted: {finished} of {len(trials)} trials finished, their runs in {out}; no best.json "
+              "is written, and a search cannot continue: run it again with another --out", file=sys.stderr)
+        return 130
     finally:
         backend.shutdown()
+    axes = sorted({"env", "algo", "seed"} | {k for k, v in args.items() if isinstance(v, list)}, key=list(FIELDS).index)
+    for result in results:  # a failed trial: one line, naming its values and its run's last line of error
+        if result.error is not None:
+            flags = _flags(result.config)
+            values = " ".join(f"{cli_name(k)} {flag_text(flags[k])}" for k in axes if k in flags)
+            print(f"{PROG}: trial {Path(result.path).name} ({values}) failed: {_last_line(result.error)}",
+                  file=sys.stderr)
+    rows = best(results)
     write_whole(out / "best.json", json.dumps(_json_safe(rows), indent=2, allow_nan=False) + "\n")
     print(json.dumps(_json_safe(rows), indent=2) if args["json"] else table(rows))
     if not args["json"]:
         print(f"\n{len(trials)} trials in {out} (best.json; each trial's run in its directory's run/)")
     return 0 if all(r["failed"] == 0 for r in rows) else 1
+
+
+def _last_line(error: BaseException) -> str:
+    """What a failed trial's run said last (`trainable`'s "learner.main exited N: ..."), out of Tune's wrapping of
+    it (a traceback, a Ray task error); a trial Tune lost (its process killed) in Tune's own first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    said = [line for line in lines if f"{MAIN_PROG} exited" in line]
+    line = said[-1] if said else (lines[0] if lines else type(error).__name__)
+    return line[line.index(MAIN_PROG):] if MAIN_PROG in line else line
 
 
 def _json_safe(rows: list[dict]) -> list[dict]:
