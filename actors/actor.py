@@ -21,7 +21,7 @@ import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -231,18 +231,21 @@ class Actor:
         for j, i in enumerate(active):
             if self.episodes[i] is None:
                 self.episodes[i] = self._new_episode()
-            if self.episodes[i].arm is None and step + j >= self.cfg.learning_starts:
-                self._take_arm(self.episodes[i])
+            ep = self.episodes[i]
+            assert ep is not None
+            if ep.arm is None and step + j >= self.cfg.learning_starts:
+                self._take_arm(ep)
 
     def _step(self, active: list[int], step: int, rows: dict[str, list], finished: list[dict],
               visits: np.ndarray | None) -> None:
         """One step of every active env, after one batched forward of the acting networks."""
         obs = np.stack([self.obs[i] for i in active])
-        needs_values = any(self.episodes[i].arm is not None for i in active)
-        arms = [self.episodes[i].arm for i in active]
+        episodes = cast("list[Episode]", [self.episodes[i] for i in active])  # every one begun (`_begin_episodes`)
+        needs_values = any(ep.arm is not None for ep in episodes)
+        arms = [ep.arm for ep in episodes]
         values = self.acting.outputs(self.nets, obs, arms) if needs_values else {}
         for j, i in enumerate(active):
-            ep = self.episodes[i]
+            ep = episodes[j]
             a = self._act(ep, self.obs[i], {k: v[j] for k, v in values.items()}, step + j)
             next_obs, reward, terminated, truncated, info = self.envs[i].step(a)
             if visits is not None:

@@ -27,6 +27,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from replay_service.files import Unreadable, inside, no_links, read_bounded, sync_directory, write_atomically
 
@@ -99,9 +100,9 @@ def remove_recorded(out: Path, paths: list[str]) -> None:
     already is skipped. A recorded file's temp files (`.<name>.<random>.tmp`, plain files: what `write_atomically`
     leaves when the process is killed mid-write; the name was recorded before the write) go with it. OSError
     goes up."""
-    for relative in reversed(paths):
-        is_dir = relative.endswith("/")
-        relative = Path(relative.rstrip("/"))
+    for recorded in reversed(paths):
+        is_dir = recorded.endswith("/")
+        relative = Path(recorded.rstrip("/"))
         if not inside(relative) or (relative.parent != Path(".") and not no_links(out, relative.parent)):
             continue  # outside the run directory, or through a link: never
         path = out / relative
@@ -138,7 +139,7 @@ class Held(Exception):
     """A directory another process holds (`lock_directory`): its text names the holder."""
 
 
-def lock_directory(directory: Path, name: str = ".lock"):
+def lock_directory(directory: Path, name: str = ".lock") -> TextIO:
     """`directory/name` opened (created if absent) and locked exclusively for this process: the open file,
     whose closing (or the process's end, however it ends) releases it; the holder's line in it names this
     process. `Held` where another process holds it (its line); OSError where it cannot be made or written
@@ -209,7 +210,8 @@ class OutputDirectory:
                  what: str = "a report"):
         self.target, self.owns, self.earlier, self.what = target, owns, earlier, what
         self.kept: list[str] = []
-        self.lock = self.stage = None
+        self.lock: TextIO | None = None
+        self.stage: Path | None = None
 
     def _mine(self, name: str) -> bool:
         return name == self.LOCK or (name.startswith(self.STAGE) and name.endswith(".tmp"))
@@ -255,6 +257,7 @@ class OutputDirectory:
         return self.stage
 
     def __exit__(self, kind, value, traceback) -> None:
+        assert self.stage is not None and self.lock is not None  # set by __enter__
         try:
             if kind is None:
                 self._commit()
@@ -264,6 +267,7 @@ class OutputDirectory:
             self.lock.close()
 
     def _commit(self) -> None:
+        assert self.stage is not None  # set by __enter__
         target, new, asides = self.target, {p.name for p in self.stage.iterdir()}, []
         for path in target.iterdir():  # the earlier output's entries this one has not
             if self.owns(path.name) and path.name not in new and not self._mine(path.name):

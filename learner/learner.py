@@ -66,7 +66,7 @@ def make_modules(algo, spec, settings: LearnerSettings) -> tuple[nn.ModuleDict, 
     torch.manual_seed(settings.seed)
     method = settings.method
     nets = nn.ModuleDict(algo.networks(spec, method))
-    fixed = getattr(algo, "fixed", lambda spec, cfg: {})(spec, method)
+    fixed: dict[str, nn.Module] = getattr(algo, "fixed", lambda spec, cfg: {})(spec, method)
     frozen = nn.ModuleDict({**{n: copy.deepcopy(nets[n]) for n in algo.targets(method)}, **fixed})
     return nets, frozen.requires_grad_(False)
 
@@ -267,7 +267,7 @@ class Graphed:
     def __init__(self, step: Step, batches: Batches, optimizers: list):
         self.step, self.batches, self.optimizers = step, batches, optimizers
         self.device = batches.device
-        self.graph = None
+        self.graph: torch.cuda.CUDAGraph | None = None
         self.eager_updates = 0  # this process's eager updates before the graph (a resumed run warms up too)
         self.static: Tensors = {}  # graph inputs; metrics are its outputs
         self.static_metrics: Tensors = {}

@@ -52,7 +52,7 @@ def _rebind(module: nn.Module, name: str, tensor: torch.Tensor) -> None:
 class StackedBatches(Batches):
     """The K seeds' batches (seed k's from its own replay) as tensors stacked on a leading seed axis."""
 
-    def host(self, batches: list[dict]) -> Tensors:
+    def host(self, batches: list[dict]) -> Tensors:  # type: ignore[override]  # K batches, not one: the pack's own
         each = [super(StackedBatches, self).host(batch) for batch in batches]
         return {key: torch.stack([t[key] for t in each]) for key in each[0]}
 

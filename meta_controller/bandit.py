@@ -10,15 +10,15 @@ and one arm per call with `--arm-exchange episode`; an actor's chunk of them wit
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 
 class ArmSource(Protocol):
     """Where each episode's arm comes from: arms handed out in `exchange`s (before or as episodes begin), told
-    each episode's return at its end. A central source (β-DQN's bandit) also answers `statistics()` (per arm
-    N(π), μ(π), b(π)) and `summary()` (those and the arms' lag, for the logs)."""
+    each episode's return at its end. A central source (β-DQN's bandit, `CentralArmSource`) also answers
+    `statistics()` (per arm N(π), μ(π), b(π)) and `summary()` (those and the arms' lag, for the logs)."""
 
     n_arms: int
 
@@ -37,9 +37,6 @@ class ArmSource(Protocol):
     def proportions(self) -> np.ndarray:
         """Each arm's share of the episodes it counts."""
 
-    def summary(self) -> dict:
-        """A central source's (β-DQN's bandit) state for the logs: per arm N, μ, b, and how late its arms were."""
-
     def state_dict(self) -> dict:
         """Its state as plain data (checkpoints)."""
 
@@ -47,10 +44,25 @@ class ArmSource(Protocol):
         """Continue from `state_dict()`'s data."""
 
 
+class CentralArmSource(ArmSource, Protocol):
+    """A central source (β-DQN's bandit, `Acting.central`): one for the run, which the logs also read."""
+
+    def statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per arm N(π), μ(π), b(π) over the window."""
+
+    def summary(self) -> dict:
+        """A central source's (β-DQN's bandit) state for the logs: per arm N, μ, b, and how late its arms were."""
+
+
 class _Source:
     """`exchange` from a source's own `report` and `select`."""
 
     reported = 0  # reports received over the run, an arm's stamp (a source that measures no lag keeps 0)
+
+    if TYPE_CHECKING:  # what a subclass provides (`ArmSource`'s)
+        def select(self) -> int: ...
+
+        def report(self, arm: int, episode_return: float, bonus: float, stamp: int | None = None) -> None: ...
 
     def exchange(self, reports: list, n: int, returned: list | tuple = (), holder: tuple | None = None
                  ) -> tuple[list[int], int]:

@@ -82,7 +82,7 @@ class ReplayBuffer:
 
     def state_dict(self) -> dict:
         """Everything, for a snapshot in the run directory (plain arrays and numbers: np.savez-able)."""
-        state = {name: column[:self.size] for name, column in self.columns.items()}
+        state: dict[str, np.ndarray | int] = {name: column[:self.size] for name, column in self.columns.items()}
         state.update(cursor=self.cursor, size=self.size, inserted=self.inserted,
                      rng=np.frombuffer(repr(self.rng.bit_generator.state).encode(), dtype=np.uint8))
         return state

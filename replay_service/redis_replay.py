@@ -81,7 +81,7 @@ class RedisReplay(ShardIndex):
     def claim(self, owner: str, take: bool = False) -> str | None:
         """Every shard's namespace for this run (`RedisShard.claim`); None, or who holds one of them (then this
         run holds none: the claims it made are let go)."""
-        made = []
+        made: list[RedisShard] = []
         try:
             for shard in self.shards:
                 holder = shard.claim(owner, take)

@@ -104,7 +104,7 @@ class RedisShard:
 
     def __setstate__(self, state: dict) -> None:
         url, run_id, shard, capacity, packer, n_actions, extras, timeout = state["args"]
-        self.__init__(url, run_id, shard, capacity, Codec(packer, n_actions, extras), timeout=timeout)
+        type(self).__init__(self, url, run_id, shard, capacity, Codec(packer, n_actions, extras), timeout=timeout)
         self.rng.bit_generator.state = state["rng"]
 
     def insert(self, chunk: dict) -> int:

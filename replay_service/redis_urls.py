@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from replay_service.files import Unreadable, read_bounded
@@ -32,7 +34,7 @@ def redact(url: str) -> str:
         password = parts.password
     except ValueError:
         parts, password = None, None
-    if password is not None and "@" not in tail[len(parts.netloc):]:
+    if password is not None and parts is not None and "@" not in tail[len(parts.netloc):]:
         user = f"{parts.username}:" if parts.username else ":"
         return parts._replace(netloc=f"{user}***@{parts.netloc.rsplit('@', 1)[1]}").geturl()
     if "@" not in tail:
@@ -116,7 +118,7 @@ def _check_query(url: str, query: str) -> None:
                 if secret else repr(name)
             raise RedisSetupError(f"{where!r}: unknown query argument {shown}; a redis:// URL takes "
                                   f"{', '.join(allowed)}")
-        parser = URL_QUERY_ARGUMENT_PARSERS.get(name)
+        parser = cast("Callable[[str], object] | None", URL_QUERY_ARGUMENT_PARSERS.get(name))  # (typed as object)
         try:
             if parser is not None:
                 parser(value)

@@ -180,7 +180,7 @@ def env_spec(name: str, kwargs: str = "") -> EnvSpec:
         name=name,
         obs_shape=tuple(int(d) for d in space.shape),
         obs_dtype=np.dtype(space.dtype).name,
-        n_actions=int(env.action_space.n),
+        n_actions=int(env.action_space.n),  # type: ignore[attr-defined]  # Space has no .n; a Discrete one does
         has_success=has_success,
         binary_obs=bool(np.dtype(space.dtype) == np.bool_ or grid),
         state_grid=grid,

@@ -5,6 +5,8 @@ stepped it. The built-in families (`Family.trusted`) run unwrapped."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import gymnasium as gym
 import numpy as np
 
@@ -27,7 +29,8 @@ class Checked(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         self._name, self._steps = name, 0
         space = env.observation_space
-        self._shape = tuple(space.shape)
+        # (a space without a shape, a Dict's, raises the TypeError of tuple(None) here, as it always did)
+        self._shape = tuple(cast("tuple[int, ...]", space.shape))
         self._floats = np.issubdtype(space.dtype, np.floating)
         self._whole = np.issubdtype(space.dtype, np.integer) or space.dtype == np.bool_
 

@@ -3,10 +3,12 @@ their success rate."""
 
 from __future__ import annotations
 
+from typing import Any, Protocol, cast
+
 import gymnasium as gym
 import numpy as np
 
-from actors.envs.registry import Family, make_registered, register
+from actors.envs.registry import Family, Kwargs, make_registered, register
 
 # name -> (minigrid id, kept actions of minigrid's Actions enum)
 _LEFT, _RIGHT, _FORWARD, _PICKUP, _TOGGLE = 0, 1, 2, 3, 5
@@ -18,6 +20,17 @@ TASKS = {
     "LavaCrossing-Easy": ("MiniGrid-LavaCrossingS9N1-v0", (_LEFT, _RIGHT, _FORWARD)),
     "LavaCrossing-Hard": ("MiniGrid-LavaCrossingS9N2-v0", (_LEFT, _RIGHT, _FORWARD)),
 }
+
+
+class _MiniGridEnv(Protocol):
+    """What the wrapper reads of minigrid's `MiniGridEnv` (its unwrapped env; minigrid is imported lazily)."""
+
+    width: int
+    height: int
+    max_steps: int
+    grid: Any  # minigrid.core.grid.Grid
+    agent_pos: tuple[int, int]
+    agent_dir: int
 
 
 class MiniGridPaper(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -35,14 +48,15 @@ class MiniGridPaper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         self._actions = tuple(actions)
         self.action_space = gym.spaces.Discrete(len(self._actions))
-        u = env.unwrapped
-        self.observation_space = gym.spaces.Box(0, 255, shape=(u.width, u.height, 3), dtype=np.uint8)
+        u = cast(_MiniGridEnv, env.unwrapped)
+        # (gymnasium types Box's dtype as float32 only)
+        self.observation_space = gym.spaces.Box(0, 255, shape=(u.width, u.height, 3), dtype=np.uint8)  # type: ignore[arg-type]
         self._scale = u.max_steps / 100.0
 
     def _observe(self) -> np.ndarray:
         from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX  # (minigrid: 1 s to import)
 
-        u = self.env.unwrapped
+        u = cast(_MiniGridEnv, self.env.unwrapped)
         grid = u.grid.encode()
         grid[u.agent_pos[0], u.agent_pos[1]] = (OBJECT_TO_IDX["agent"], COLOR_TO_IDX["red"], u.agent_dir)
         return grid
@@ -63,7 +77,7 @@ class MiniGridPaper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return self._observe(), reward, terminated, truncated, info
 
 
-def make(name: str, kwargs: dict, render_mode: str | None) -> gym.Env:
+def make(name: str, kwargs: Kwargs, render_mode: str | None) -> gym.Env:
     import minigrid  # noqa: F401  (registers the MiniGrid ids)
 
     gid, actions = TASKS[name]

@@ -10,7 +10,7 @@ from beta_dqn.configuration.errors import ConfigError
 from learner.methods import METHODS
 from learner.methods.flags import FlagError
 from replay_service.backends import backend_for, choices, masked
-from replay_service.contract import BackendError
+from replay_service.contract import BackendError, ReplayBackend
 
 MAX_SEED = 2**31 - 1  # every generator the run seeds (numpy, torch, Ray's) takes it, offsets included
 MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for years
@@ -43,7 +43,7 @@ def _choice(cfg, name: str, allowed: tuple[str, ...]) -> None:
         raise ConfigError(name, f"{v!r} is not one of: {', '.join(allowed)}")
 
 
-def replay_backend(value: str):
+def replay_backend(value: str) -> ReplayBackend:
     """The backend `--replay value` names (`replay_service.backends`); ConfigError when none takes it."""
     backend = backend_for(value)
     if backend is None:

@@ -114,6 +114,7 @@ def build_parser(defaults: bool = True, prog: str = PROG) -> argparse.ArgumentPa
     groups = {title: parser.add_argument_group(title) for title in HELP_GROUPS}
     for f in FIELDS.values():
         kind = f.kind
+        conv: typing.Callable[[str], object]
         if kind is bool:
             conv = _bool
         elif kind in (int, float, str):

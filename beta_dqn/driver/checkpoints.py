@@ -16,20 +16,19 @@ import torch
 
 from beta_dqn.configuration.flags import ConfigError, OutputError
 from beta_dqn.driver.outputs import NonFiniteLoss
-from beta_dqn.driver.state import CHECKPOINT_FORMAT, RunState, write_checkpoint
-from beta_dqn.files import Written
+from beta_dqn.driver.state import CHECKPOINT_FORMAT, RunDirectory, RunState, write_checkpoint
 from replay_service.client import ReplaySampler
 
 
 class Checkpointer:
     """Writes and reads back a run's checkpoints. `config`: the run's configuration as written (`public`);
-    `arm(method, *args)` calls the run's arm source (`Run._arm`); `written` records each file before it is
+    `arm(method, *args)` calls the run's arm source (`Run._arm`); `directory` records each file before it is
     written."""
 
     def __init__(self, out: Path, config: dict, learner: Any, replay: ReplaySampler, state: RunState,
-                 arm: Callable[..., Any], written: Written):
+                 arm: Callable[..., Any], directory: RunDirectory):
         self.out, self.config, self.learner, self.replay = out, config, learner, replay
-        self.state, self.arm, self.written = state, arm, written
+        self.state, self.arm, self.directory = state, arm, directory
 
     def restore(self, ckpt: dict) -> None:
         """The learner, the arm source and the replay as the checkpoint left them (the counters are `state`).
@@ -63,16 +62,17 @@ class Checkpointer:
         if not all(bool(torch.isfinite(p).all()) for p in learner.nets.parameters()):  # a GPU checks loss sparsely
             self.stop_nonfinite("the network parameters became non-finite")
         try:
-            self.written.add(*self.replay.snapshot_files(self.state.env_steps))  # before they exist: a kill mid-write
+            # recorded before they exist: a kill mid-write
+            self.directory.record(*self.replay.snapshot_files(self.state.env_steps))
             replay = self.replay.state_dict(self.out, self.state.env_steps)  # leaves no file the record does not name
         except OSError as e:  # the snapshot's own files; the last checkpoint names older ones, still there
             raise OutputError.of(self.out / "replay", e) from None
-        self.written.add("checkpoint.pt")
+        self.directory.record("checkpoint.pt")
         write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": self.config,
                                     "learner": learner.state_dict(),
                                     **self.state.to_checkpoint(learner.updates, wall),
                                     "arm_source": self.arm("state_dict"), **replay})
-        self.written.forget(*self.replay.checkpoint_written(self.out, replay))
+        self.directory.forget(*self.replay.checkpoint_written(self.out, replay))
 
     def check_finite(self, loss: torch.Tensor, publish_every: int) -> None:
         """Stop at a NaN or infinite loss (every update on CPU; on a GPU every `publish_every` updates, to
@@ -86,7 +86,7 @@ class Checkpointer:
     def stop_nonfinite(self, what: str) -> None:
         """checkpoint.pt keeps the last good state; the failing one goes to checkpoint-nonfinite.pt."""
         learner = self.learner
-        self.written.add("checkpoint-nonfinite.pt")
+        self.directory.record("checkpoint-nonfinite.pt")
         write_checkpoint(self.out, {"learner": learner.state_dict(), "config": self.config},
                          "checkpoint-nonfinite.pt")
         last = "checkpoint.pt is the last good one" if (self.out / "checkpoint.pt").exists() else "no checkpoint yet"

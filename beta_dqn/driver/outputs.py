@@ -106,7 +106,8 @@ class RunLogger:
             import wandb  # only a run that logs to W&B pays its import (1.5 s)
 
             self.wandb = wandb.init(
-                project=cfg.wandb_project, mode=mode, dir=str(out), name=out.name,
+                project=cfg.wandb_project, mode=mode,  # type: ignore[arg-type]  # (checked: WANDB_MODES)
+                dir=str(out), name=out.name,
                 id=self.wandb_id, resume="allow" if self.wandb_id else None,
                 group=wandb_group(cfg), job_type="train",
                 tags=[cfg.env, cfg.algo, f"seed{cfg.seed}", *([f"grid:{cfg.grid}"] if cfg.grid else []),

@@ -117,6 +117,7 @@ class Pack:
             t_wait = time.perf_counter()
             batches = [run.replay.next_batch() for run in self.runs]
             t_update = time.perf_counter()
+            assert self.learner is not None  # (made in __init__, or the pack did not start)
             for run, metrics in zip(self.runs, self.learner.update(batches), strict=True):
                 run._updated(metrics, t_wait, t_update)
             updated += 1

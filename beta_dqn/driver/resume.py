@@ -130,7 +130,7 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
         if key not in RESUME_MAY_CHANGE and key not in ("out", "resume") and was != value:
             raise ConfigError(key, f"{value!r} differs from the run being resumed ({was!r}); "
                                    "a resumed run keeps its configuration")
-    backend = replay_backend(saved["replay"])
+    backend = replay_backend(saved["replay"])  # (ConfigError where none takes it)
     if "replay" in given:  # a new address for the same data, nothing else
         old, new = saved["replay"], given["replay"]
         if backend_for(new) is not backend or not backend.moves(old, new):

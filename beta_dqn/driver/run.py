@@ -82,7 +82,7 @@ class Run:
             undo.callback(self.replay.close, started=resume is not None)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             self.checkpoints = Checkpointer(self.out, public(cfg), self.learner, self.replay, self.state, self._arm,
-                                            self.directory.written)
+                                            self.directory)
             self.report = RunReport(cfg, self.state, self.learner, self.replay, self.acting, self._arm)
             if resume is not None:
                 self.checkpoints.restore(resume)

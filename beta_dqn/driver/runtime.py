@@ -226,7 +226,8 @@ class RayBackend:
         if ported:  # (a count of its own: `shutdown` forgets the names, a name may outlive it in the cluster)
             self.made += 1
             name = f"{cls.__name__}-{self.prefix}-{self.made}"
-        handle = self.ray.remote(num_cpus=cpus, name=name, **options)(cls).remote(*args)
+        # (Ray's stubs type `remote` options per overload; name and num_cpus are actor options)
+        handle = self.ray.remote(num_cpus=cpus, name=name, **options)(cls).remote(*args)  # type: ignore[call-overload]
         self.handles.append(handle)
         if name:
             self.names[id(handle)] = name

@@ -119,8 +119,8 @@ class RunDirectory:
             raise ConfigError("out", f"{out} is in use by {e}: one process writes a run directory") from None
         except OSError as e:
             if e.errno == errno.EMLINK:  # a hard link would be written through, too
-                raise ConfigError("out", f"{out / '.lock'} is not a regular file of its own"
-                                         f"{' (it has other hard links)' if 'hard' in e.strerror else ''}") from None
+                links = " (it has other hard links)" if "hard" in (e.strerror or "") else ""
+                raise ConfigError("out", f"{out / '.lock'} is not a regular file of its own{links}") from None
             raise ConfigError("out", f"cannot write the run directory {out} ({e.strerror or e})") from None
 
     @classmethod
@@ -325,7 +325,7 @@ class RunState:
                 "wandb_id": self.wandb_id}
 
     def finished_evals(self) -> list[dict]:
-        return [self.evals[k] for k in sorted(self.evals) if self.evals[k] is not None]
+        return [result for _, result in sorted(self.evals.items()) if result is not None]
 
 
 def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -> None:

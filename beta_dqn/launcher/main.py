@@ -66,7 +66,7 @@ class _Quiet(io.TextIOBase):
 
     # what code that asks stdout about itself during a run gets: stderr's answers
     @property
-    def encoding(self) -> str:
+    def encoding(self) -> str:  # type: ignore[override]  # (typeshed: an attribute; read-only on io's streams)
         return sys.stderr.encoding
 
     def fileno(self) -> int:
@@ -146,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
 
         check_run_dir(Path(cfg.out), resume is not None, cfg.overwrite)  # (as the run will: before torch's import)
         chose_warm_up = "learning_starts" in named or any("learning_starts" in s.values for s in sections)
-        if resume is None and not chose_warm_up and no_update_error(cfg) is not None:
-            raise no_update_error(cfg)
+        no_update = no_update_error(cfg)
+        if resume is None and not chose_warm_up and no_update is not None:
+            raise no_update
         warning = fit_warning(cfg)  # (after the checks: a mistake is one line)
         if warning:
             print(warning, file=sys.stderr)

@@ -232,9 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         backend.shutdown()
     axes = sorted({"env", "algo", "seed"} | {k for k, v in args.items() if isinstance(v, list)}, key=list(FIELDS).index)
-    for result in results:  # a failed trial: one line, naming its values and its run's last line of error
+    for i in range(len(results)):  # a failed trial: one line, naming its values and its run's last line of error
+        result = results[i]
         if result.error is not None:
-            flags = _flags(result.config)
+            flags = _flags(result.config or {})
             values = " ".join(f"{cli_name(k)} {flag_text(flags[k])}" for k in axes if k in flags)
             print(f"{PROG}: trial {Path(result.path).name} ({values}) failed: {_last_line(result.error)}",
                   file=sys.stderr)

@@ -52,7 +52,9 @@ def measured_cost(path: Path) -> tuple[dict[str, float], dict]:
     if "dqn" not in percent:
         raise refuse("its cost_percent has no dqn, which every cost is relative to")
     cost = {algo: value / percent["dqn"] for algo, value in percent.items()}
-    machine = result.get("machine") if isinstance(result.get("machine"), dict) else {}
+    machine = result.get("machine")
+    if not isinstance(machine, dict):
+        machine = {}
     source = {"file": path.name, "env": result.get("env"), "device": result.get("device"),
               "runtime": result.get("runtime"), "actors": result.get("actors"), "cpu": machine.get("cpu"),
               "gpu": machine.get("gpu"), "commit": machine.get("commit")}

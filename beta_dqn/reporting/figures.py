@@ -216,6 +216,7 @@ def visitation(runs: list[RunData], out: Path) -> tuple[str, str] | None:
     columns = columns_of(visited)
     if not columns:
         return None
+    assert first is not None  # the environment of the runs in `visited`
     name = f"visits_{first.replace('/', '-')}.png"
     fig, axes = _panels(len(columns), 6, 2.6, ncols=2)
     for ax, column in zip(axes, columns, strict=True):

@@ -316,6 +316,7 @@ def _read_copy(copy: Path, recorded: RunData, fail) -> RunData:
         if config_value(recorded, key) != config_value(run, key):
             raise fail(f"copy {copy} ran with {key} = {config_value(run, key)!r}, where study.json's command says "
                        f"{config_value(recorded, key)!r}")
+    assert recorded.recorded is not None  # a record's run (`_recorded_run`)
     return RunData(recorded.name, run.config, run.summary, run.evals, run.metrics, str(copy),
                    recorded={**recorded.recorded, "copy": str(copy)})
 

@@ -48,6 +48,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -147,7 +148,7 @@ class _Announced(OutputDirectory):
             raise ReportError(f"{write_error(self.target, e)}; the report is not complete") from None
         if isinstance(value, OSError):  # as the report was written: nothing of it is left
             where = Path(value.filename) if value.filename else self.target
-            if self.stage in where.parents:
+            if self.stage is not None and self.stage in where.parents:
                 where = self.target / where.relative_to(self.stage)
             raise ReportError(f"{write_error(where, value)}; no report was written") from None
 
@@ -326,7 +327,7 @@ def _head(chosen: _Selection, described: dict, again: str, header: list[str], ro
            "wall clock (runs that shared a machine slow each other), averaged over environments. "
            if chosen.measured is None
            else "Computational cost: what `bench/cost.py` measured per method, seconds per env step relative to "
-           f"DQN's ({cost_phrase(chosen.source)}), the same for every column of a method. ")
+           f"DQN's ({cost_phrase(cast(dict, chosen.source))}), the same for every column of a method. ")
         + "Performance/cost: (score / DQN's score) / cost, averaged over the environments where DQN's score is "
         "not 0. `study.json` lists every run with the command that computes it again."
         + (f" {len(runs) - len(drawn)} of the runs are a report's record (its runs.csv and study.json: "

@@ -470,7 +470,7 @@ def window_shares(run: RunData) -> dict[str, float] | None:
     return {g: float(plays[[x == g for x in groups]].sum() / max(plays.sum(), 1)) for g in group_labels(run.algo)}
 
 
-def bandit_arms(run: RunData) -> tuple[tuple, tuple] | None:
+def bandit_arms(run: RunData) -> tuple[tuple, tuple | None] | None:
     """β-DQN at the end of the run: the arm holding most of the window and, of the others, the one with the
     largest μ + b, each as (label, share, μ, b)."""
     bandit = run.summary.get("bandit")

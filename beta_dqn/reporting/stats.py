@@ -40,7 +40,7 @@ def _aggregates() -> dict[str, Callable[[np.ndarray], float]]:
     return {"IQM": metrics.aggregate_iqm, "mean": metrics.aggregate_mean, "median": metrics.aggregate_median}
 
 
-def _estimate(scores, func, reps: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _estimate(scores, func, reps: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """rliable's `get_interval_estimates` of `func` over `scores` (an array runs × tasks [× ...], or a list of
     such arrays for a function of several): (point, low, high), each an array of func's outputs."""
     reps, (library, _) = reps or REPS, _rliable()

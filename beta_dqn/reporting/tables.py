@@ -83,6 +83,7 @@ def table(runs: list[RunData], reps: int | None = None, measured: dict[str, floa
                 means = [cells[e, column][0] for e in dom_envs if (e, column) in cells]
                 row.append(f"{np.mean(means):.2f}" if len(means) == len(dom_envs) else "—")
             rows.append(row)
+    numbers: dict[str, dict[str, tuple[float, float, float, int] | float]]
     numbers = {"cells": {f"{e}|{column_label(c)}": v for (e, c), v in cells.items()}, "cost": {},
                "performance_per_cost": {}}
     dqn = next((c for c in columns if c[0] == "dqn"), None)
@@ -273,7 +274,9 @@ def bandit_rows(runs: list[RunData], env: str) -> list[str]:
             "best other by μ + b: share, μ, b"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in sorted(group, key=lambda r: (columns_of(group).index(r.column), r.config["seed"])):
-        top, other = bandit_arms(r)
+        arms = bandit_arms(r)
+        assert arms is not None  # the group's runs have a bandit
+        top, other = arms
         first, trained = first_solved(r) if success else None, train_score(r)
         lines.append(f"| {r.label} | {r.config['seed']} | {final_score(r):.2f} | "
                      + (f"{'—' if first is None else f'{first / 1e3:.0f}k'} | " if success else "")

@@ -22,7 +22,7 @@ from learner.methods.beta_dqn import flags as beta_dqn_flags
 from learner.methods.beta_dqn.acting import BetaDQN
 from learner.methods.bootstrapped_dqn import flags as bootstrapped_dqn_flags
 from learner.methods.bootstrapped_dqn.acting import HeadPerEpisode
-from learner.methods.contracts import Acting, Algorithm
+from learner.methods.contracts import Acting, Algorithm, BaseActing
 from learner.methods.dqn.acting import EpsilonGreedy
 from learner.methods.ez_greedy import flags as ez_greedy_flags
 from learner.methods.ez_greedy.acting import EzGreedy
@@ -35,7 +35,7 @@ from replay_service.schema import Field, Schema
 
 class Method(NamedTuple):
     package: str  # its folder, as a package: `<package>.learning` is its learning module
-    acting: type  # its acting class
+    acting: type[BaseActing]  # its acting class
     label: str  # its name in tables and summaries
     flags: type | None = None  # its own flags (`learner.methods.flags`), a frozen dataclass
     epsilon: bool | str = False  # it acts on DQN's ε schedule (spec §4, `exploration.EpsilonSchedule`): True, or

@@ -8,7 +8,7 @@ defaults of a method that plays one policy in every episode and is evaluated gre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -129,6 +129,10 @@ class BaseActing:
 
     def __init__(self, cfg):
         self.cfg = cfg
+
+    if TYPE_CHECKING:  # every method's own (`Acting.act`)
+        def act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int,
+                rng: np.random.Generator) -> int: ...
 
     def arm_source(self, seed) -> tuple[type[ArmSource], tuple]:
         return FixedArm, ()

@@ -78,7 +78,7 @@ class HeadsNet(nn.Module):
         self.heads = heads
         if len(obs_shape) == 3:
             h, w, c = obs_shape
-            self.conv = nn.Conv2d(c, CONV_CHANNELS, kernel_size=3, stride=1)
+            self.conv: nn.Conv2d | None = nn.Conv2d(c, CONV_CHANNELS, kernel_size=3, stride=1)
             features = CONV_CHANNELS * (h - 2) * (w - 2)
         else:
             self.conv = None
@@ -110,6 +110,10 @@ def make_network(obs_shape: tuple[int, ...], n_out: int, heads: int = 0) -> nn.M
 class RunningMeanStd(nn.Module):
     """Running mean and variance of a stream of batches (Chan et al.'s parallel update), as buffers:
     saved with the learner's state and updated in place (a CUDA graph can hold the update)."""
+
+    mean: torch.Tensor  # (buffers, registered in __init__)
+    var: torch.Tensor
+    count: torch.Tensor
 
     def __init__(self, shape: tuple[int, ...] = ()):
         super().__init__()

@@ -6,6 +6,8 @@ Actors act with this so that they never import torch (startup time and memory pe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -29,10 +31,12 @@ def unflatten(weights: dict) -> dict[str, dict[str, np.ndarray]]:
 class NumpyNet:
     def __init__(self, params: dict[str, np.ndarray]):
         self.conv = "conv.weight" in params
-        self.windows = None  # conv: flat input index of every (position, C·k·k) entry, built on first use
+        # conv: flat input index of every (position, C·k·k) entry, built on first use
+        self.windows: np.ndarray | None = None
         self.b1 = params["fc1.bias"]
         self.heads = "out_weight" in params  # Bootstrapped DQN's K heads: output (N, K, n_out)
-        self.blocks = None  # with heads: per-head weights for one-head-per-row calls, built on first use
+        # with heads: per-head weights for one-head-per-row calls, built on first use
+        self.blocks: list[tuple[np.ndarray, ...]] | None = None
         if self.heads:
             self.w_out, self.b_out = params["out_weight"], params["out_bias"]  # (K, n_out, 128), (K, n_out)
         else:
@@ -71,7 +75,7 @@ class NumpyNet:
         return self.blocks
 
     def __call__(self, obs: np.ndarray, patches: np.ndarray | None = None,
-                 heads: np.ndarray | None = None) -> np.ndarray:
+                 heads: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """The output for each row of `obs`; with K heads, (N, K, n_out), or with `heads` (a head per row)
         only that head's (N, n_out): an actor needs one head per episode, a tenth of the arithmetic."""
         n = obs.shape[0]
