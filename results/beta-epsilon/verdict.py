@@ -114,7 +114,7 @@ def off_plan(run, arm: str) -> str:
         if not reads(run.algo, key, run.config):
             continue
         got = _normal(lambda k: config_value(run, k), run.env, key)
-        want = _normal(lambda k: getattr(plan, k), run.env, key)
+        want = _normal(plan.value, run.env, key)
         if got != want:
             return f"{key} is {got!r}, not {want!r}"
     commit = str(run.summary.get("commit") or "")
