@@ -73,3 +73,26 @@ def test_a_registry_line_whose_epsilon_cannot_run_is_refused_with_what_is_wrong(
     with pytest.raises(ValueError, match=r"epsilon='on' is not a boolean flag of its own \(its flags: none\)"):
         check("gated", Method("learner.methods.dqn", EpsilonGreedy, "Gated", epsilon="on"))
     check("dqn_again", METHODS["dqn"])  # the built-in lines pass (they are checked when the registry loads)
+
+
+def test_a_method_whose_flags_are_not_frozen_is_refused_and_method_flags_hash_as_they_compare():
+    """A Config is frozen and hashable whole: a method's flags class must be a frozen dataclass (else a run's flags
+    could change under it, unchecked), and two equal sets of methods' flags hash alike in any order."""
+    from dataclasses import dataclass
+
+    from beta_dqn.configuration.fields import MethodFlags
+    from learner.methods import Method, check
+    from learner.methods.dqn.acting import EpsilonGreedy
+
+    @dataclass
+    class Loose:
+        width: int = 3
+
+        def check(self) -> None:
+            pass
+
+    with pytest.raises(ValueError, match="its flags class Loose is not a frozen dataclass"):
+        check("loose", Method("learner.methods.dqn", EpsilonGreedy, "Loose", Loose, epsilon=True))
+    flags = Config.of(beta_eps=0.1).methods
+    backwards = MethodFlags(dict(reversed(list(flags.items()))))
+    assert backwards == flags and hash(backwards) == hash(flags)

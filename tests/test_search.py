@@ -153,3 +153,16 @@ def test_ctrl_c_stops_a_search_with_130_and_writes_no_result(tmp_path):
                               f"{out}; no best.json is written, and a search cannot continue: run it again with "
                               "another --out")
     assert not (out / "best.json").exists() and "| env |" not in stdout
+
+
+def test_a_search_leaves_the_callers_environment_and_loggers_as_they_were(capsys, monkeypatch):
+    import logging
+
+    monkeypatch.delenv("TUNE_DISABLE_SIGINT_HANDLER", raising=False)
+    monkeypatch.delenv("RAY_AIR_NEW_OUTPUT", raising=False)
+    level = logging.getLogger("ray.tune").level
+    # a mistake, once the search set them: a trial is a serial run
+    assert main(["--env", "CliffWalk", "--seeds", "0-1", "--runtime", "ray"]) != 0
+    assert "TUNE_DISABLE_SIGINT_HANDLER" not in os.environ and "RAY_AIR_NEW_OUTPUT" not in os.environ
+    assert logging.getLogger("ray.tune").level == level
+    capsys.readouterr()

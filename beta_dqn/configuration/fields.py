@@ -94,7 +94,7 @@ class MethodFlags(Mapping[str, Any]):
         return len(self._by_method)
 
     def __hash__(self) -> int:
-        return hash(tuple(self._by_method.items()))
+        return hash(frozenset(self._by_method.items()))  # (equal mappings, in any order, hash alike)
 
     def __repr__(self) -> str:
         return f"MethodFlags({self._by_method!r})"

@@ -59,7 +59,7 @@ def _count(value) -> bool:
 
 
 def _check_checkpoint(ckpt: dict, saved: dict, path: Path) -> None:
-    """What a resume reads of a checkpoint besides the networks (which `Run._restore` checks by loading them),
+    """What a resume reads of a checkpoint besides the networks (which `Checkpointer.restore` checks by loading them),
     checked before anything starts: counters that are whole numbers ≥ 0 with the env steps within the run's
     budget, evaluations in order at steps it reached, the target and evaluation clocks, the method it trained.
     ConfigError in one line naming what is wrong."""

@@ -66,6 +66,7 @@ class Run:
             self.directory = RunDirectory.claim(self.out, resume is not None, cfg.overwrite)  # one writer
             undo.callback(self.directory.release)
             undo.callback(self.directory.discard)  # (its record: before the lock is let go)
+            undo.callback(self.backend.shutdown)  # (again: no part of it left when the lock is let go; a no-op then)
             # what the replay makes in the run directory (redis-local's servers' files): this run's to remove if
             # it cannot start
             own = [e for e in replay_backend(cfg.replay).run_dir_entries(cfg)

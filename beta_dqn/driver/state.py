@@ -143,9 +143,11 @@ class RunDirectory:
             if resuming and directory.written.new:  # a run with no record (an older version's): its files by name
                 directory.written.add(*legacy_entries(out))
         except OSError as e:
+            directory.discard()
             directory.release()
             raise OutputError.of(out, e) from None
         except BaseException:
+            directory.discard()
             directory.release()
             raise
         return directory

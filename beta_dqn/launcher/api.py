@@ -53,8 +53,8 @@ def train(config: Config | None = None, /, **flags) -> Trained:
     grid's axis) is refused: a grid runs from the shell (`python -m learner.main --seeds 0-4 ...`)."""
     unknown = sorted(set(flags) - set(FIELDS))
     if unknown:
-        raise TypeError(f"train() got unknown settings {', '.join(unknown)}; the settings are the fields of "
-                        "beta_dqn.configuration.fields.Config, as the command line's flags with '_' for '-' "
+        raise TypeError(f"train() got unknown settings {', '.join(unknown)}; the settings are the flags of "
+                        "python -m learner.main with '_' for '-' (Config's fields and every method's own) "
                         "(total_steps=20_000 for --total-steps 20000)")
     if isinstance(flags.get("env_kwargs"), dict):  # the natural Python form of --env-kwargs
         flags["env_kwargs"] = json.dumps(flags["env_kwargs"])

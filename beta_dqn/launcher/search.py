@@ -26,7 +26,9 @@ scheduler that stops trials early (ASHA) has nothing to compare before then.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 import os
 import subprocess
@@ -192,9 +194,33 @@ def main(argv: list[str] | None = None) -> int:
     own, rest = p.parse_known_args(argv)
     if own.cpus < 0:
         return user_error(PROG, f"--cpus {own.cpus}: give 0 (this machine's cores) or more")
-    # Tune's old console output, which verbose=0 silences (the new one prints its tables and a line per failed
-    # trial whatever the verbosity): this command says what happened, in a line each
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    with _quiet_tune():
+        return _search(own.cpus, rest)
+
+
+@contextlib.contextmanager
+def _quiet_tune():
+    """While a search runs: Tune's old console output, which verbose=0 silences (the new one prints its tables and
+    a line per failed trial whatever the verbosity), and no SIGINT handler of Tune's (Ctrl-C stops the search at
+    once, a KeyboardInterrupt in `fit`: Tune's handler would stop the trials and return their results as if the
+    search had finished). The environment and Ray's loggers are as they were afterwards (a Python caller's)."""
+    names = ("RAY_AIR_NEW_OUTPUT", "TUNE_DISABLE_SIGINT_HANDLER")
+    saved = {name: os.environ.get(name) for name in names}
+    levels = {name: logging.getLogger(name).level for name in ("ray", "ray.tune")}
+    os.environ.update({"RAY_AIR_NEW_OUTPUT": "0", "TUNE_DISABLE_SIGINT_HANDLER": "1"})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _search(cpus_asked: int, rest: list[str]) -> int:
     try:
         out, trials, args = _plan(rest)
         from ray import tune
@@ -202,14 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         return user_error(PROG, str(e))
     except ImportError:
         return user_error(PROG, 'Ray Tune is not installed: pip install -e ".[tune]"')
-    import logging
-
     logging.getLogger("ray").setLevel(logging.ERROR)  # Tune's notes on its own bookkeeping's speed, per trial
-    # Ctrl-C stops the search at once (a KeyboardInterrupt in `fit`): Tune's own handler would stop the trials and
-    # return their results as if the search had finished
-    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
     address = args["address"] or os.environ.get("RAY_ADDRESS", "")
-    cpus = own.cpus or (None if address else os.cpu_count() or 1)
+    cpus = cpus_asked or (None if address else os.cpu_count() or 1)
     try:  # a local cluster, or the one to join: as a run's (the same one-line failures)
         backend = RayBackend(address, envs=sorted({t["env"] for t in trials}))
     except (ConfigError, ClusterStartError) as e:

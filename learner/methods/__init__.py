@@ -61,6 +61,10 @@ def check(name: str, method: Method) -> None:
     if issubclass(method.acting, EpsilonGreedy) and not method.epsilon:
         raise ValueError(f"method {name!r}: its acting is ε-greedy (derives from EpsilonGreedy) but its Method does "
                          "not say epsilon=True, so it would be given no ε schedule")
+    params = getattr(method.flags, "__dataclass_params__", None)
+    if method.flags is not None and (params is None or not params.frozen):  # (a Config is frozen whole)
+        raise ValueError(f"method {name!r}: its flags class {method.flags.__name__} is not a frozen dataclass; "
+                         "declare it with @dataclass(frozen=True)")
     if isinstance(method.epsilon, str):
         own = {f.name: f for f in fields(method.flags)} if method.flags is not None else {}
         if method.epsilon not in own or not isinstance(own[method.epsilon].default, bool):

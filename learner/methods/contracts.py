@@ -38,7 +38,7 @@ class MethodSettings(Generic[F]):
 
     algo: str  # --algo
     loss: str  # --loss: the TD loss
-    flags: F  # its own flags: an instance of its `Flags` (`<method>/flags.py`), or None
+    flags: F = None  # type: ignore[assignment]  # its own flags: an instance of its `Flags`, or None
     epsilon: EpsilonSchedule | None = None  # DQN's ε schedule where the method acts on one (`methods.Method.epsilon`)
     others: dict[str, Any] = field(default_factory=dict)  # other methods' flags that it reads too (their `also`
     #                                                       names it), by method: LESSON reads RND's --rnd-scale
