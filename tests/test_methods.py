@@ -96,3 +96,23 @@ def test_a_method_whose_flags_are_not_frozen_is_refused_and_method_flags_hash_as
     flags = Config.of(beta_eps=0.1).methods
     backwards = MethodFlags(dict(reversed(list(flags.items()))))
     assert backwards == flags and hash(backwards) == hash(flags)
+
+
+def test_a_methods_flags_are_read_typed_by_their_class_and_flat_by_name():
+    """`config.flags(Flags)` is the method's own flags object (what a type checker follows), the same values
+    `value(name)` reads and `replaced` changes; a class no registered method declares is a KeyError naming it."""
+    from learner.methods.beta_dqn.flags import Flags as BetaFlags
+    from learner.methods.rnd.flags import Flags as RndFlags
+
+    cfg = Config.of(algo="dqn", beta_eps=0.2, rnd_scale=3.0)
+    assert isinstance(cfg.flags(BetaFlags), BetaFlags) and cfg.flags(BetaFlags).beta_eps == cfg.value("beta_eps") == 0.2
+    assert cfg.flags(RndFlags).rnd_scale == 3.0
+    assert cfg.replaced(beta_eps=0.3).flags(BetaFlags).beta_eps == 0.3 and cfg.value("beta_eps") == 0.2
+
+    class Stray:
+        pass
+
+    with pytest.raises(KeyError, match="Stray"):
+        cfg.flags(Stray)
+    with pytest.raises(TypeError, match="Config has no flag beta_epz"):
+        Config.of(beta_epz=0.1)

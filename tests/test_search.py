@@ -166,3 +166,14 @@ def test_a_search_leaves_the_callers_environment_and_loggers_as_they_were(capsys
     assert "TUNE_DISABLE_SIGINT_HANDLER" not in os.environ and "RAY_AIR_NEW_OUTPUT" not in os.environ
     assert logging.getLogger("ray.tune").level == level
     capsys.readouterr()
+
+
+def test_ctrl_c_while_planning_is_one_line_and_130(capsys, monkeypatch):
+    import beta_dqn.launcher.search as search
+
+    def interrupted(rest):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(search, "_plan", interrupted)
+    assert main(["--env", "CliffWalk", "--seeds", "0-1"]) == 130
+    assert capsys.readouterr().err == "python -m learner.search: interrupted while no trial was running\n"

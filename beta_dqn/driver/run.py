@@ -82,13 +82,14 @@ class Run:
             # a run that could not start lets go of its Redis run id (a resumed one keeps it)
             undo.callback(self.replay.close, started=resume is not None)
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
-            self.checkpoints = Checkpointer(self.out, public(cfg), self.learner, self.replay, self.state, self._arm,
+            written = public(cfg)  # the configuration as config.json and every checkpoint hold it
+            self.checkpoints = Checkpointer(self.out, written, self.learner, self.replay, self.state, self._arm,
                                             self.directory)
             self.report = RunReport(cfg, self.state, self.learner, self.replay, self.acting, self._arm)
             if resume is not None:
                 self.checkpoints.restore(resume)
             # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)
-            write_whole(self.out / "config.json", json.dumps(public(cfg), indent=2) + "\n")
+            write_whole(self.out / "config.json", json.dumps(written, indent=2) + "\n")
             self.directory.record("config.json")
             undo.pop_all()  # started: its parts are the run's to shut down (`_shutdown`)
         self.limiter = RateLimiter(cfg.replay_ratio, cfg.learning_starts, cfg.batch_size,

@@ -194,8 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     own, rest = p.parse_known_args(argv)
     if own.cpus < 0:
         return user_error(PROG, f"--cpus {own.cpus}: give 0 (this machine's cores) or more")
-    with _quiet_tune():
-        return _search(own.cpus, rest)
+    try:
+        with _quiet_tune():
+            return _search(own.cpus, rest)
+    except KeyboardInterrupt:  # while planning, starting the cluster or writing the result (`fit`'s is its own)
+        print(f"{PROG}: interrupted while no trial was running", file=sys.stderr)
+        return 130
 
 
 @contextlib.contextmanager
