@@ -109,7 +109,7 @@ def actors_only(args, algo: str, actors: int, seconds: float, arm_exchange: str 
         finally:
             backend.shutdown()
     # where the actors' time went (the chunks counted: those that returned inside the window)
-    return {"algo": algo, "actors": actors, "arm_exchange": cfg.arm_exchange if algo == "beta_dqn" else None,
+    return {"algo": algo, "actors": actors, "arm_exchange": cfg.value("arm_exchange") if algo == "beta_dqn" else None,
             "env_steps_per_s": steps / wall, "arm_lag": lag, **actor_fractions(acting, inserting, actors * wall)}
 
 

@@ -82,7 +82,7 @@ class SlidingWindowBandit(_Source):
     """Window of the last L finished episodes (all actors together).
 
     In the window: N(π) plays, μ(π) the mean return — as it came (`returns="raw"`, as the published text
-    reads; the default, as the preregistered study decided) or normalised to [0, 1] by the window's min and
+    reads; the default) or normalised to [0, 1] by the window's min and
     max (0.5 when they are equal; `returns="minmax"`, the paper's commented-out note) — and b(π) the mean
     exploration bonus. `select` returns an arm with
     N(π) = 0 first — arms handed to episodes still running count as played, so concurrent actors

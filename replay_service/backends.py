@@ -35,6 +35,10 @@ def register(name: str, backend: ReplayBackend) -> None:
     workers inherit the variable, so they register it too)."""
     if name in REPLAY_BACKENDS:
         raise ValueError(f"a replay backend named {name!r} is registered already")
+    params = getattr(backend.flags, "__dataclass_params__", None)
+    if backend.flags is not None and not (params is not None and params.frozen):
+        raise ValueError(f"replay backend {name!r}: its flags class {backend.flags.__name__} is not a frozen "
+                         "dataclass; declare it with @dataclass(frozen=True)")
     names = {n for b in REPLAY_BACKENDS.values() for n in b.names}
     schemes = {b.scheme for b in REPLAY_BACKENDS.values() if b.scheme}
     if names & set(backend.names) or backend.scheme in schemes:

@@ -3,7 +3,9 @@ run ask of the store of a run's transitions. Nothing here connects."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
 class BackendError(ValueError):
@@ -15,9 +17,11 @@ class BackendError(ValueError):
 
 
 class ReplayBackend:
-    """What the driver and the configuration ask of a replay backend. `cfg` is the run's configuration (any
-    object with its fields' attributes)."""
+    """What the driver and the configuration ask of a replay backend. `cfg` is the run's configuration
+    (`beta_dqn.configuration.fields.Config`: the shared flags as attributes, any flag by `cfg.value(name)`, the
+    backend's own typed by `cfg.flags(its Flags)`)."""
 
+    flags: type | None = None  # its own flags (`replay_service.flags`), a frozen dataclass, or None
     names: tuple[str, ...] = ()  # the --replay values it takes by name
     scheme: str = ""  # a URL scheme it takes: --replay SCHEME://... (several, comma-separated: a shard each)
     shown: tuple[str, ...] = ()  # how help and errors name what it takes
@@ -34,15 +38,15 @@ class ReplayBackend:
         """The value as it may be written and shown (a password masked)."""
         return value
 
-    def unmask(self, value: str, password_file: str, what: str) -> str:
+    def unmask(self, value: str, flags: Mapping[str, Any], what: str) -> str:
         """A saved value with what `mask` took out given back from off the command line, for resuming `what`
-        (a run or a grid; `password_file`: --replay-password-file); BackendError saying what to provide when
-        none is given."""
+        (a run or a grid; `flags`: its flags by name, as config.json holds them); BackendError saying what to
+        provide when none is given."""
         return value
 
-    def fill_secrets(self, value: str, password_file: str) -> str:
-        """The value with secrets given off the command line (`password_file`, a variable) filled in, where a
-        grid starts: the nodes that run its runs need not have them."""
+    def fill_secrets(self, value: str, flags: Mapping[str, Any]) -> str:
+        """The value with secrets given off the command line (a file one of the run's `flags` names, a variable)
+        filled in, where a grid starts: the nodes that run its runs need not have them."""
         return value
 
     def moves(self, old: str, new: str) -> bool:

@@ -12,16 +12,39 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from replay_service.contract import BackendError, ReplayBackend
+from replay_service.flags import flag, positive
 from replay_service.redis_urls import RedisSetupError, given_password, parse_urls, redact_urls, with_password
 
 LOCAL = "redis-local"
+BOTH = ("run", "grid")  # may change when a run or a grid is resumed
+
+
+@dataclass(frozen=True)
+class RedisFlags:
+    """The Redis backend's own flags (`ReplayBackend.flags`)."""
+
+    replay_password_file: str = flag("", "a file whose first line is the Redis password (for URLs that name none; "
+                                         "instead of REDIS_PASSWORD)", role="run", resume=BOTH)
+    replay_timeout: float = flag(60.0, "seconds a Redis shard may stay unreachable (the run pauses, retrying) "
+                                       "before the run stops", role="run")
+    replay_persist: bool = flag(False, "redis-local: keep an append-only file in the run directory", role="run")
+    take_run_id: bool = flag(False, "with --overwrite on a shared Redis: take a --run-id whose replay another run "
+                                    "directory claimed (that run can then no longer resume)", role="run",
+                             after="overwrite")
+
+    def check(self) -> None:
+        positive(self, "replay_timeout")
 
 
 class RedisBackend(ReplayBackend):
+    flags = RedisFlags
     names = (LOCAL,)
     scheme = "redis"
     shown = (LOCAL, "redis:// URLs")
@@ -40,16 +63,19 @@ class RedisBackend(ReplayBackend):
                                          "reach")
 
     def settle(self, cfg) -> dict:
-        return {} if cfg.replay == LOCAL else {"replay_shards": len(_urls(cfg.replay))}
+        # a password file's absolute path: a resume from another working directory finds it
+        given = cfg.flags(RedisFlags).replay_password_file
+        settled = {"replay_password_file": str(Path(given).expanduser().resolve())} if given else {}
+        return settled if cfg.replay == LOCAL else {**settled, "replay_shards": len(_urls(cfg.replay))}
 
     def mask(self, value: str) -> str:
         return redact_urls(value)
 
-    def unmask(self, value: str, password_file: str, what: str) -> str:
+    def unmask(self, value: str, flags: Mapping[str, Any], what: str) -> str:
         if "***" not in value:
             return value
         try:
-            password = given_password(password_file)
+            password = given_password(flags.get("replay_password_file", ""))
         except RedisSetupError as e:
             raise BackendError("replay_password_file", str(e)) from None
         if not password:
@@ -57,11 +83,11 @@ class RedisBackend(ReplayBackend):
                                          "with it again, --replay-password-file FILE, or set REDIS_PASSWORD")
         return value.replace("***", quote(password, safe=""))
 
-    def fill_secrets(self, value: str, password_file: str) -> str:
+    def fill_secrets(self, value: str, flags: Mapping[str, Any]) -> str:
         if value == LOCAL:
             return value
         try:
-            return ",".join(with_password(u, password_file) for u in parse_urls(value))
+            return ",".join(with_password(u, flags.get("replay_password_file", "")) for u in parse_urls(value))
         except RedisSetupError as e:
             raise BackendError("replay", str(e)) from None
 
@@ -76,7 +102,7 @@ class RedisBackend(ReplayBackend):
                 redis_server_binary()
             else:
                 for url in parse_urls(cfg.replay):
-                    ping(with_password(url, cfg.replay_password_file))
+                    ping(with_password(url, cfg.flags(RedisFlags).replay_password_file))
         except RedisSetupError as e:
             raise BackendError("replay", str(e)) from None
 
@@ -92,7 +118,7 @@ class RedisBackend(ReplayBackend):
         from replay_service.redis_replay import RedisReplay, RedisSettings  # (redis-py: where a run opens it)
 
         fields = RedisSettings.__dataclass_fields__
-        replay = RedisReplay(RedisSettings(**{name: getattr(cfg, name) for name in fields}), spec, out,
+        replay = RedisReplay(RedisSettings(**{name: cfg.value(name) for name in fields}), spec, out,
                              backend.concurrent, backend.reachable_address(), extras)
         try:
             _claim(replay, cfg, out, resume)
@@ -135,7 +161,7 @@ def _claim(replay, cfg, out: Path, resume: dict | None) -> None:
                                          f"(now held by {replay.holder() or 'no run'}); the transitions it "
                                          "stored are gone: start it again with --overwrite true and "
                                          "--take-run-id true, or with another --run-id")
-    elif cfg.overwrite and not cfg.take_run_id:
+    elif cfg.overwrite and not cfg.flags(RedisFlags).take_run_id:
         other = replay.holder()
         if other is not None and claimed_dir(other, cfg.run_id) != str(Path(out).resolve()):
             raise BackendError("run_id", f"{cfg.run_id!r} is claimed on this Redis by another run directory "

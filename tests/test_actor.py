@@ -181,7 +181,7 @@ class CountingArms(FakeArms):
 def test_chunk_exchange_is_one_call_per_collect_and_arms_are_taken_in_the_order_handed_out():
     cfg, spec = resolve(Config.of(env="CliffWalk", learning_starts=0, envs_per_actor=2, arm_exchange="chunk",
                                wandb="disabled"))
-    assert cfg.arm_exchange == "chunk"
+    assert cfg.value("arm_exchange") == "chunk"
     arms, replay = CountingArms(), FakeReplay()
     arms.replay = replay
     actor = Actor(settings(ActorSettings, cfg), spec, actor_id=0, arm_source=arms, replay=replay)

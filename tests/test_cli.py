@@ -228,8 +228,8 @@ def test_defaults_are_the_papers_configuration():
     assert [cfg.value(n) for n in ("boot_heads", "ez_mu", "rnd_scale", "lesson_tau")] == [10, 2.0, 10.0, 0.02]
     assert not cfg.value("two_q")
     # β-DQN's actors reach the bandit once per episode in one process, once per chunk on Ray
-    assert resolve(cfg)[0].arm_exchange == "chunk"
-    assert resolve(parse_config(["--runtime", "serial"]))[0].arm_exchange == "episode"
+    assert resolve(cfg)[0].value("arm_exchange") == "chunk"
+    assert resolve(parse_config(["--runtime", "serial"]))[0].value("arm_exchange") == "episode"
     help_text = build_parser().format_help()
     for flag in ("--env", "--algo", "--actors", "--total-steps", "--seed", "--out", "--eval-every",
                  "--eval-episodes", "--device", "--address", "--beta-eps", "--replay-ratio"):
@@ -280,12 +280,12 @@ def test_a_masked_password_is_restored_from_the_environment_or_named_in_one_line
     from beta_dqn.configuration.flags import restore_password
 
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
-    assert restore_password("memory", "run") == "memory"
+    assert restore_password("memory", "run", {}) == "memory"
     with pytest.raises(ConfigError, match="the grid's Redis URL has a password that was not saved: give --replay "
                                           "with it again, --replay-password-file FILE, or set REDIS_PASSWORD"):
-        restore_password("redis://:***@h:6379", "grid")
+        restore_password("redis://:***@h:6379", "grid", {})
     monkeypatch.setenv("REDIS_PASSWORD", "p@ss")
-    assert restore_password("redis://:***@h:6379", "run") == "redis://:p%40ss@h:6379"
+    assert restore_password("redis://:***@h:6379", "run", {}) == "redis://:p%40ss@h:6379"
 
 
 @pytest.mark.parametrize("url,shown", [
@@ -314,14 +314,14 @@ def test_a_password_file_fills_a_url_that_names_none_and_is_restored_on_resume(t
     secret.write_text("s3cr/t\n")
     assert with_password("redis://h:6379", str(secret)) == "redis://:s3cr%2Ft@h:6379"
     assert with_password("redis://:other@h:6379", str(secret)) == "redis://:other@h:6379"  # the URL's own wins
-    assert restore_password("redis://:***@h:6379", "run", str(secret)) == "redis://:s3cr%2Ft@h:6379"
+    assert restore_password("redis://:***@h:6379", "run", {"replay_password_file": str(secret)}) == "redis://:s3cr%2Ft@h:6379"
     for bad, why in ((tmp_path / "missing", "cannot read the password file"), (tmp_path / "empty", "is empty")):
         if "empty" in str(bad):
             bad.write_text("")
         with pytest.raises(RedisSetupError, match=why):
             with_password("redis://h:6379", str(bad))
         with pytest.raises(ConfigError, match=f"--replay-password-file: .*{why}"):
-            restore_password("redis://:***@h:6379", "run", str(bad))
+            restore_password("redis://:***@h:6379", "run", {"replay_password_file": str(bad)})
 
 
 def test_help_shows_every_flag_once_in_its_group():

@@ -72,7 +72,7 @@ def batches(learner, n, seed=0):
 @pytest.mark.parametrize("two_q", [False, True])
 def test_beta_thread_gives_exactly_the_one_thread_update(two_q):
     cfg, spec = resolve(Config.of(env="MinAtar/Breakout", algo="beta_dqn", two_q=two_q, wandb="disabled"))
-    learners = [solo(dataclasses.replace(cfg, beta_thread=flag), spec) for flag in (False, True)]
+    learners = [solo(cfg.replaced(beta_thread=flag), spec) for flag in (False, True)]
     assert [type(learner.path.step) for learner in learners] == [GradientStep, OverlappedStep]
     metrics = [[], []]
     for k, learner in enumerate(learners):

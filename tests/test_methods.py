@@ -66,7 +66,8 @@ def test_a_registry_line_whose_epsilon_cannot_run_is_refused_with_what_is_wrong(
     with pytest.raises(ValueError, match=r"method 'plain': its acting is ε-greedy .* not say epsilon=True"):
         register("plain", Method("learner.methods.dqn", EpsilonGreedy, "Plain"))
     assert "plain" not in METHODS
-    with pytest.raises(ValueError, match=r"epsilon='nope' is not a boolean flag of its own \(its flags: beta_eps, "):
+    with pytest.raises(ValueError, match=r"epsilon='nope' is not a boolean flag of its own \(its flags: "
+                                         r"arm_exchange, beta_thread, beta_eps, "):
         check("gated", Method("learner.methods.beta_dqn", BetaDQN, "Gated", BetaFlags, epsilon="nope"))
     with pytest.raises(ValueError, match=r"epsilon='policy_set' is not a boolean flag"):  # a flag, not a boolean
         check("gated", Method("learner.methods.beta_dqn", BetaDQN, "Gated", BetaFlags, epsilon="policy_set"))
@@ -80,7 +81,7 @@ def test_a_method_whose_flags_are_not_frozen_is_refused_and_method_flags_hash_as
     could change under it, unchecked), and two equal sets of methods' flags hash alike in any order."""
     from dataclasses import dataclass
 
-    from beta_dqn.configuration.fields import MethodFlags
+    from beta_dqn.configuration.fields import OwnFlags
     from learner.methods import Method, check
     from learner.methods.dqn.acting import EpsilonGreedy
 
@@ -94,7 +95,7 @@ def test_a_method_whose_flags_are_not_frozen_is_refused_and_method_flags_hash_as
     with pytest.raises(ValueError, match="its flags class Loose is not a frozen dataclass"):
         check("loose", Method("learner.methods.dqn", EpsilonGreedy, "Loose", Loose, epsilon=True))
     flags = Config.of(beta_eps=0.1).methods
-    backwards = MethodFlags(dict(reversed(list(flags.items()))))
+    backwards = OwnFlags(dict(reversed(list(flags.items()))))
     assert backwards == flags and hash(backwards) == hash(flags)
 
 

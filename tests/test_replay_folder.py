@@ -53,6 +53,21 @@ def test_its_value_is_checked_by_its_own_rule_and_its_resume_rule_is_its_own(tmp
         "disk, so its data is gone"]
 
 
+def test_its_own_flag_is_a_flag_of_learner_main_checked_by_its_rule_and_written_with_the_run(tmp_path):
+    done = run([*SHORT, "--replay", "toy", "--runtime", "serial", "--toy-seed-offset", "-1"], env=TOY)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "python -m learner.main: error: --toy-seed-offset: must be >= 0, got -1"]
+    helped = run(["--help"], env=TOY)
+    assert "--toy-seed-offset" in helped.stdout.split("\nreplay:\n")[1].split("\n\n")[0]  # in the replay's group
+    out = tmp_path / "run"
+    done = run([*SHORT, "--replay", "toy", "--runtime", "serial", "--toy-seed-offset", "3", "--out", str(out)],
+               env=TOY)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((out / "config.json").read_text())["toy_seed_offset"] == 3
+    assert run([*SHORT, "--toy-seed-offset", "3"]).returncode == 2  # unknown without the backend's registration
+
+
 def test_without_its_registration_the_backend_is_unknown_and_nothing_of_the_project_names_it(tmp_path):
     done = run([*SHORT, "--replay", "toy", "--runtime", "serial", "--out", str(tmp_path / "run")])
     assert done.returncode == 2
@@ -69,3 +84,31 @@ def test_a_module_that_cannot_be_registered_is_one_line():
     assert done.stderr.strip().splitlines() == [
         "error: BETA_DQN_REPLAYS: cannot register the replay backends of 'tests.no_such_module': No module named "
         "'tests.no_such_module'"]
+
+
+def test_a_backends_flags_are_read_typed_by_their_class_and_an_unfrozen_class_is_refused():
+    """The Redis backend's own flags live with it (`RedisFlags`): `config.flags(RedisFlags)` reads them typed, flat
+    names reach them as every other flag's; a backend whose flags class is not frozen is refused at `register`."""
+    from dataclasses import dataclass
+
+    from beta_dqn.configuration.fields import FIELDS, Config
+    from replay_service.backends import REPLAY_BACKENDS, register
+    from replay_service.contract import ReplayBackend
+    from replay_service.redis_backend import RedisFlags
+
+    cfg = Config.of(replay_timeout=5.0, replay_persist=True)
+    assert cfg.flags(RedisFlags).replay_timeout == 5.0 and cfg.value("replay_persist") is True
+    assert cfg.replaced(replay_timeout=7.0).flags(RedisFlags).replay_timeout == 7.0
+    assert FIELDS["take_run_id"].replay == "redis" and FIELDS["replay_timeout"].role == "run"
+
+    @dataclass
+    class Loose:
+        width: int = 3
+
+    class LooseBackend(ReplayBackend):
+        flags = Loose
+        names = ("loose",)
+
+    with pytest.raises(ValueError, match="replay backend 'loose': its flags class Loose is not a frozen dataclass"):
+        register("loose", LooseBackend())
+    assert "loose" not in REPLAY_BACKENDS

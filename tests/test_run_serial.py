@@ -213,7 +213,7 @@ def test_arm_exchange_per_episode_or_per_chunk_and_the_lag_it_costs(tmp_path):
     from beta_dqn.driver.resume import resume_config
 
     cfg, spec = short(tmp_path, "paper", env="CliffWalk", actors=1, envs_per_actor=1)
-    assert cfg.arm_exchange == "episode"
+    assert cfg.value("arm_exchange") == "episode"
     summary = train(cfg, spec)
     assert summary["bandit"]["lag"] == {"median": 0.0, "p95": 0.0, "max": 0}
     cfg, spec = short(tmp_path, "chunk", env="CliffWalk", arm_exchange="chunk")
@@ -234,8 +234,8 @@ def test_arm_exchange_per_episode_or_per_chunk_and_the_lag_it_costs(tmp_path):
             config.pop("arm_exchange")
             path.write_text(json.dumps(config))
     resume = ["--resume", str(tmp_path / "chunk")]
-    assert resume_config(resume)[0].arm_exchange == "episode"
-    assert resume_config([*resume, "--arm-exchange", "episode"])[0].arm_exchange == "episode"
+    assert resume_config(resume)[0].value("arm_exchange") == "episode"
+    assert resume_config([*resume, "--arm-exchange", "episode"])[0].value("arm_exchange") == "episode"
     with pytest.raises(ConfigError, match="arm_exchange|arm-exchange"):
         resume_config([*resume, "--arm-exchange", "chunk"])
 

@@ -17,7 +17,6 @@ MAX_GRID_SEEDS = 10_000  # seeds in one grid: more would only queue runs for yea
 MAX_GRID_RUNS = 10_000  # runs in one grid or search, every axis times the seeds: checked before any is planned
 ALGOS = tuple(METHODS)
 LOSSES = ("huber", "mse")
-ARM_EXCHANGES = ("auto", "episode", "chunk")
 DEVICES = ("auto", "cpu", "cuda")
 RUNTIMES = ("auto", "ray", "serial")
 WANDB_MODES = ("offline", "online", "disabled")
@@ -67,18 +66,17 @@ def validate(cfg) -> None:
     _choice(cfg, "runtime", RUNTIMES)
     _choice(cfg, "device", DEVICES)
     _choice(cfg, "loss", LOSSES)
-    _choice(cfg, "arm_exchange", ARM_EXCHANGES)
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
     _positive(cfg, "total_steps", "actors", "learner_cpus", "envs_per_actor", "chunk_steps", "replay_shards",
-              "checkpoint_every", "replay_timeout",
+              "checkpoint_every",
               "learner_threads", "publish_every", "batch_size", "replay_capacity", "replay_ratio",
               "target_update", "eval_every", "eval_episodes", "log_every")
     if cfg.eps_decay_steps is not None:
         _positive(cfg, "eps_decay_steps")
     if not 0.0 < cfg.eps_decay_fraction <= 1.0:
         raise ConfigError("eps_decay_fraction", f"must be in (0, 1], got {cfg.eps_decay_fraction}")
-    for flags in cfg.methods.values():  # each method checks its own flags
+    for flags in (*cfg.methods.values(), *cfg.replays.values()):  # each part checks its own flags
         try:
             flags.check()
         except FlagError as e:
@@ -100,7 +98,7 @@ def validate(cfg) -> None:
         raise ConfigError("pack_seeds", f"must be >= 1, got {cfg.pack_seeds}")
     if cfg.retries < 0:
         raise ConfigError("retries", f"must be >= 0, got {cfg.retries}")
-    if cfg.take_run_id and not cfg.overwrite and not cfg.resume:  # (a resumed run keeps what it saved)
+    if cfg.value("take_run_id") and not cfg.overwrite and not cfg.resume:  # (a resumed run keeps what it saved)
         raise ConfigError("take_run_id", "true without --overwrite true: taking another run's --run-id replaces "
                                          "that run's replay, which only --overwrite does")
     if not (cfg.learner_gpus >= 0 or cfg.learner_gpus == -1):

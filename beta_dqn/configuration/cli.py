@@ -70,7 +70,7 @@ HELP_GROUPS = {
     "replay": ("replay", "replay_shards", "replay_capacity", "replay_password_file", "replay_timeout",
                "replay_persist", "run_id", "take_run_id"),
     "cluster and resources": ("address", "actor_cpus", "learner_cpus", "learner_gpus", "retries", "pack_seeds"),
-    "learner": ("device", "learner_threads", "beta_thread", "cuda_graphs", "batch_size", "replay_ratio",
+    "learner": ("device", "learner_threads", "cuda_graphs", "batch_size", "replay_ratio",
                 "target_update", "learning_starts", "gamma", "lr", "loss", "publish_every"),
     "evaluation": ("eval_every", "eval_episodes", "eval_epsilon"),
     "outputs": ("out", "overwrite", "checkpoint_every", "log_every", "wandb", "wandb_project", "progress", "json"),
@@ -82,6 +82,8 @@ def help_group(name: str) -> str:
     """The `--help` group of field `name` (`HELP_GROUPS`)."""
     if FIELDS[name].algos != ALGOS:
         return "the method"
+    if FIELDS[name].replay is not None and not any(name in names for names in HELP_GROUPS.values()):
+        return "replay"  # (a backend's own, where the group does not list it: a backend registered from outside)
     return next((group for group, names in HELP_GROUPS.items() if name in names), "")
 
 
@@ -132,9 +134,8 @@ def build_parser(defaults: bool = True, prog: str = PROG) -> argparse.ArgumentPa
 
 
 _DESCRIPTION = ("Train one run of a method on an environment, or a grid of runs; --resume DIR continues one. "
-                "Every default is the specification's but --bandit-returns (raw, as the preregistered study "
-                "in results/bandit-returns/ decided). The flags, by group (a method's own say which methods read "
-                "them); docs/running.md explains each.")
+                "Every default is the specification's but --bandit-returns raw (docs/method.md says why). The "
+                "flags, by group (a method's own say which methods read them); docs/running.md explains each.")
 _EPILOG = ("A grid: any flag that changes what a run computes, given as a comma list, is an axis, and --seeds "
            "lists seeds; every combination runs (e.g. --algo beta_dqn,dqn --bandit-returns minmax,raw --seeds "
            "0-9). A flag a method does not read keeps its default for that method's runs.")

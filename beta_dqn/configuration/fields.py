@@ -1,11 +1,11 @@
 """Every field of the one frozen configuration that drives the serial and the Ray runner (`Config`: the flags
-every method shares, typed here, and in `Config.methods` each method's own, typed by its `Flags`), each a CLI flag
+every run shares, typed here; in `Config.methods` each method's own and in `Config.replays` each replay backend's,
+typed by its `Flags`), each a CLI flag
 (`--help`) with its type, default, help and role (`FIELDS`: every flag by name, a `Flag`);
 the sets of fields the rest of the program reads by role (`FIELDS`, `AXES`, `BOOKKEEPING`, `SECRETS`, ...), which
 method reads which field (`reads`), and the values a saved run lacks (`LEGACY`, `with_legacy`).
 
-Defaults are the spec's (METHOD_SPEC.md §1–4) but `bandit_returns` (raw: the preregistered study in
-results/bandit-returns/ decided); `None` means "the environment's default"
+Defaults are the spec's (METHOD_SPEC.md §1–4) but `bandit_returns` (raw; docs/method.md says why); `None` means "the environment's default"
 (γ and the learning rate, spec §4), resolved by `beta_dqn.configuration.resolution.resolve`.
 """
 
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from beta_dqn.configuration.checks import ALGOS, DEVICES, LOSSES, WANDB_MODES, validate
 from learner.methods import METHODS
+from replay_service.backends import REPLAY_BACKENDS
 
 # the value of each field that a saved run's configuration may lack (`with_legacy` gives it) and that a recorded
 # command may leave out (such commands name only the values that were not the default when they were written):
@@ -28,7 +29,8 @@ from learner.methods import METHODS
 # command reads as it ran whatever the default becomes (an older record's: beta_dqn.reporting.records.pinned_command)
 LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_steps": 1_000_000, "runtime": "ray"}
 
-# Every field declares its role, and the rest of the program reads it from here:
+# Every field declares its role, and the rest of the program reads it from here (a part's own flags declare theirs
+# with `replay_service.flags.flag`):
 #   "computes" (the default): changes what a run computes; a grid axis when given as a comma list;
 #   "bookkeeping": names and directories of a run or a grid (never compared between runs);
 #   "run": where and how a run or a grid executes and reports (cluster, device, resources, logging);
@@ -58,57 +60,58 @@ def _book(default, help: str):
 BOTH = ("run", "grid")  # may change when a run or a grid is resumed
 
 
-def _beta(default, help: str):
-    return _opt(default, help, algos=("beta_dqn",))
+F = TypeVar("F")  # a part's `Flags` class
 
 
-F = TypeVar("F")  # a method's `Flags` class
+def _flag_classes(registry: Mapping[str, Any]) -> dict[str, type]:
+    """The `Flags` class of each part in a registry (`METHODS`, `REPLAY_BACKENDS`) that has one, by its name."""
+    return {name: part.flags for name, part in registry.items() if part.flags is not None}
 
 
-class MethodFlags(Mapping[str, Any]):
-    """Every registered method's own flags (`<method>/flags.py`), by method name: each an instance of that
-    method's `Flags`, a frozen dataclass (a method without flags has no entry). Hashable and compared by value,
-    as the frozen `Config` that holds it."""
+class OwnFlags(Mapping[str, Any]):
+    """The own flags of every registered part of one kind (methods: `<method>/flags.py`; replay backends:
+    `ReplayBackend.flags`), by the part's name: each an instance of that part's `Flags`, a frozen dataclass (a
+    part without flags has no entry). Hashable and compared by value, as the frozen `Config` that holds it."""
 
-    def __init__(self, by_method: Mapping[str, Any]):
-        self._by_method = dict(by_method)
+    def __init__(self, by_part: Mapping[str, Any]):
+        self._by_part = dict(by_part)
 
     @classmethod
-    def of(cls, values: dict[str, Any]) -> MethodFlags:
-        """Every method's flags with the values named in `values` (flag name -> value; each name is taken out of
+    def of(cls, registry: Mapping[str, Any], values: dict[str, Any]) -> OwnFlags:
+        """Every part's flags with the values named in `values` (flag name -> value; each name is taken out of
         it) and the defaults for the rest."""
-        by_method = {}
-        for name, method in METHODS.items():
-            if method.flags is not None:
-                own = [f.name for f in dataclasses.fields(method.flags)]
-                by_method[name] = method.flags(**{n: values.pop(n) for n in own if n in values})
-        return cls(by_method)
+        by_part = {}
+        for name, flags in _flag_classes(registry).items():
+            own = [f.name for f in dataclasses.fields(flags)]
+            by_part[name] = flags(**{n: values.pop(n) for n in own if n in values})
+        return cls(by_part)
 
-    def __getitem__(self, method: str) -> Any:
-        return self._by_method[method]
+    def __getitem__(self, part: str) -> Any:
+        return self._by_part[part]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._by_method)
+        return iter(self._by_part)
 
     def __len__(self) -> int:
-        return len(self._by_method)
+        return len(self._by_part)
 
     def __hash__(self) -> int:
-        return hash(frozenset(self._by_method.items()))  # (equal mappings, in any order, hash alike)
+        return hash(frozenset(self._by_part.items()))  # (equal mappings, in any order, hash alike)
 
     def __repr__(self) -> str:
-        return f"MethodFlags({self._by_method!r})"
+        return f"OwnFlags({self._by_part!r})"
 
 
 @dataclass(frozen=True)
 class Config:
-    """A run's whole configuration: the flags every method shares, typed here, and in `methods` every registered
-    method's own flags, each typed by its method's `Flags` (`config.flags(Flags)`; `learner.methods.flags`).
+    """A run's whole configuration: the flags every run shares, typed here; in `methods` every registered method's
+    own flags and in `replays` every replay backend's, each typed by its part's `Flags` (`config.flags(Flags)`;
+    `replay_service.flags`).
 
     The command line, a --config file, config.json, a grid's axes and resume name every flag flat, by its own
     name (`FIELDS`): `Config.of(**values)` makes one from such names, `value(name)` reads one, `replaced(**values)`
     gives a copy with some changed and `flat()` gives them all, in `FIELDS`' order. (`Config(...)` takes the
-    shared flags and `methods`; `dataclasses.replace` changes shared flags only.)"""
+    shared flags, `methods` and `replays`; `dataclasses.replace` changes shared flags only.)"""
 
     # --- the run ---
     env: str = _opt("MinAtar/Breakout", "environment name (docs/running.md lists them), or module:Id for a Gymnasium "
@@ -146,11 +149,6 @@ class Config:
     envs_per_actor: int = _opt(4, "environments stepped together per actor")
     actor_cpus: float = _run(0.0, "CPUs reserved per actor; 0 = share the cluster's CPUs among the actors")
     chunk_steps: int = _opt(64, "env steps an actor collects per call; transitions travel as one chunk")
-    arm_exchange: str = _beta("auto", "how actors reach the bandit: episode (one call per finished episode: "
-                                      "it reports the episode and brings its env's next arm), chunk (one call "
-                                      "per chunk: its finished episodes, and the arms of the actor's next "
-                                      "episodes, chosen ahead), auto (episode on --runtime serial, chunk on "
-                                      "Ray)")
     replay_shards: int = _opt(1, "replay shards")
     replay: str = _opt("memory", "replay service: memory (shards as Ray actors), redis-local (the run starts "
                                  "--replay-shards redis-servers with a generated password, on 127.0.0.1, or on "
@@ -158,18 +156,11 @@ class Config:
                                  "redis://[:password@]host:port[/db] (several comma-separated: one shard each; "
                                  "password best from --replay-password-file or REDIS_PASSWORD: a command line is "
                                  "visible to every user of the machine)", role="secret", resume=BOTH)
-    replay_password_file: str = _run("", "a file whose first line is the Redis password (for URLs that name "
-                                         "none; instead of REDIS_PASSWORD)", resume=BOTH)
-    replay_timeout: float = _run(60.0, "seconds a Redis shard may stay unreachable (the run pauses, retrying) "
-                                       "before the run stops")
-    replay_persist: bool = _run(False, "redis-local: keep an append-only file in the run directory")
-    run_id: str = _book("", "namespace of the run's keys in a shared Redis (default: the run directory's name + "
-                           "a random tag)")
+    run_id: str = _book("", "the run's id: its checkpoints carry it, and it names the run's keys in a shared Redis "
+                           "(default: the run directory's name + a random tag)")
     address: str = _run("", "Ray cluster to join (default: RAY_ADDRESS, else local)", resume=BOTH)
     device: str = _run("auto", f"learner device: {', '.join(DEVICES)}", resume=("run",))
     learner_threads: int = _run(1, "torch CPU threads of the learner")
-    beta_thread: bool = _run(True, "β-DQN: update β on a second learner thread beside Q (same math, faster with "
-                                   "2+ cores)")
     cuda_graphs: bool = _run(True, "GPU learner: capture the whole update as one CUDA graph and replay it per batch")
     publish_every: int = _opt(10, "learner updates between weight broadcasts")
     # --- training loop (spec §4) ---
@@ -194,8 +185,6 @@ class Config:
                                           "its actors to write one")
     overwrite: bool = _run(False, "start a new run in an --out that holds one, removing that run's outputs "
                                   "(default: refuse, naming --resume)")
-    take_run_id: bool = _run(False, "with --overwrite on a shared Redis: take a --run-id whose replay another run "
-                                    "directory claimed (that run can then no longer resume)")
     resume: str = _book("", "continue the run in this directory from its checkpoint (other flags must match it)")
     eval_every: int = _opt(100_000, "env steps between evaluations")
     eval_episodes: int = _opt(30, "episodes per evaluation")
@@ -208,24 +197,29 @@ class Config:
     json: bool = _run(False, "print the summary as JSON on stdout (for scripts); default: a few lines for people",
                       resume=BOTH)
 
-    # --- every method's own flags (not a flag itself) ---
-    methods: MethodFlags = field(default_factory=lambda: MethodFlags.of({}))
+    # --- every method's and every replay backend's own flags (not flags themselves) ---
+    methods: OwnFlags = field(default_factory=lambda: OwnFlags.of(METHODS, {}))
+    replays: OwnFlags = field(default_factory=lambda: OwnFlags.of(REPLAY_BACKENDS, {}))
 
     @classmethod
     def of(cls, **values: Any) -> Config:
-        """A configuration from flag values by name, the shared flags and the methods' own alike (TypeError
-        naming any that is neither)."""
+        """A configuration from flag values by name, the shared flags and the parts' own alike (TypeError
+        naming any that is none of them)."""
         rest = dict(values)
         shared = {name: rest.pop(name) for name in values if name in SHARED}
-        methods = MethodFlags.of(rest)
+        methods, replays = OwnFlags.of(METHODS, rest), OwnFlags.of(REPLAY_BACKENDS, rest)
         if rest:
             raise TypeError(f"Config has no flag {', '.join(sorted(rest))}")
-        return cls(**shared, methods=methods)
+        return cls(**shared, methods=methods, replays=replays)
 
     def value(self, name: str) -> Any:
         """Flag `name`'s value (KeyError where no flag has that name)."""
         flag = FIELDS[name]
-        return getattr(self if flag.method is None else self.methods[flag.method], name)
+        if flag.method is not None:
+            return getattr(self.methods[flag.method], name)
+        if flag.replay is not None:
+            return getattr(self.replays[flag.replay], name)
+        return getattr(self, name)
 
     def replaced(self, **values: Any) -> Config:
         """A copy with the flags named in `values` set to those values (validated as a new `Config` is)."""
@@ -236,11 +230,13 @@ class Config:
         return {name: self.value(name) for name in FIELDS}
 
     def flags(self, cls: type[F]) -> F:
-        """The flags of the method whose `Flags` class is `cls`, typed as it: `config.flags(beta_dqn.flags.Flags)`."""
-        found = next((self.methods[name] for name, method in METHODS.items() if method.flags is cls), None)
-        if found is None:
-            raise KeyError(f"no registered method has the flags class {cls.__qualname__}")
-        return found
+        """The flags of the method or replay backend whose `Flags` class is `cls`, typed as it:
+        `config.flags(beta_dqn.flags.Flags)`."""
+        for own in (self.methods, self.replays):
+            found = next((flags for flags in own.values() if type(flags) is cls), None)
+            if found is not None:
+                return found
+        raise KeyError(f"no registered method or replay backend has the flags class {cls.__qualname__}")
 
     def __post_init__(self):
         validate(self)
@@ -248,9 +244,9 @@ class Config:
 
 @dataclass(frozen=True)
 class Flag:
-    """One flag of learner.main: a field of `Config` (`method` None) or of a method's `Flags` (`method`: the
-    method that declares it). `kind` is its Python type (e.g. `float | None`); `role`, `algos` and `resume` as
-    `Config` documents them."""
+    """One flag of learner.main: a field of `Config` (`method` and `replay` None), of a method's `Flags`
+    (`method`: the method that declares it) or of a replay backend's (`replay`: the backend). `kind` is its Python
+    type (e.g. `float | None`); `role`, `algos` and `resume` as `Config` documents them."""
 
     name: str
     kind: Any
@@ -260,44 +256,62 @@ class Flag:
     algos: tuple[str, ...]
     resume: tuple[str, ...]
     method: str | None = None
+    replay: str | None = None
+
+
+PARTS = ("methods", "replays")  # `Config`'s fields that hold the parts' own flags, not flags themselves
 
 
 def _shared_flags() -> list[Flag]:
     hints = typing.get_type_hints(Config)
     return [Flag(f.name, hints[f.name], f.default, f.metadata["help"], f.metadata["role"], f.metadata["algos"],
-                 f.metadata["resume"]) for f in dataclasses.fields(Config) if f.name != "methods"]
+                 f.metadata["resume"]) for f in dataclasses.fields(Config) if f.name not in PARTS]
 
 
-def _method_flags() -> list[Flag]:
-    """Every registered method's own flags (`<method>/flags.py`), each read by the method that declares it and
-    by those its `also` names."""
-    taken = {f.name for f in dataclasses.fields(Config)}
-    gathered: list[Flag] = []
-    for name, method in METHODS.items():
-        if method.flags is None:
-            continue
-        hints = typing.get_type_hints(method.flags)
-        for f in dataclasses.fields(method.flags):
+def _own_flags(kind: str, registry: Mapping[str, Any], taken: set[str]) -> list[tuple[str, Flag]]:
+    """Every registered part's own flags (`replay_service.flags`), each with the shared flag it follows (its
+    `after`; "" for the default place). A method's flag is read by that method and by those its `also` names;
+    a backend's, by every method."""
+    gathered = []
+    for name, cls in _flag_classes(registry).items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
             if f.name in taken:
-                raise ValueError(f"method {name!r} declares a flag {f.name!r} that another already has")
+                raise ValueError(f"{kind} {name!r} declares a flag {f.name!r} that another already has")
             taken.add(f.name)
-            gathered.append(Flag(f.name, hints[f.name], f.default, f.metadata["help"], "computes",
-                                 (name, *f.metadata["also"]), (), method=name))
+            after = f.metadata.get("after", "")
+            if after and (after not in SHARED_NAMES or after in PARTS):
+                raise ValueError(f"{kind} {name!r}: flag {f.name!r} follows {after!r}, which is no shared flag")
+            algos = (name, *f.metadata.get("also", ())) if kind == "method" else ALGOS
+            gathered.append((after, Flag(f.name, hints[f.name], f.default, f.metadata["help"],
+                                         f.metadata.get("role", "computes"), algos, f.metadata.get("resume", ()),
+                                         method=name if kind == "method" else None,
+                                         replay=name if kind == "replay backend" else None)))
     return gathered
 
 
 def _gathered() -> list[Flag]:
-    """The shared flags with the methods' own before their evaluation block (`METHOD_FLAGS_BEFORE`): a grid's
-    variants and run names, --help and config.json follow this order."""
-    shared = _shared_flags()
-    at = next(i for i, flag in enumerate(shared) if flag.name == METHOD_FLAGS_BEFORE)
-    return shared[:at] + _method_flags() + shared[at:]
+    """The flags in their order, which a grid's variants and run names, --help and config.json follow: the shared
+    ones, each part's own after the shared flag its `after` names, else a method's before the evaluation block
+    (`METHOD_FLAGS_BEFORE`) and a backend's after --replay, in the order the parts are registered."""
+    taken = set(SHARED_NAMES)
+    own = _own_flags("method", METHODS, taken) + _own_flags("replay backend", REPLAY_BACKENDS, taken)
+    placed: list[Flag] = []
+    for shared in _shared_flags():
+        if shared.name == METHOD_FLAGS_BEFORE:
+            placed += [flag for after, flag in own if not after and flag.method is not None]
+        placed.append(shared)
+        placed += [flag for after, flag in own if after == shared.name]
+        if shared.name == "replay":
+            placed += [flag for after, flag in own if not after and flag.replay is not None]
+    return placed
 
 
+SHARED_NAMES = frozenset(f.name for f in dataclasses.fields(Config))
 METHOD_FLAGS_BEFORE = "checkpoint_every"  # the first field of Config's evaluation block
 # every flag of learner.main by name, in order: the shared ones and every registered method's own
 FIELDS: dict[str, Flag] = {flag.name: flag for flag in _gathered()}
-SHARED = frozenset(name for name, flag in FIELDS.items() if flag.method is None)  # `Config`'s own fields
+SHARED = SHARED_NAMES - set(PARTS)  # `Config`'s own fields: the flags every run shares
 # fields in which the seeds of a pack (`beta_dqn.driver.pack`) may differ: their numbers and their names (everything
 # else
 # is computed by one learner, so must be one configuration)

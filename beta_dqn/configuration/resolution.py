@@ -5,12 +5,13 @@ directory's name (`run_name`, `run_seed`, `shorten`); the configuration as the r
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import re
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from actors.envs import UnknownEnvError, canonical_kwargs, canonical_name, env_spec
 from beta_dqn.configuration.checks import replay_backend
@@ -29,12 +30,12 @@ def public(values: Config | dict) -> dict:
     return {k: masked(v) if k in SECRETS and isinstance(v, str) else v for k, v in out.items()}
 
 
-def restore_password(replay: str, what: str, password_file: str = "") -> str:
+def restore_password(replay: str, what: str, flags: Mapping[str, Any]) -> str:
     """A saved --replay with what its backend masked (a Redis URL's password, ***) given back from off the
     command line (--replay-password-file, else REDIS_PASSWORD), for resuming `what` (a run or a grid); one line
     saying what to provide when none is given."""
     try:
-        return replay_backend(replay).unmask(replay, password_file, what)
+        return replay_backend(replay).unmask(replay, flags, what)
     except BackendError as e:
         raise ConfigError(e.name, e.message) from None
 
@@ -90,14 +91,11 @@ def resolve(cfg: Config) -> tuple[Config, object]:
         raise ConfigError("env", str(e)) from None
     out = cfg.out or f"runs/{run_name(cfg.env, cfg.algo, cfg.seed)}"
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
-    # a password file's absolute path: a resume from another working directory finds it
-    password_file = str(Path(cfg.replay_password_file).expanduser().resolve()) if cfg.replay_password_file else ""
     runtime = settled_runtime(cfg.runtime, bool(cfg.grid), bool(cfg.address or os.environ.get("RAY_ADDRESS")))
     gamma, lr = env_defaults(spec.name)
-    cfg = dataclasses.replace(
-        cfg, env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, run_id=run_id,
-        replay_password_file=password_file,
-        arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.arm_exchange),
+    cfg = cfg.replaced(
+        env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, run_id=run_id,
+        arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.value("arm_exchange")),
         gamma=gamma if cfg.gamma is None else cfg.gamma, lr=lr if cfg.lr is None else cfg.lr,
         eps_decay_steps=epsilon_decay_steps(cfg), **replay_backend(cfg.replay).settle(cfg))
     return cfg, spec

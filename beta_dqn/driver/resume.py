@@ -142,5 +142,5 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     merged = {**saved, **{k: v for k, v in given.items() if k in RESUME_MAY_CHANGE}, "out": str(run_dir),
               "resume": args["resume"]}
     # config.json and checkpoints keep no passwords
-    merged["replay"] = restore_password(merged["replay"], "run", merged.get("replay_password_file", ""))
+    merged["replay"] = restore_password(merged["replay"], "run", merged)
     return Config.of(**{k: v for k, v in merged.items() if k in FIELDS}), ckpt

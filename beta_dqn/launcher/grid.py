@@ -105,7 +105,7 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None, sections: tu
         except ConfigError:  # a grid.json (an older version's) that names a seed twice: it ran that seed once
             merged["seeds"] = ",".join(map(str, parse_seeds(merged["seeds"], repeats=True)))
         # grid.json keeps no passwords
-        merged["replay"] = restore_password(merged["replay"], "grid", merged.get("replay_password_file", ""))
+        merged["replay"] = restore_password(merged["replay"], "grid", merged)
         return Grid(merged, Path(resume).resolve(), tuple(Section.from_json(d) for d in saved.get("sections", [])))
     grid_dir = Path(args["out"] or f"runs/grid-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     _check_writable(grid_dir)

@@ -41,7 +41,7 @@ class Grid:
         warnings, asked = [], set()
         for run in self.runs:  # unknown environments, unreachable Redis: one line before anything starts
             cfg = resolve(Config.of(**run))[0]
-            needs = (cfg.device, cfg.replay, cfg.replay_password_file)
+            needs = (cfg.device, cfg.replay, cfg.replays)
             if needs not in asked:  # (each Redis asked once, whatever the number of runs on it)
                 preflight(cfg)
                 asked.add(needs)
@@ -54,7 +54,7 @@ class Grid:
             # a password given off the command line (a file, REDIS_PASSWORD) is read here, where the grid is
             # started: the nodes that run the runs need not have it (grid.json and run files keep it masked)
             try:
-                run["replay"] = replay_backend(run["replay"]).fill_secrets(run["replay"], run["replay_password_file"])
+                run["replay"] = replay_backend(run["replay"]).fill_secrets(run["replay"], run)
             except BackendError as e:
                 raise ConfigError(e.name, e.message) from None
         self.status = {Path(r["out"]).name: "queued" for r in self.runs}

@@ -2,16 +2,26 @@
 run's transitions as the chunks the actors sent, in one store hosted by the run's runtime (a Ray actor, or an object
 in a serial run's process), and samples uniformly over them. It checks its value (one shard only), says that a
 stopped run of it cannot continue (it keeps nothing on disk), and writes what it stored and served to
-`toy_replay.json` in the run directory as the run ends. It is registered only where `BETA_DQN_REPLAYS` names this
-module: nothing of the project names it."""
+`toy_replay.json` in the run directory as the run ends. It has a flag of its own (`--toy-seed-offset`, checked by
+its own rule). It is registered only where `BETA_DQN_REPLAYS` names this module: nothing of the project names it."""
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from replay_service.backends import register
 from replay_service.contract import BackendError, ReplayBackend
+from replay_service.flags import flag, non_negative
+
+
+@dataclass(frozen=True)
+class ToyFlags:
+    toy_seed_offset: int = flag(0, "added to the run's seed for the toy store's sampling")
+
+    def check(self) -> None:
+        non_negative(self, "toy_seed_offset")
 
 
 class ToyStore:
@@ -81,6 +91,7 @@ class ToySampler:
 
 
 class ToyBackend(ReplayBackend):
+    flags = ToyFlags
     names = ("toy",)
     shown = ("toy",)
     entries = ("toy_replay.json",)
@@ -96,7 +107,8 @@ class ToyBackend(ReplayBackend):
         return ("toy_replay.json",)
 
     def open(self, cfg, spec, backend, out: Path, resume, extras: tuple):
-        store = backend.make(ToyStore, cfg.replay_capacity, cfg.seed, ported=True)
+        store = backend.make(ToyStore, cfg.replay_capacity, cfg.seed + cfg.flags(ToyFlags).toy_seed_offset,
+                             ported=True)
         return ToySampler(backend, store, cfg.batch_size, Path(out))
 
 
