@@ -5,8 +5,8 @@ typed by its `Flags`), each a CLI flag
 the sets of fields the rest of the program reads by role (`FIELDS`, `AXES`, `BOOKKEEPING`, `SECRETS`, ...), which
 method reads which field (`reads`), and the values a saved run lacks (`LEGACY`, `with_legacy`).
 
-Defaults are the spec's (METHOD_SPEC.md §1–4) but `bandit_returns` (raw; docs/method.md says why); `None` means "the environment's default"
-(γ and the learning rate, spec §4), resolved by `beta_dqn.configuration.resolution.resolve`.
+Defaults are the spec's (METHOD_SPEC.md §1–4) but `bandit_returns` (raw; docs/method.md says why); `None` means
+"the environment's default" (γ and the learning rate, spec §4), resolved by `beta_dqn.configuration.resolution.resolve`.
 """
 
 from __future__ import annotations
