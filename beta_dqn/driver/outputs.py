@@ -18,7 +18,15 @@ import numpy as np
 import psutil
 from tqdm import tqdm
 
-from beta_dqn.configuration.flags import ConfigError, OutputError, epsilon_schedule, method_settings, public, shorten
+from beta_dqn.configuration.flags import (
+    Config,
+    ConfigError,
+    OutputError,
+    epsilon_schedule,
+    method_settings,
+    public,
+    shorten,
+)
 from beta_dqn.files import open_append, write_atomically
 from beta_dqn.reporting.results import ALGO_LABELS, metric, steps_text
 from learner.methods import acting
@@ -34,18 +42,18 @@ class NonFiniteLoss(RuntimeError):
     torch to know it."""
 
 
-def eval_fields(cfg) -> tuple[str, ...]:
+def eval_fields(cfg: Config) -> tuple[str, ...]:
     """evals.csv's columns: the evaluation policy's scores, then those of the method's other evaluation
     policies (β-DQN's basic policies with `--eval-basic`)."""
     others = acting(method_settings(cfg)).eval_policies[1:]
     return EVAL_FIELDS + tuple(f"{p}_{k}" for p in others for k in EVAL_FIELDS[1:])
 
 
-def wandb_mode(cfg) -> str:
+def wandb_mode(cfg: Config) -> str:
     return cfg.wandb or os.environ.get("WANDB_MODE", "") or "offline"
 
 
-def wandb_group(cfg) -> str:
+def wandb_group(cfg: Config) -> str:
     """`<env>/<algo>[/<variant>]`, within W&B's 128 characters (a long variant ends in a hash of itself)."""
     return shorten(f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), 128)
 
@@ -83,7 +91,7 @@ def metrics_until(path: Path, env_steps: int, warn: bool = True) -> list[str]:
 
 
 class RunLogger:
-    def __init__(self, cfg, out: Path, total_steps: int, resume: dict | None = None):
+    def __init__(self, cfg: Config, out: Path, total_steps: int, resume: dict | None = None):
         """`resume` ({"env_steps", "evals", "wandb_id"} of a checkpoint): the files are cut back to what
         the checkpoint had seen, then continued; the W&B run with that id is resumed."""
         self.out = out
@@ -187,7 +195,7 @@ class RunLogger:
                 pass
 
 
-def describe_run(cfg, summary: dict) -> str:
+def describe_run(cfg: Config, summary: dict) -> str:
     """What a person reads at the end of a run: what ran, how fast, the evaluations, where the outputs are."""
     key = metric(summary["env"])
     layout = (f"{cfg.actors} actor{'s' * (cfg.actors > 1)} × {cfg.envs_per_actor} env"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from beta_dqn.configuration.flags import PER_SEED, ConfigError, settings
+from beta_dqn.configuration.flags import PER_SEED, Config, ConfigError, settings
 from beta_dqn.driver.run import HARVEST_EVERY, Run
 from beta_dqn.driver.runtime import make_backend
 from beta_dqn.driver.state import check_run_dir
@@ -27,7 +27,7 @@ from learner.learner import LearnerSettings, pick_device
 from learner.packed import PackedLearner
 
 
-def check_packable(cfgs: list) -> None:
+def check_packable(cfgs: list[Config]) -> None:
     """One line when the runs given cannot share a learner: different configurations, or one seed twice."""
     first = cfgs[0].flat()
     for cfg in cfgs[1:]:
@@ -41,7 +41,7 @@ def check_packable(cfgs: list) -> None:
 
 
 class Pack:
-    def __init__(self, cfgs: list, spec, resumes: list[dict | None]):
+    def __init__(self, cfgs: list[Config], spec, resumes: list[dict | None]):
         check_packable(cfgs)
         updates = sorted({0 if r is None else int(r["learner"]["updates"]) for r in resumes})
         if len(updates) > 1:  # lockstep: seed k's n-th update is the pack's n-th
@@ -136,5 +136,5 @@ class Pack:
                 run.clock.idle += idle / len(active)
 
 
-def train_pack(cfgs: list, spec, resumes: list[dict | None]) -> list[dict]:
+def train_pack(cfgs: list[Config], spec, resumes: list[dict | None]) -> list[dict]:
     return Pack(cfgs, spec, resumes).run()

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from beta_dqn.configuration.flags import ConfigError, method_settings, replay_backend
+from beta_dqn.configuration.flags import Config, ConfigError, method_settings, replay_backend
 from beta_dqn.driver.cluster import cluster_to_start
 from learner.methods import algorithm, extras
 from replay_service.buffer import make_packer
@@ -20,7 +20,7 @@ from replay_service.contract import BackendError
 from replay_service.schema import Schema
 
 
-def preflight(cfg) -> None:
+def preflight(cfg: Config) -> None:
     """A CUDA device where one is asked for, and what the replay backend needs."""
     if cfg.device == "cuda":
         import torch  # here only: a run on the CPU need not wait for torch's CUDA check
@@ -33,7 +33,7 @@ def preflight(cfg) -> None:
         raise ConfigError(e.name, e.message) from None
 
 
-def check_room(cfg) -> None:
+def check_room(cfg: Config) -> None:
     """A Ray run that will start a cluster of this machine (`cluster_to_start`) and whose actors that cluster
     could never place is refused before it starts (the slow part of a run's start); a cluster joined or already
     there is asked by `check_backend_room` once the backend has it."""
@@ -43,12 +43,12 @@ def check_room(cfg) -> None:
         raise ConfigError("actors", problem)
 
 
-def actor_cpus(cfg, total_cpus: float) -> float:
+def actor_cpus(cfg: Config, total_cpus: float) -> float:
     """What each actor declares: `--actor-cpus`, or by default a share of what the learner leaves of the cluster."""
     return cfg.actor_cpus or min(1.0, max(0.01, (total_cpus - 1) / cfg.actors))
 
 
-def room_problem(cfg, total_cpus: float) -> str:
+def room_problem(cfg: Config, total_cpus: float) -> str:
     """"" when the run's actors fit the cluster's CPUs, else what is short."""
     cpus = actor_cpus(cfg, total_cpus)
     if cfg.actors * cpus <= total_cpus + 1e-9:
@@ -57,7 +57,7 @@ def room_problem(cfg, total_cpus: float) -> str:
             f"{total_cpus:g} (--actors, --actor-cpus)")
 
 
-def check_backend_room(cfg, backend) -> None:
+def check_backend_room(cfg: Config, backend) -> None:
     """Actors that the cluster cannot place would wait forever: refuse them on a cluster this run started
     (a joined cluster may grow: a warning)."""
     total = getattr(backend, "total_cpus", None)
@@ -85,7 +85,7 @@ def machine_memory() -> int:
     return total
 
 
-def check_memory(cfg, spec) -> None:
+def check_memory(cfg: Config, spec) -> None:
     """A run on this machine (serial, or a Ray cluster it starts) that could never fit in its memory is refused
     at once, naming what is too big: the in-memory replay (what `--total-steps` can fill of `--replay-capacity`,
     or one shard's array, which the system must grant whole), the learner's networks (weights, gradients,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from beta_dqn.configuration.flags import method_settings, public, replay_backend, settings
+from beta_dqn.configuration.flags import Config, method_settings, public, replay_backend, settings
 from beta_dqn.driver.checkpoints import Checkpointer
 from beta_dqn.driver.metrics import RunReport
 from beta_dqn.driver.outputs import Clock, RunLogger, Window, process_tree_rss, write_whole
@@ -43,7 +43,7 @@ HARVEST_EVERY = 8  # Ray: updates in a burst before finished chunks are harveste
 
 
 class Run:
-    def __init__(self, cfg, spec, resume: dict | None = None, learner=None):
+    def __init__(self, cfg: Config, spec, resume: dict | None = None, learner=None):
         """`resume`: a checkpoint (`beta_dqn.driver.resume.resume_config` reads it) to continue from. `learner`:
         this seed's `Learner` in a pack (`learner.packed.PackedLearner.seats`; `beta_dqn.driver.pack` updates it),
         else the run makes its own.
@@ -404,7 +404,7 @@ class Run:
         return self.backend.get(self.backend.call(source, method, *args))
 
 
-def train(cfg, spec, resume: dict | None = None) -> dict:
+def train(cfg: Config, spec, resume: dict | None = None) -> dict:
     return Run(cfg, spec, resume).run()
 
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from actors.actor import Actor, ActorSettings
 from actors.evaluator import Evaluator, EvaluatorSettings
-from beta_dqn.configuration.flags import ConfigError, method_settings, replay_backend, settings
+from beta_dqn.configuration.flags import Config, ConfigError, method_settings, replay_backend, settings
 from beta_dqn.driver.cluster import (
     THIS_MACHINE_VAR,
     ClusterStartError,
@@ -279,11 +279,11 @@ class RayBackend:
             self.ray.shutdown()
 
 
-def make_backend(cfg) -> Backend:
+def make_backend(cfg: Config) -> Backend:
     return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address, envs=[cfg.env])
 
 
-def make_replay(cfg, spec, backend, out: Path, resume: dict | None = None) -> ReplaySampler:
+def make_replay(cfg: Config, spec, backend, out: Path, resume: dict | None = None) -> ReplaySampler:
     """The run's replay, from its backend (`replay_service.backends`: `--replay` says which), continued from
     `resume` (a checkpoint) where given."""
     try:
@@ -302,7 +302,7 @@ class Parts:
     evaluator: Any  # the evaluator's handle
 
 
-def build(cfg, spec, backend, replay_ports: list, generation: int = 0) -> Parts:
+def build(cfg: Config, spec, backend, replay_ports: list, generation: int = 0) -> Parts:
     """Wire the run: arm source, actors (each inserting into its shard's port), evaluator. Their handles."""
     method = acting(method_settings(cfg))
     arms, args = method.arm_source(cfg.seed)

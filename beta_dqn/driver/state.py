@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from beta_dqn.configuration.flags import ConfigError, OutputError
+from beta_dqn.configuration.flags import Config, ConfigError, OutputError
 from beta_dqn.driver.outputs import RUN_FILES, write_atomically
 from beta_dqn.files import RECORD, Held, Written, lock_directory, remove_recorded
 from replay_service.backends import REPLAY_BACKENDS, backend_for
@@ -296,7 +296,7 @@ class RunState:
     wall_before: float = 0.0  # seconds the run took in earlier sittings, up to the checkpoint it resumed from
 
     @classmethod
-    def new(cls, cfg, spec) -> RunState:
+    def new(cls, cfg: Config, spec) -> RunState:
         visits = np.zeros(spec.obs_shape[0], dtype=np.int64) if spec.state_grid else None
         return cls(visits=visits, next_target=cfg.target_update, next_eval=min(cfg.eval_every, cfg.total_steps))
 
