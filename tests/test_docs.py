@@ -89,7 +89,7 @@ MESSAGES = [
     # resume
     ("beta_dqn/driver/resume.py", "no checkpoint.pt in"),
     ("beta_dqn/driver/state.py", "is not a checkpoint this program can read"),
-    ("beta_dqn/driver/state.py", "written by another version of this program; this one reads format"),
+    ("beta_dqn/configuration/compat.py", "written by another version of this program; this one reads "),
     ("beta_dqn/driver/state.py", "is damaged: its configuration's"),
     ("beta_dqn/driver/state.py", "holds non-finite values in"),
     ("beta_dqn/driver/resume.py", "is damaged or not this run's: "),
@@ -130,7 +130,7 @@ MESSAGES = [
     ("beta_dqn/launcher/grid.py", "cannot make the grid directory"),
     ("beta_dqn/launcher/grid.py", "(a single run's directory is resumed without --seeds or lists)"),
     ("beta_dqn/launcher/grid.py", "is not a grid file this program can read"),
-    ("beta_dqn/launcher/grid.py", "has grid format"),
+    ("beta_dqn/configuration/compat.py", "has grid format"),
     ("beta_dqn/launcher/grid.py", "differs from the grid being resumed"),
     ("beta_dqn/driver/pack.py", "a pack holds each seed once"),
     ("beta_dqn/driver/pack.py", "the seeds of a pack share one configuration"),
@@ -345,12 +345,12 @@ def config_flags() -> list[str]:
     """Every flag of `python -m learner.main`, read from the source (no import: no numpy or torch needed)."""
     flags = []
     sources = [ROOT / "beta_dqn" / "configuration" / "fields.py",
-               *sorted((ROOT / "learner" / "methods").glob("*/flags.py"))]
+               *sorted((ROOT / "learner" / "methods").glob("*/flags.py")), ROOT / "replay_service" / "redis_backend.py"]
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef) and node.name in ("Config", "Flags"):
+            if isinstance(node, ast.ClassDef) and node.name in ("Config", "Flags", "RedisFlags"):
                 flags += ["--" + s.target.id.replace("_", "-") for s in node.body
-                          if isinstance(s, ast.AnnAssign) and s.target.id != "methods"]  # (not a flag)
+                          if isinstance(s, ast.AnnAssign) and s.target.id not in ("methods", "replays")]  # (not flags)
     return flags
 
 

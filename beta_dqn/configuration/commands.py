@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import shlex
 
+from beta_dqn.configuration.compat import LEGACY, with_legacy
 from beta_dqn.configuration.defaults import env_defaults
-from beta_dqn.configuration.fields import AXES, FIELDS, LEGACY, reads, with_legacy
+from beta_dqn.configuration.fields import AXES, FIELDS, reads
 
 
 def cli_name(name: str) -> str:

@@ -1,9 +1,9 @@
 """Every field of the one frozen configuration that drives the serial and the Ray runner (`Config`: the flags
 every run shares, typed here; in `Config.methods` each method's own and in `Config.replays` each replay backend's,
-typed by its `Flags`), each a CLI flag
-(`--help`) with its type, default, help and role (`FIELDS`: every flag by name, a `Flag`);
-the sets of fields the rest of the program reads by role (`FIELDS`, `AXES`, `BOOKKEEPING`, `SECRETS`, ...), which
-method reads which field (`reads`), and the values a saved run lacks (`LEGACY`, `with_legacy`).
+typed by its `Flags`), each a CLI flag (`--help`) with its type, default, help and role (`FIELDS`: every flag by
+name, a `Flag`); the sets of fields the rest of the program reads by role (`FIELDS`, `AXES`, `BOOKKEEPING`,
+`SECRETS`, ...), and which method reads which field (`reads`). (What a saved run's configuration lacks:
+`beta_dqn.configuration.compat`.)
 
 Defaults are the spec's (METHOD_SPEC.md §1–4) but `bandit_returns` (raw; docs/method.md says why); `None` means
 "the environment's default" (γ and the learning rate, spec §4), resolved by `beta_dqn.configuration.resolution.resolve`.
@@ -20,14 +20,6 @@ from typing import Any, TypeVar
 from beta_dqn.configuration.checks import ALGOS, DEVICES, LOSSES, WANDB_MODES, validate
 from learner.methods import METHODS
 from replay_service.backends import REPLAY_BACKENDS
-
-# the value of each field that a saved run's configuration may lack (`with_legacy` gives it) and that a recorded
-# command may leave out (such commands name only the values that were not the default when they were written):
-# one bandit call per episode, β-DQN's μ from min–max normalised returns, ε decaying over 1M env steps whatever
-# the run's length, and Ray for a grid's runs too (docs/changelog.md says when each default changed). run_command
-# and grid_command name these flags whatever their value where the run's method reads them, so that a record's
-# command reads as it ran whatever the default becomes (an older record's: beta_dqn.reporting.records.pinned_command)
-LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_steps": 1_000_000, "runtime": "ray"}
 
 # Every field declares its role, and the rest of the program reads it from here (a part's own flags declare theirs
 # with `replay_service.flags.flag`):
@@ -370,7 +362,3 @@ def epsilon_gate(algo: str) -> str | None:
     method = METHODS.get(algo)
     return method.epsilon if method is not None and isinstance(method.epsilon, str) else None
 
-
-def with_legacy(config: dict) -> dict:
-    """A saved run's configuration with `LEGACY`'s value for each field it lacks that its method reads."""
-    return {**{k: v for k, v in LEGACY.items() if reads(config["algo"], k, config)}, **config}

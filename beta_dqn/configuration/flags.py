@@ -4,7 +4,9 @@ bench/, results/ and
 tests/). The package's own modules import from those modules:
 
 - `beta_dqn.configuration.fields`: `Config` and its fields, their roles and the sets of them (`FIELDS`, `AXES`, ...),
-  which method reads which field (`reads`), the values a saved run lacks (`LEGACY`, `with_legacy`);
+  which method reads which field (`reads`);
+- `beta_dqn.configuration.compat`: what this version reads of what earlier ones wrote (`LEGACY`, `with_legacy`,
+  the checkpoint's and grid.json's formats, run directories without a record);
 - `beta_dqn.configuration.checks`: the values each choice allows, `validate` (run by every `Config`), `parse_seeds`,
   `replay_backend`;
 - `beta_dqn.configuration.resolution`: `resolve`, the settled `auto` values, run directories' names, the configuration
@@ -20,13 +22,13 @@ from __future__ import annotations
 
 from beta_dqn.configuration.checks import ALGOS, MAX_GRID_RUNS, parse_seeds, replay_backend
 from beta_dqn.configuration.commands import cli_name, flag_text, grid_command, run_command
+from beta_dqn.configuration.compat import LEGACY, with_legacy
 from beta_dqn.configuration.errors import ConfigError, OutputError
 from beta_dqn.configuration.fields import (
     AXES,
     BOOKKEEPING,
     FIELDS,
     GRID_RESUME_MAY_CHANGE,
-    LEGACY,
     PER_SEED,
     RESUME_MAY_CHANGE,
     SECRETS,
@@ -34,7 +36,6 @@ from beta_dqn.configuration.fields import (
     fits,
     kinds,
     reads,
-    with_legacy,
 )
 from beta_dqn.configuration.resolution import (
     public,

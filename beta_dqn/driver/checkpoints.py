@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
+from beta_dqn.configuration.compat import CHECKPOINT_FORMAT
 from beta_dqn.configuration.flags import ConfigError, OutputError
 from beta_dqn.driver.outputs import NonFiniteLoss
-from beta_dqn.driver.state import CHECKPOINT_FORMAT, RunDirectory, RunState, write_checkpoint
+from beta_dqn.driver.state import RunDirectory, RunState, write_checkpoint
 from replay_service.client import ReplaySampler
 
 

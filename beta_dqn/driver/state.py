@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from beta_dqn.configuration.compat import RUN_KEYS_BEFORE_RECORD, earlier_temp, entries_before_record
 from beta_dqn.configuration.flags import Config, ConfigError, OutputError
 from beta_dqn.driver.outputs import RUN_FILES, write_atomically
 from beta_dqn.files import RECORD, Held, Written, lock_directory, remove_recorded
 from replay_service.backends import REPLAY_BACKENDS, backend_for
 
-# the checkpoint's layout (`write_checkpoint`; `read_checkpoint`, for a resume, `load` and `learner.evaluate`, reads
-# this format only): the learner's target copies and fixed modules as one "frozen" dict, the replay's options in its
-# state
-CHECKPOINT_FORMAT = 2
 
 def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
     """`path` (a run's checkpoint.pt) read as data and checked as every reader needs it (`load`, `learner.evaluate`
@@ -31,7 +27,8 @@ def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
     import torch
 
     from beta_dqn.configuration.checks import validate
-    from beta_dqn.configuration.flags import FIELDS, Config, fits, kinds, with_legacy
+    from beta_dqn.configuration.compat import checkpoint_problem, with_legacy
+    from beta_dqn.configuration.flags import FIELDS, Config, fits, kinds
 
     try:
         ckpt = torch.load(path, weights_only=True, map_location="cpu")
@@ -39,9 +36,9 @@ def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
         raise fail(f"{path} is not a checkpoint this program can read ({type(e).__name__})") from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("config"), dict):
         raise fail(f"{path} is not a checkpoint this program can read (it holds no configuration)")
-    if ckpt.get("format", 1) != CHECKPOINT_FORMAT:
-        raise fail(f"{path} has checkpoint format {ckpt.get('format', 1)!r}, written by another version of this "
-                   f"program; this one reads format {CHECKPOINT_FORMAT} only")
+    problem = checkpoint_problem(ckpt)
+    if problem:
+        raise fail(f"{path} {problem}")
     for key in ("env", "algo"):  # what `with_legacy` and every check below read first
         if not isinstance(ckpt["config"].get(key), str):
             raise fail(f"{path} is damaged: its configuration's {key} is {ckpt['config'].get(key)!r}, not a name")
@@ -94,10 +91,7 @@ def _first_nonfinite(state, prefix: str = "learner") -> str | None:
 # in replay/, redis-local's servers' files in redis/)
 RUN_ENTRIES = (RUN_FILES + ("checkpoint-nonfinite.pt", "wandb", "ray_warnings.log", ".lock", RECORD)
                + tuple(entry for backend in REPLAY_BACKENDS.values() for entry in backend.entries))
-# a run directory with no record of its files (no OUT/.written, an older version's): what `--overwrite` removes
-# of it, by name
-_LEGACY_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")
-_LEGACY_PATTERNS = ("replay/shard*-*.npz", "redis/shard*")
+_OWN_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")  # the run's files at its top
 
 
 class RunDirectory:
@@ -127,7 +121,7 @@ class RunDirectory:
     def claim(cls, out: Path, resuming: bool, overwrite: bool) -> RunDirectory:
         """Hold `out` for a run, checked (`check_run_dir`) under the lock; with `overwrite`, the run that was there
         is removed: what it recorded writing (`OUT/.written`), never anything else and never through a link. Its
-        record is then open: a resumed run with none (an older version's) records that run's files by name.
+        record is then open: a resumed run with none (an earlier version's) records that run's files by name.
         (`check_run_dir` refuses a bad `out` before anything is made: the caller runs it first.)"""
         directory = cls(out)
         try:
@@ -140,8 +134,8 @@ class RunDirectory:
                                       f"({e.strerror or e}); nothing was started, and that run is partly removed: "
                                       "--overwrite true again once it can be") from None
             directory.written = Written(out)  # what this run creates here: all it may prune or --overwrite remove
-            if resuming and directory.written.new:  # a run with no record (an older version's): its files by name
-                directory.written.add(*legacy_entries(out))
+            if resuming and directory.written.new:  # a run with no record (an earlier version's): its files by name
+                directory.written.add(*entries_before_record(out, _wandb_id(out)))
         except OSError as e:
             directory.discard()
             directory.release()
@@ -204,12 +198,12 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
 
 
 def _a_run_of_ours(out: Path) -> bool:
-    """A run directory with no record (`.written`, an older version's): its config.json is this program's."""
+    """A run directory with no record (`.written`, an earlier version's): its config.json is this program's."""
     try:
         config = json.loads((out / "config.json").read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return False
-    return isinstance(config, dict) and all(k in config for k in ("env", "algo", "seed", "run_id"))
+    return isinstance(config, dict) and all(k in config for k in RUN_KEYS_BEFORE_RECORD)
 
 
 PROJECT = Path(__file__).resolve().parents[2]  # this checkout: never a run's --out
@@ -217,11 +211,11 @@ PROJECT = Path(__file__).resolve().parents[2]  # this checkout: never a run's --
 
 def _temp_of_an_entry(name: str) -> bool:
     """A temp name a run's whole-file write leaves when killed mid-write: `.<entry>.<random>.tmp` (this version's) or
-    `<entry>.tmp` (earlier versions')."""
+    an earlier version's (`compat.earlier_temp`)."""
     if not name.endswith(".tmp"):
         return False
     stem = name.removesuffix(".tmp")
-    return stem in RUN_ENTRIES or (stem.startswith(".") and stem[1:].rsplit(".", 1)[0] in RUN_ENTRIES)
+    return earlier_temp(name, RUN_ENTRIES) or (stem.startswith(".") and stem[1:].rsplit(".", 1)[0] in RUN_ENTRIES)
 
 
 def _check_own_directory(out: Path) -> None:
@@ -241,7 +235,7 @@ def _check_own_directory(out: Path) -> None:
 
 
 def _wandb_id(out: Path) -> str | None:
-    """The W&B run id an older run's checkpoint names (its W&B directories end in it), or None."""
+    """The W&B run id a run's checkpoint names (its W&B directories end in it), or None."""
     import torch  # (lazy: a mistaken --out answers before torch's import, seconds on 2 cores)
 
     try:
@@ -252,26 +246,15 @@ def _wandb_id(out: Path) -> str | None:
     return found if isinstance(found, str) and found.replace("-", "").isalnum() else None
 
 
-def legacy_entries(out: Path) -> list[str]:
-    """What a run with no record (an older version's) wrote in `out` (a run of this program: `check_run_dir` makes sure
-    before `--overwrite` removes it, the checkpoint's run id before a resume adopts it), by name: its top-level
-    files, replay snapshots, Redis directories and the W&B runs of the id its checkpoint names (relative paths, a
-    directory with a trailing "/"; the names that exist)."""
-    wandb_id = _wandb_id(out)
-    patterns = _LEGACY_PATTERNS + ((f"wandb/run-*-{wandb_id}", f"wandb/offline-run-*-{wandb_id}") if wandb_id else ())
-    found = sorted({str(p.relative_to(out)) + ("/" if p.is_dir() and not p.is_symlink() else "")
-                    for pattern in patterns for p in out.glob(pattern)})
-    return [name for name in _LEGACY_FILES if os.path.lexists(out / name)] + found
-
-
 def remove_run(out: Path) -> None:
     """The files of the run in `out`: those its record names (`beta_dqn.files.Written`), or for a run with
-    none (an older version's; `check_run_dir` made sure it is this program's), its own names: its top-level files,
+    none (an earlier version's; `check_run_dir` made sure it is this program's), its own names: its top-level files,
     replay snapshots, Redis directories and the W&B runs of the id its checkpoint names; then the record, and
     the subdirectories left empty. A user's other files stay, wherever they are."""
     recorded = Written.read(out)
-    remove_recorded(out, recorded if recorded else legacy_entries(out))
-    remove_recorded(out, list(_LEGACY_FILES) + [RECORD])  # the run's own names at the top, the record last
+    # (a run with no record, an earlier version's: `check_run_dir` made sure it is this program's)
+    remove_recorded(out, recorded if recorded else entries_before_record(out, _wandb_id(out)))
+    remove_recorded(out, list(_OWN_FILES) + [RECORD])  # the run's own names at the top, the record last
     for name in ("replay", "redis", "wandb"):
         path = out / name
         if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from beta_dqn.configuration.cli import GRID_FILE, build_parser
+from beta_dqn.configuration.compat import grid_args
 from beta_dqn.configuration.config_file import Section
 from beta_dqn.configuration.flags import (
     GRID_RESUME_MAY_CHANGE,
-    LEGACY,
     Config,
     ConfigError,
     flag_text,
@@ -45,7 +45,7 @@ from beta_dqn.configuration.flags import (
     settled_runtime,
 )
 from beta_dqn.driver.outputs import RUN_FILES
-from beta_dqn.launcher.grid_plan import GRID_FORMAT, expand
+from beta_dqn.launcher.grid_plan import expand
 from beta_dqn.launcher.grid_runs import Grid
 from beta_dqn.reporting.results import column_label, metric
 
@@ -85,16 +85,10 @@ def grid_from_args(args: dict, named: frozenset[str] | None = None, sections: tu
                                         "without --seeds or lists)") from None
         except (OSError, ValueError) as e:
             raise ConfigError("resume", f"{path} is not a grid file this program can read ({e})") from None
-        if saved.get("format") == 1:  # format 1: --algo and --env lists as comma-separated text
-            for key in ("algo", "env"):
-                if "," in saved["args"][key]:
-                    saved["args"][key] = [v.strip() for v in saved["args"][key].split(",") if v.strip()]
-        elif saved.get("format") != GRID_FORMAT:
-            raise ConfigError("resume", f"{path} has grid format {saved.get('format')}; this program reads "
-                                        f"{GRID_FORMAT} and 1")
-        defaults = vars(parser.parse_args([]))  # a field grid.json lacks takes its default, or LEGACY's
-        # value where LEGACY has one (the value its runs ran with)
-        saved["args"] = {**defaults, **LEGACY, **{k: v for k, v in saved["args"].items() if k in defaults}}
+        try:  # an earlier version's grid.json as this version's (a flag it lacks: what its runs ran with)
+            saved["args"] = grid_args(saved, vars(parser.parse_args([])))
+        except ValueError as e:
+            raise ConfigError("resume", f"{path} {e}") from None
         for key, value in given.items():
             if key not in GRID_RESUME_MAY_CHANGE and saved["args"].get(key) != value:
                 raise ConfigError(key, f"{value!r} differs from the grid being resumed "

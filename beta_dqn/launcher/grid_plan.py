@@ -24,7 +24,6 @@ from beta_dqn.configuration.flags import (
     settled_runtime,
 )
 
-GRID_FORMAT = 2  # 2: an axis is a JSON list (1: --algo and --env as comma-separated text)
 GRID_ACTOR_CPUS = 0.25  # an actor's CPUs in a grid unless --actor-cpus says otherwise (4 actors + 1 learner = 2)
 
 

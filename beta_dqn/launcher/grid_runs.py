@@ -18,6 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from beta_dqn.configuration.cli import GRID_FILE
+from beta_dqn.configuration.compat import GRID_FORMAT
 from beta_dqn.configuration.config_file import Section
 from beta_dqn.configuration.flags import Config, ConfigError, OutputError, fit_warning, public, replay_backend, resolve
 from beta_dqn.driver.cluster import cluster_to_start
@@ -25,7 +26,7 @@ from beta_dqn.driver.outputs import NonFiniteLoss, write_whole
 from beta_dqn.driver.preflight import preflight
 from beta_dqn.driver.runtime import RayBackend
 from beta_dqn.driver.signals import interrupt_behind, sigterm_interrupts
-from beta_dqn.launcher.grid_plan import GRID_FORMAT, expand, packs
+from beta_dqn.launcher.grid_plan import expand, packs
 from beta_dqn.launcher.grid_task import _made_by_a_grid, _reason, _resumable, _run_unit
 from replay_service.contract import BackendError
 from replay_service.redis_shard import ReplayDamaged

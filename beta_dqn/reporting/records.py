@@ -18,14 +18,13 @@ from pathlib import Path
 
 from actors.envs import UnknownEnvError, env_spec
 from beta_dqn.configuration.cli import build_parser
+from beta_dqn.configuration.compat import command_pins
 from beta_dqn.configuration.defaults import env_defaults
 from beta_dqn.configuration.flags import (
     BOOKKEEPING,
     FIELDS,
-    LEGACY,
     cli_name,
     flag_text,
-    reads,
     run_name,
     settled_arm_exchange,
 )
@@ -268,23 +267,17 @@ def command_fields(cmd: str) -> dict | None:
 
 def pinned_command(cmd: str, grid: bool = False) -> str:
     """A recorded command (a run's `cmd`, or with `grid` a grid's, from a report's study.json) with each LEGACY
-    flag that its methods read and that it leaves out added at LEGACY's value: a command that leaves such a flag
-    out was written by code whose default that value was (`beta_dqn.configuration.fields.LEGACY`; docs/changelog.md says
-    when each default changed), so it ran with it, and the report reads it so, not at this program's default.
-    A grid's command gets --bandit-returns and --runtime only, and --eps-decay-steps where it names no
-    --eps-decay-fraction (`grid_command` names the fraction): its --arm-exchange is left out, as a grid command
-    that leaves it out may have run at `auto`. A --resume command, or one that does not parse, is left as it
-    is."""
+    flag that its methods read and that it leaves out added at LEGACY's value (`compat.command_pins`): a command
+    that leaves such a flag out was written by code whose default that value was, so it ran with it, and the
+    report reads it so, not at this program's default. A --resume command, or one that does not parse, is left as
+    it is."""
     named = command_fields(cmd)
     if named is None or named.get("resume"):
         return cmd
     algo = named.get("algo", FIELDS["algo"].default)
     algos = [a.strip() for a in (algo if isinstance(algo, list) else str(algo).split(","))]
-    pins = {k: v for k, v in LEGACY.items() if not grid or k in ("bandit_returns", "runtime")}
-    if grid and "eps_decay_fraction" not in named:  # a grid command from before the fraction (grid_command)
-        pins["eps_decay_steps"] = LEGACY["eps_decay_steps"]
-    return cmd + "".join(f" {cli_name(k)} {shlex.quote(flag_text(v))}" for k, v in pins.items()
-                         if k not in named and any(algo in METHODS and reads(algo, k, named) for algo in algos))
+    return cmd + "".join(f" {cli_name(k)} {shlex.quote(flag_text(v))}"
+                         for k, v in command_pins(named, [a for a in algos if a in METHODS], grid).items())
 
 
 def _command_config(cmd: str, fail) -> dict:
