@@ -34,6 +34,8 @@ CASES = [
     (["--policy-set", "7"], "--policy-set: '7' is not one of: 13, 8, 23, cov, cor0, cor1"),
     (["--actors", "two"], "argument --actors: invalid int value: 'two'"),
     (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["--totl-steps", "5", "--eval-every=9"],
+     "unrecognized arguments: --totl-steps 5 (--totl-steps: did you mean --total-steps?)"),
     (["--env", "CliffWalk", "--address", "127.0.0.1:1"], "--address: no Ray cluster answers at '127.0.0.1:1'"),
     (["--address", "127.0.0.1:notaport"],
      "--address: '127.0.0.1:notaport' is not HOST:PORT: its port 'notaport' is not a number from 1 to 65535"),

@@ -93,6 +93,7 @@ def test_a_resumed_grid_runs_the_sections_it_saved_whatever_became_of_the_file(t
 
 @pytest.mark.parametrize("text, said", [
     ("foo = 1\n", "unknown setting 'foo'; a key is a flag without its dashes"),
+    ("totl_steps = 1\n", "unknown setting 'totl_steps' (did you mean total_steps?); a key is a flag without"),
     ('lr = "x"\n', "lr = 'x': expected a number"),
     ("total_steps = 1.5\n", "total_steps = 1.5: expected an integer"),
     ("beta_epsilon = 1\n", "beta_epsilon = 1: expected true or false"),

@@ -69,7 +69,7 @@ def test_train_from_a_config_with_keywords_over_it(tmp_path):
 
 
 def test_what_train_refuses_is_one_line(tmp_path, trained):
-    with pytest.raises(TypeError, match="unknown settings totl_steps"):
+    with pytest.raises(TypeError, match=r"unknown settings totl_steps \(totl_steps: did you mean total_steps\?\)"):
         train(totl_steps=10)
     with pytest.raises(ConfigError, match="--algo: .*train\\(\\) runs one run"):
         train(**{**TINY, "algo": ["dqn", "beta_dqn"]}, out=str(tmp_path / "l"))

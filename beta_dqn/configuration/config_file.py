@@ -20,6 +20,7 @@ sections in grid.json, so a resume runs what the grid ran whatever became of the
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import tomllib
@@ -211,7 +212,9 @@ def _settings(path, where: str, table: dict, in_section: bool, algo: str | None 
     for key, value in table.items():
         name = str(key).replace("-", "_")
         if name not in FIELDS:
-            raise _fail(path, f"unknown setting {where}{key!r}; a key is a flag without its dashes "
+            close = difflib.get_close_matches(name, FIELDS, n=1, cutoff=0.75)
+            guess = f" (did you mean {close[0]}?)" if close else ""
+            raise _fail(path, f"unknown setting {where}{key!r}{guess}; a key is a flag without its dashes "
                               "(total_steps or total-steps; python -m learner.main --help lists them)")
         if name in NOT_IN_FILE or (in_section and name not in IN_SECTION):
             reason = ("it is given on the command line" if name in NOT_IN_FILE

@@ -5,6 +5,7 @@ standard error, `<program>: error: <what>`, and exit status 2 (`USER_ERROR`); no
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import typing
 from pathlib import Path
@@ -35,9 +36,17 @@ class OutputError(RuntimeError):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and status `USER_ERROR`."""
+    """An argument parser whose errors are one line and status `USER_ERROR`; a flag it does not know is given the
+    closest one it does (`did you mean`)."""
 
     def error(self, message: str) -> typing.NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            known = [s for s in self._option_string_actions if s.startswith("--")]
+            unknown = [a.split("=", 1)[0] for a in message.removeprefix("unrecognized arguments: ").split()
+                       if a.startswith("--")]
+            guesses = [f"{a}: did you mean {close[0]}?" for a in unknown
+                       if (close := difflib.get_close_matches(a, known, n=1, cutoff=0.75))]
+            message += f" ({'; '.join(guesses)})" if guesses else ""
         self.exit(USER_ERROR, f"{self.prog}: error: {message}\n")
 
 

@@ -18,6 +18,7 @@ on the CPU. The shell's form of `evaluate` is `python -m learner.evaluate RUN_DI
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shutil
@@ -53,8 +54,11 @@ def train(config: Config | None = None, /, **flags) -> Trained:
     grid's axis) is refused: a grid runs from the shell (`python -m learner.main --seeds 0-4 ...`)."""
     unknown = sorted(set(flags) - set(FIELDS))
     if unknown:
-        raise TypeError(f"train() got unknown settings {', '.join(unknown)}; the settings are the flags of "
-                        "python -m learner.main with '_' for '-' (Config's fields and every method's own) "
+        guesses = [f"{u}: did you mean {close[0]}?" for u in unknown
+                   if (close := difflib.get_close_matches(u, FIELDS, n=1, cutoff=0.75))]
+        raise TypeError(f"train() got unknown settings {', '.join(unknown)}"
+                        f"{' (' + '; '.join(guesses) + ')' if guesses else ''}; the settings are the flags of "
+                        "python -m learner.main with '_' for '-' (Config's fields and every part's own) "
                         "(total_steps=20_000 for --total-steps 20000)")
     if isinstance(flags.get("env_kwargs"), dict):  # the natural Python form of --env-kwargs
         flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
@@ -228,8 +232,8 @@ class Agent:
         try:
             import moviepy  # noqa: F401  (RecordVideo's writer)
         except ImportError:
-            raise ValueError("video_dir: recording needs moviepy (pip install moviepy, or "
-                             "bash deploy/install.sh --test)") from None
+            raise ValueError("video_dir: recording needs moviepy, the project's video extra: pip install "
+                             "'beta-dqn[video]' (pip install -e '.[video]' in a clone)") from None
         import gymnasium as gym
 
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # frames to arrays only: no display, and no SDL line
