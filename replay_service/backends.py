@@ -39,6 +39,9 @@ def register(name: str, backend: ReplayBackend) -> None:
     if backend.flags is not None and not (params is not None and params.frozen):
         raise ValueError(f"replay backend {name!r}: its flags class {backend.flags.__name__} is not a frozen "
                          "dataclass; declare it with @dataclass(frozen=True)")
+    if backend.flags is not None and not callable(getattr(backend.flags, "check", None)):
+        raise ValueError(f"replay backend {name!r}: its flags class {backend.flags.__name__} has no check() "
+                         "(a method that raises replay_service.flags.FlagError at a bad value)")
     names = {n for b in REPLAY_BACKENDS.values() for n in b.names}
     schemes = {b.scheme for b in REPLAY_BACKENDS.values() if b.scheme}
     if names & set(backend.names) or backend.scheme in schemes:

@@ -26,11 +26,14 @@ def flag(default, help: str, also: tuple[str, ...] = (), role: str = "computes",
          after: str = ""):
     """A part's flag. `role`: "computes" (what a run computes; a grid axis when given as a comma list), "run"
     (where and how a run executes and reports) or "bookkeeping" (names a run); `resume`: what may give it a new
-    value when continued with --resume ("run", "grid"); `also` (a method's flag): other methods that read it;
+    value when continued with --resume ("run", "grid"); `also` (a method's flag; a backend's is read by every
+    method, and one that "computes" is a grid axis for every run): other methods that read it;
     `after`: the shared flag it follows in the flags' order (--help's groups, config.json, a grid's run names;
     default: a method's flags before the evaluation block, a backend's after --replay)."""
-    if role not in ROLES:
+    if role not in ROLES:  # (no "secret": a part's secret belongs in its value or a file it names, never a flag)
         raise ValueError(f"flag role {role!r} is not one of: {', '.join(ROLES)}")
+    if not set(resume) <= {"run", "grid"}:
+        raise ValueError(f"flag resume {resume!r}: name 'run', 'grid' or both")
     return field(default=default, metadata={"help": help, "also": tuple(also), "role": role,
                                             "resume": tuple(resume), "after": after})
 

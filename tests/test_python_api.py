@@ -18,6 +18,18 @@ TINY = {"env": "CartPole-v1", "algo": "dqn", "total_steps": 1000, "learning_star
         "eval_every": 1000, "eval_episodes": 2, "wandb": "disabled", "progress": False}
 
 
+def test_train_tracks_nothing_unless_asked_whatever_wandb_mode_says(tmp_path, monkeypatch):
+    """From Python, a run goes to W&B only when asked (as SB3's): the command line's default (WANDB_MODE, else
+    offline) is not the API's."""
+    import json
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    untracked = {k: v for k, v in TINY.items() if k != "wandb"}
+    run = train(**untracked, out=str(tmp_path / "quiet"))
+    assert json.loads((run.run_dir / "config.json").read_text())["wandb"] == "disabled"
+    assert not (run.run_dir / "wandb").exists()
+
+
 def test_the_pages_example_runs_as_it_is(tmp_path, monkeypatch, capsys):
     page = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
     example = re.search(r"```python\n(.*?)```", page, flags=re.DOTALL).group(1)

@@ -86,6 +86,49 @@ def test_a_module_that_cannot_be_registered_is_one_line():
         "'tests.no_such_module'"]
 
 
+BAD_FLAGS = """
+from dataclasses import dataclass
+
+from replay_service.backends import register
+from replay_service.contract import ReplayBackend
+from replay_service.flags import flag
+
+
+@dataclass(frozen=True)
+class Flags:
+    {field}
+
+    def check(self) -> None:
+        pass
+
+
+class Backend(ReplayBackend):
+    flags = Flags
+    names = ("bad",)
+
+
+register("bad", Backend())
+"""
+
+
+@pytest.mark.parametrize("field, said", [
+    ("beta_eps: float = flag(0.1, 'clashes')",
+     "error: replay backend 'bad' declares a flag 'beta_eps' that method 'beta_dqn' already has"),
+    ("lr: float = flag(0.1, 'clashes')",
+     "error: replay backend 'bad' declares a flag 'lr' that Config (the shared flags) already has"),
+    ("bad_x: int = flag(1, 'x', after='no_such_flag')",
+     "error: replay backend 'bad': flag 'bad_x' follows 'no_such_flag', which is no shared flag"),
+])
+def test_a_backends_flag_that_cannot_be_placed_is_one_line_in_every_command(tmp_path, field, said):
+    (tmp_path / "bad_backend.py").write_text(BAD_FLAGS.format(field=field))
+    env = {"BETA_DQN_REPLAYS": "bad_backend", "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    for command in ("learner.main", "learner.report"):
+        done = subprocess.run([sys.executable, "-m", command, "--help"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, **env})
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert done.stderr.strip().splitlines() == [said]
+
+
 def test_a_backends_flags_are_read_typed_by_their_class_and_an_unfrozen_class_is_refused():
     """The Redis backend's own flags live with it (`RedisFlags`): `config.flags(RedisFlags)` reads them typed, flat
     names reach them as every other flag's; a backend whose flags class is not frozen is refused at `register`."""
@@ -112,3 +155,15 @@ def test_a_backends_flags_are_read_typed_by_their_class_and_an_unfrozen_class_is
     with pytest.raises(ValueError, match="replay backend 'loose': its flags class Loose is not a frozen dataclass"):
         register("loose", LooseBackend())
     assert "loose" not in REPLAY_BACKENDS
+
+    @dataclass(frozen=True)
+    class Unchecked:
+        width: int = 3
+
+    class UncheckedBackend(ReplayBackend):
+        flags = Unchecked
+        names = ("unchecked",)
+
+    with pytest.raises(ValueError, match="replay backend 'unchecked': its flags class Unchecked has no check()"):
+        register("unchecked", UncheckedBackend())
+    assert "unchecked" not in REPLAY_BACKENDS

@@ -30,13 +30,15 @@ def test_a_run_reports_to_wandb_grouped_tagged_and_charted(tmp_path, monkeypatch
     monkeypatch.setitem(sys.modules, "wandb", fake)
     cfg, spec = resolve(Config.of(env="CliffWalk", algo="beta_dqn", seed=3, runtime="serial", actors=1,
                                envs_per_actor=2, total_steps=1500, learning_starts=500, eval_every=750,
-                               eval_episodes=2, wandb="offline", grid="g1", progress=False, log_every=0.01,
+                               eval_episodes=2, wandb="offline", wandb_entity="my-team", grid="g1",
+                               progress=False, log_every=0.01,
                                variant="bandit-returns=raw,count-mode=off", bandit_returns="raw",
                                count_mode="off", out=str(tmp_path / "run")))
     train(cfg, spec)
     (run,) = runs
-    # a grid's variant: its own group, a tag per axis value
-    assert run.init["group"] == "CliffWalk/beta_dqn/bandit-returns=raw,count-mode=off"
+    # a grid's variant: its own group within its grid's, a tag per axis value
+    assert run.init["group"] == "g1/CliffWalk/beta_dqn/bandit-returns=raw,count-mode=off"
+    assert run.init["entity"] == "my-team"
     assert run.init["mode"] == "offline"
     tags = {"CliffWalk", "beta_dqn", "seed3", "grid:g1", "bandit-returns=raw", "count-mode=off"}
     assert tags <= set(run.init["tags"])
@@ -48,6 +50,35 @@ def test_a_run_reports_to_wandb_grouped_tagged_and_charted(tmp_path, monkeypatch
                 "train/arm_proportions", "train/arms_cov", "train/arm_mu", "train/arm_bonus", "train/loss_q"):
         assert key in keys, key
     assert run.summary["env_steps"] == 1500 and run.exit_code == 0
+
+
+def test_a_score_the_environment_does_not_have_is_not_logged(tmp_path, monkeypatch):
+    """CartPole scores by return: its evaluations have no success rate (NaN in evals.csv), and W&B is sent none
+    (a NaN chart would say the metric exists); nothing W&B is sent is NaN."""
+    import math
+
+    runs = []
+    fake = types.SimpleNamespace(init=lambda **kw: runs.append(FakeRun(**kw)) or runs[-1],
+                                 Settings=lambda **kw: kw)
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    cfg, spec = resolve(Config.of(env="CartPole-v1", algo="dqn", runtime="serial", actors=1, envs_per_actor=1,
+                                  total_steps=800, learning_starts=300, eval_every=400, eval_episodes=2,
+                                  wandb="offline", progress=False, log_every=0.01, out=str(tmp_path / "run")))
+    train(cfg, spec)
+    (run,) = runs
+    keys = set().union(*run.logged)
+    assert "eval/return_mean" in keys and "eval/success_rate" not in keys
+    assert "success_rate" in (tmp_path / "run" / "evals.csv").read_text().splitlines()[0]  # the file keeps its form
+    assert not [k for row in run.logged for k, v in row.items() if isinstance(v, float) and math.isnan(v)]
+
+
+def test_a_wandb_entity_is_a_name():
+    import pytest
+
+    from beta_dqn.configuration.flags import ConfigError
+
+    with pytest.raises(ConfigError, match="--wandb-entity: 'my team/x': an entity's name is letters, digits"):
+        Config.of(wandb_entity="my team/x")
 
 
 def _wandb_cli() -> list[str]:

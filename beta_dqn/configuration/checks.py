@@ -5,6 +5,7 @@ backend a --replay names (`replay_backend`)."""
 from __future__ import annotations
 
 import math
+import re
 
 from beta_dqn.configuration.errors import ConfigError
 from learner.methods import METHODS
@@ -68,6 +69,9 @@ def validate(cfg) -> None:
     _choice(cfg, "loss", LOSSES)
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
+    if cfg.wandb_entity and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", cfg.wandb_entity):
+        raise ConfigError("wandb_entity", f"{cfg.wandb_entity!r}: an entity's name is letters, digits, '_', '-' "
+                                          "and '.'")
     _positive(cfg, "total_steps", "actors", "learner_cpus", "envs_per_actor", "chunk_steps", "replay_shards",
               "checkpoint_every",
               "learner_threads", "publish_every", "batch_size", "replay_capacity", "replay_ratio",

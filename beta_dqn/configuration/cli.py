@@ -73,7 +73,8 @@ HELP_GROUPS = {
     "learner": ("device", "learner_threads", "cuda_graphs", "batch_size", "replay_ratio",
                 "target_update", "learning_starts", "gamma", "lr", "loss", "publish_every"),
     "evaluation": ("eval_every", "eval_episodes", "eval_epsilon"),
-    "outputs": ("out", "overwrite", "checkpoint_every", "log_every", "wandb", "wandb_project", "progress", "json"),
+    "outputs": ("out", "overwrite", "checkpoint_every", "log_every", "wandb", "wandb_entity", "wandb_project",
+                "progress", "json"),
     "set by a grid for its runs": ("grid", "variant"),
 }
 

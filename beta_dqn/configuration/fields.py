@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from beta_dqn.configuration.checks import ALGOS, DEVICES, LOSSES, WANDB_MODES, validate
 from learner.methods import METHODS
 from replay_service.backends import REPLAY_BACKENDS
+from replay_service.plugins import PluginError
 
 # Every field declares its role, and the rest of the program reads it from here (a part's own flags declare theirs
 # with `replay_service.flags.flag`):
@@ -183,6 +184,8 @@ class Config:
     eval_epsilon: float = _opt(0.01, "ε of the evaluation policy")
     # --- outputs ---
     wandb: str = _run("", f"W&B mode: {', '.join(WANDB_MODES)} (default: WANDB_MODE, else offline)", resume=BOTH)
+    wandb_entity: str = _run("", "W&B entity (a team or user) the runs go to (default: WANDB_ENTITY, else your "
+                                 "default entity)")
     wandb_project: str = _run("beta-dqn", "W&B project")
     log_every: float = _run(10.0, "seconds between metric lines", resume=("run",))
     progress: bool = _run(True, "show a progress bar", resume=BOTH)
@@ -260,20 +263,21 @@ def _shared_flags() -> list[Flag]:
                  f.metadata["resume"]) for f in dataclasses.fields(Config) if f.name not in PARTS]
 
 
-def _own_flags(kind: str, registry: Mapping[str, Any], taken: set[str]) -> list[tuple[str, Flag]]:
+def _own_flags(kind: str, registry: Mapping[str, Any], taken: dict[str, str]) -> list[tuple[str, Flag]]:
     """Every registered part's own flags (`replay_service.flags`), each with the shared flag it follows (its
     `after`; "" for the default place). A method's flag is read by that method and by those its `also` names;
-    a backend's, by every method."""
+    a backend's, by every method. A flag whose name is taken (`taken`: flag -> who has it) or that follows no
+    shared flag is a `PluginError`, one line (only a part registered from outside can declare one)."""
     gathered = []
     for name, cls in _flag_classes(registry).items():
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if f.name in taken:
-                raise ValueError(f"{kind} {name!r} declares a flag {f.name!r} that another already has")
-            taken.add(f.name)
+                raise PluginError(f"{kind} {name!r} declares a flag {f.name!r} that {taken[f.name]} already has")
+            taken[f.name] = f"{kind} {name!r}"
             after = f.metadata.get("after", "")
             if after and (after not in SHARED_NAMES or after in PARTS):
-                raise ValueError(f"{kind} {name!r}: flag {f.name!r} follows {after!r}, which is no shared flag")
+                raise PluginError(f"{kind} {name!r}: flag {f.name!r} follows {after!r}, which is no shared flag")
             algos = (name, *f.metadata.get("also", ())) if kind == "method" else ALGOS
             gathered.append((after, Flag(f.name, hints[f.name], f.default, f.metadata["help"],
                                          f.metadata.get("role", "computes"), algos, f.metadata.get("resume", ()),
@@ -286,7 +290,7 @@ def _gathered() -> list[Flag]:
     """The flags in their order, which a grid's variants and run names, --help and config.json follow: the shared
     ones, each part's own after the shared flag its `after` names, else a method's before the evaluation block
     (`METHOD_FLAGS_BEFORE`) and a backend's after --replay, in the order the parts are registered."""
-    taken = set(SHARED_NAMES)
+    taken = dict.fromkeys(SHARED_NAMES, "Config (the shared flags)")
     own = _own_flags("method", METHODS, taken) + _own_flags("replay backend", REPLAY_BACKENDS, taken)
     placed: list[Flag] = []
     for shared in _shared_flags():
@@ -301,7 +305,8 @@ def _gathered() -> list[Flag]:
 
 SHARED_NAMES = frozenset(f.name for f in dataclasses.fields(Config))
 METHOD_FLAGS_BEFORE = "checkpoint_every"  # the first field of Config's evaluation block
-# every flag of learner.main by name, in order: the shared ones and every registered method's own
+# every flag of learner.main by name, in order: the shared ones, every registered method's own and every replay
+# backend's
 FIELDS: dict[str, Flag] = {flag.name: flag for flag in _gathered()}
 SHARED = SHARED_NAMES - set(PARTS)  # `Config`'s own fields: the flags every run shares
 # fields in which the seeds of a pack (`beta_dqn.driver.pack`) may differ: their numbers and their names (everything

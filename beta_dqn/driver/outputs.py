@@ -54,8 +54,16 @@ def wandb_mode(cfg: Config) -> str:
 
 
 def wandb_group(cfg: Config) -> str:
-    """`<env>/<algo>[/<variant>]`, within W&B's 128 characters (a long variant ends in a hash of itself)."""
-    return shorten(f"{cfg.env}/{cfg.algo}" + (f"/{cfg.variant}" if cfg.variant else ""), 128)
+    """`[<grid>/]<env>/<algo>[/<variant>]`, within W&B's 128 characters (a long name ends in a hash of itself):
+    two grids on one environment and method are two groups."""
+    return shorten((f"{cfg.grid}/" if cfg.grid else "") + f"{cfg.env}/{cfg.algo}"
+                   + (f"/{cfg.variant}" if cfg.variant else ""), 128)
+
+
+def _measured(values: dict) -> dict:
+    """A row for W&B without the metrics the run does not have (NaN: a success rate where the environment
+    scores by return)."""
+    return {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -114,7 +122,8 @@ class RunLogger:
             import wandb  # only a run that logs to W&B pays its import (1.5 s)
 
             self.wandb = wandb.init(
-                project=cfg.wandb_project, mode=mode,  # type: ignore[arg-type]  # (checked: WANDB_MODES)
+                project=cfg.wandb_project, entity=cfg.wandb_entity or None,
+                mode=mode,  # type: ignore[arg-type]  # (checked: WANDB_MODES)
                 dir=str(out), name=out.name,
                 id=self.wandb_id, resume="allow" if self.wandb_id else None,
                 group=wandb_group(cfg), job_type="train",
@@ -150,7 +159,7 @@ class RunLogger:
     def log(self, row: dict) -> None:
         self._write(self.metrics_file, json.dumps(row) + "\n")
         if self.wandb is not None:
-            self.wandb.log({"env_steps": row["env_steps"], **{f"train/{k}": v for k, v in row.items()}})
+            self.wandb.log({"env_steps": row["env_steps"], **{f"train/{k}": v for k, v in _measured(row).items()}})
 
     def log_eval(self, result: dict) -> None:
         try:
@@ -160,7 +169,7 @@ class RunLogger:
             raise OutputError.of(Path(self.evals_file.name), e) from None
         if self.wandb is not None:
             self.wandb.log({"env_steps": result["env_steps"],
-                            **{f"eval/{k}": v for k, v in result.items() if k != "env_steps"}})
+                            **{f"eval/{k}": v for k, v in _measured(result).items() if k != "env_steps"}})
         if self.bar is not None:
             text = f"{result['return_mean']:.2f}"
             if not math.isnan(result["success_rate"]):

@@ -50,8 +50,9 @@ class Trained:
 
 def train(config: Config | None = None, /, **flags) -> Trained:
     """One run, from a `Config` or the command line's flags as keywords (both: the keywords replace the config's
-    fields). A mistake is a `ConfigError` whose message is the command line's one line; a value of a list (a
-    grid's axis) is refused: a grid runs from the shell (`python -m learner.main --seeds 0-4 ...`)."""
+    fields). Nothing goes to W&B unless asked (`wandb="offline"` or `"online"`). A mistake is a `ConfigError`
+    whose message is the command line's one line; a value of a list (a grid's axis) is refused: a grid runs from
+    the shell (`python -m learner.main --seeds 0-4 ...`)."""
     unknown = sorted(set(flags) - set(FIELDS))
     if unknown:
         guesses = [f"{u}: did you mean {close[0]}?" for u in unknown
@@ -74,6 +75,8 @@ def train(config: Config | None = None, /, **flags) -> Trained:
             raise ConfigError(axis, f"{cfg.config} lists values (a grid axis): train() runs one run; a grid runs "
                                     "from the shell (python -m learner.main --config FILE)")
         cfg = Config.of(**config_file.for_run(values, sections))
+    if not cfg.wandb:  # from Python, nothing is tracked unless asked (WANDB_MODE is the command line's default)
+        cfg = cfg.replaced(wandb="disabled")
     for name in ("seeds", "resume", "pack_seeds"):
         if cfg.value(name) != FIELDS[name].default:
             raise ConfigError(name, f"{cfg.value(name)!r}: train() runs one run from its start; a grid, packed "

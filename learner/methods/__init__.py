@@ -65,6 +65,9 @@ def check(name: str, method: Method) -> None:
     if method.flags is not None and (params is None or not params.frozen):  # (a Config is frozen whole)
         raise ValueError(f"method {name!r}: its flags class {method.flags.__name__} is not a frozen dataclass; "
                          "declare it with @dataclass(frozen=True)")
+    if method.flags is not None and not callable(getattr(method.flags, "check", None)):
+        raise ValueError(f"method {name!r}: its flags class {method.flags.__name__} has no check() (a method that "
+                         "raises learner.methods.flags.FlagError at a bad value)")
     if isinstance(method.epsilon, str):
         own = {f.name: f for f in fields(method.flags)} if method.flags is not None else {}
         if method.epsilon not in own or not isinstance(own[method.epsilon].default, bool):
