@@ -98,13 +98,37 @@ def test_a_search_runs_every_trial_as_a_run_and_names_the_best(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     summaries = {json.loads((p.parent / "config.json").read_text())["lr"]: json.loads(p.read_text())
-                 for p in out.glob("*/run/summary.json")}
+                 for p in out.glob("*/*/summary.json")}
     assert sorted(summaries) == [3e-4, 1e-3]
+    # each trial's folder, and its run's, named by its values as a grid's run is
+    names = {"CliffWalk_dqn_lr=0.001_s0", "CliffWalk_dqn_lr=0.0003_s0"}
+    assert {p.name for p in out.iterdir() if p.is_dir()} == names
+    assert all((out / name / name / "summary.json").is_file() for name in names)
+    # the report reads the search's folder as it is: a column per configuration, each run by its name
+    report = subprocess.run([sys.executable, "-m", "learner.report", str(out), "--out", str(tmp_path / "report")],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
+    assert report.returncode == 0, report.stderr[-2000:]
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "lr=0.001" in text and "lr=0.0003" in text
     scores = {lr: s["final_eval"]["success_rate"] for lr, s in summaries.items()}
     [row] = json.loads((out / "best.json").read_text())
     assert (row["env"], row["algo"], row["candidates"], row["failed"]) == ("CliffWalk", "dqn", 2, 0)
     assert row["score"] == max(scores.values()) and scores[row["best"]["lr"]] == row["score"]
-    assert "| CliffWalk | dqn | --lr" in done.stdout
+    # (1,200 steps: both may score alike, a tie)
+    assert "| CliffWalk | dqn | --lr" in done.stdout or "| CliffWalk | dqn | tie of 2: --lr" in done.stdout
+
+
+def test_a_tie_is_said_as_one_never_broken_by_the_values_order():
+    """Every configuration scoring the same (a search too short to learn: all 0.0) is a tie of all of them, not
+    a best picked by the text of its values; the runner-up is the best score below the tie."""
+    rows = best([trial(0.0, 0, lr=1e-4), trial(0.0, 0, lr=3e-4), trial(0.0, 0, lr=1e-3)])
+    (row,) = rows
+    assert len(row["tied"]) == 2 and row["runner_up"] is None and row["score"] == 0.0
+    assert "| tie of 3: --lr 0.0001 / --lr 0.0003 / --lr 0.001 | 0.000 |" in table(rows)
+    (row,) = best([trial(0.5, 0, lr=1e-4), trial(0.5, 0, lr=3e-4), trial(0.25, 0, lr=1e-3)])
+    assert row["tied"] == [{"lr": 0.0003}] and row["runner_up"] == 0.25
+    (row,) = best([trial(0.5, 0, lr=1e-4), trial(0.25, 0, lr=3e-4)])
+    assert row["tied"] == [] and row["best"] == {"lr": 0.0001}
 
 
 def test_the_best_surviving_trial_is_named_by_its_values_when_the_others_failed():
@@ -141,7 +165,7 @@ def test_ctrl_c_stops_a_search_with_130_and_writes_no_result(tmp_path):
                               stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
-        while len(list(out.glob("*/run/config.json"))) < 2:  # both trials' runs under way
+        while len(list(out.glob("*/*/config.json"))) < 2:  # both trials' runs under way
             assert search.poll() is None and time.monotonic() < deadline, search.stderr.read()[-3000:]
             time.sleep(1)
         search.send_signal(signal.SIGINT)

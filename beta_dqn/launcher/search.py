@@ -40,7 +40,7 @@ from actors.envs import canonical_name
 from beta_dqn.configuration.cli import PROG as MAIN_PROG
 from beta_dqn.configuration.cli import is_grid, parse_command
 from beta_dqn.configuration.errors import OneLineParser, user_error
-from beta_dqn.configuration.flags import FIELDS, ConfigError, cli_name, flag_text
+from beta_dqn.configuration.flags import FIELDS, ConfigError, cli_name, flag_text, run_name
 from beta_dqn.driver.cluster import ClusterStartError
 from beta_dqn.driver.outputs import write_whole
 from beta_dqn.driver.runtime import RayBackend
@@ -71,12 +71,13 @@ def _flags(config: dict) -> dict:
 
 
 def trainable(config: dict) -> dict:
-    """Tune's trainable: one serial run of `python -m learner.main` with the trial's flags, in `run/` of the
-    trial's directory; its final score (`score`), the metric's name and the run's directory. A run that fails
-    fails the trial, with the run's last line of error."""
+    """Tune's trainable: one serial run of `python -m learner.main` with the trial's flags, in a folder of the
+    trial's directory named as it (a report names a run by its folder); its final score (`score`), the metric's
+    name and the run's directory. A run that fails fails the trial, with the run's last line of error."""
     flags = {"wandb": "disabled", **_flags(config), "progress": False, "json": True}
     flags["runtime"] = "serial"  # a trial is one process; Tune places the trials
-    flags["out"] = str(Path(_trial_dir()) / "run")
+    trial_dir = Path(_trial_dir())
+    flags["out"] = str(trial_dir / trial_dir.name)
     argv = [a for name, value in flags.items() if value is not None for a in (cli_name(name), flag_text(value))]
     # in the directory the search started from (Tune moves a trial into its own): a relative path, or a
     # module of `--env module:Id`, reads as the command line meant it (on one machine: on a cluster's other
@@ -135,9 +136,13 @@ def best(results) -> list[dict]:
         candidates = sorted(((sum(s) / len(s), len(s), values) for values, s in groups.get(key, {}).items()),
                             key=lambda c: (-c[0], c[2]))
         mean, n, values = candidates[0] if candidates else (float("nan"), 0, ())
+        # the configurations whose mean equals the best's: a tie, said as one, never broken by the values' order
+        tied = [c for c in candidates if c[0] == mean]
+        below = [c[0] for c in candidates if c[0] != mean]
         rows.append({"env": key[0], "algo": key[1], "best": {k: json.loads(v) for k, v in values},
+                     "tied": [{k: json.loads(v) for k, v in c[2]} for c in tied[1:]],
                      "score": mean, "seeds": n, "candidates": len(candidates), "failed": failed.get(key, 0),
-                     "runner_up": candidates[1][0] if len(candidates) > 1 else None})
+                     "runner_up": below[0] if below else None})
     return rows
 
 
@@ -146,6 +151,10 @@ def table(rows: list[dict]) -> str:
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         best_text = " ".join(f"{cli_name(k)} {flag_text(v)}" for k, v in r["best"].items()) or "(one configuration)"
+        if r.get("tied"):
+            best_text = f"tie of {1 + len(r['tied'])}: " + " / ".join(
+                " ".join(f"{cli_name(k)} {flag_text(v)}" for k, v in values.items())
+                for values in [r["best"], *r["tied"]])
         up = "" if r["runner_up"] is None else f"{r['runner_up']:.3f}"
         lines.append(f"| {r['env']} | {r['algo']} | {best_text} | {r['score']:.3f} | {r['seeds']} | {up} | "
                      f"{r['candidates']} | {r['failed']} |")
@@ -178,11 +187,18 @@ def _plan(rest: list[str]) -> tuple[Path, list[dict], dict]:
     axes = {name for name, value in args.items() if isinstance(value, list)}
     trials = []
     for run in grid.runs:
-        trial = {k: v for k, v in run.items() if k not in ("out", "grid", "variant", "seeds", "run_id", "config")
+        # a trial's run names its search (--grid) and its values of the axes (--variant), as a grid's run does:
+        # `learner.report` on the search's directory gives each configuration a column of its own
+        trial = {k: v for k, v in run.items() if k not in ("out", "seeds", "run_id", "config")
                  and (v != FIELDS[k].default or k in ("env", "algo", "seed") or k in axes)}
         trial["replay"] = args["replay"]  # (the grid put the password in; the trial's run reads it again)
         trials.append(trial)
     return out, trials, args
+
+
+def trial_name(flags: dict) -> str:
+    """A trial's directory, named as a grid names its run: `DoorKey_beta_dqn_lr=0.0003_s0`."""
+    return run_name(flags["env"], flags["algo"], flags["seed"], flags.get("variant", ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,11 +262,11 @@ def _search(cpus_asked: int, rest: list[str]) -> int:
         tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}),
                            param_space={"flags": tune.grid_search(trials)},
                            tune_config=tune.TuneConfig(max_concurrent_trials=cpus,
-                                                       trial_dirname_creator=lambda trial: trial.trial_id),
+                                                       trial_dirname_creator=lambda t: trial_name(t.config["flags"])),
                            run_config=tune.RunConfig(storage_path=str(out.parent), name=out.name, verbose=0))
         results = tuner.fit()
     except KeyboardInterrupt:  # (Tune's own handler is off: it would end the search as if it had finished)
-        finished = len(list(out.glob("*/run/summary.json")))
+        finished = len(list(out.glob("*/*/summary.json")))
         print(f"{PROG}: interrupted: {finished} of {len(trials)} trials finished, their runs in {out}; no best.json "
               "is written, and a search cannot continue: run it again with another --out", file=sys.stderr)
         return 130
@@ -268,7 +284,8 @@ def _search(cpus_asked: int, rest: list[str]) -> int:
     write_whole(out / "best.json", json.dumps(_json_safe(rows), indent=2, allow_nan=False) + "\n")
     print(json.dumps(_json_safe(rows), indent=2) if args["json"] else table(rows))
     if not args["json"]:
-        print(f"\n{len(trials)} trials in {out} (best.json; each trial's run in its directory's run/)")
+        print(f"\n{len(trials)} trials in {out} (best.json; each trial's run in its folder, named as it; "
+              f"python -m learner.report {out} compares them)")
     return 0 if all(r["failed"] == 0 for r in rows) else 1
 
 
