@@ -2,6 +2,7 @@
 decides on exact fractions (a bound of exactly 0.5 is not above it) and refuses runs off the plan."""
 
 import importlib.util
+import json
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -146,3 +147,55 @@ def test_a_run_off_the_plan_is_named(verdict):
         "beta_epsilon is True, not False"
     assert "not the study's" in verdict.off_plan(RunData("r", config, {"commit": "13af96b00000+dirty"}, []), commit)
     assert "not the study's" in verdict.off_plan(RunData("r", config, {"commit": "6bd091d00000"}, []), commit)
+
+
+def test_a_1b_beta_run_cut_off_continues_from_its_checkpoint_and_its_record_says_where(runner, tmp_path,
+                                                                                     monkeypatch):
+    """PLAN.md's deviation of 2026-12-06: stage 1b's β-DQN runs (5M env steps, longer than a session) continue
+    from their last checkpoint, each resume's env steps in `resumes.json` (the run's, then its record's); every
+    other run cut off starts again from its beginning."""
+    import torch
+
+    clone, home = tmp_path / "clone", tmp_path / "main"
+    monkeypatch.setattr(runner, "ROOT", clone)
+    monkeypatch.setattr(runner, "HOME", home)
+    launched = []
+
+    def launch(cmd, log):  # the run and its report, as files
+        launched.append(cmd)
+        if "learner.report" in cmd:
+            (clone / cmd[cmd.index("--out") + 1]).mkdir(parents=True)
+            (clone / cmd[cmd.index("--out") + 1] / "runs.csv").write_text("env,score\n")
+        else:
+            grid = cmd[cmd.index("--resume") + 1] if "--resume" in cmd else cmd[cmd.index("--out") + 1]
+            (clone / grid / "run").mkdir(parents=True, exist_ok=True)
+            (clone / grid / "run" / "summary.json").write_text("{}")
+        return 0
+
+    monkeypatch.setattr(runner, "launch", launch)
+    beta = next(c for c in runner.cells("1b-beta") if c.name == "1b/asterix-beta-s0")
+    (clone / beta.grid / "run").mkdir(parents=True)
+    torch.save({"counters": {"env_steps": 300_000}}, clone / beta.grid / "run" / "checkpoint.pt")
+    (clone / beta.grid / runner.RESUMES).write_text("[100000]\n")  # resumed once before, at 100k
+    assert runner.run(beta)
+    assert launched[0][1:] == ["-m", "learner.main", "--resume", str(beta.grid)]
+    assert json.loads((clone / beta.record / runner.RESUMES).read_text()) == [100_000, 300_000]
+    assert json.loads((home / beta.record / runner.RESUMES).read_text()) == [100_000, 300_000]  # in main's copy
+
+    dqn, launched[:] = runner.cells("1b")[0], []
+    (clone / dqn.grid / "run").mkdir(parents=True)
+    torch.save({"counters": {"env_steps": 300_000}}, clone / dqn.grid / "run" / "checkpoint.pt")
+    assert runner.run(dqn)  # not resumable: moved aside and run from its beginning, no resumes.json
+    assert "--resume" not in launched[0] and "--out" in launched[0]
+    assert any(p.name.startswith(dqn.grid.name + "-cut-") for p in (clone / dqn.grid).parent.iterdir())
+    assert not (clone / dqn.record / runner.RESUMES).exists()
+
+
+def test_a_resumable_run_starts_with_less_time_left_than_its_estimate(runner, monkeypatch):
+    import time
+
+    ran = []
+    monkeypatch.setattr(runner, "run", lambda cell: ran.append(cell.name) or True)
+    a, beta = runner.cells("1a")[0], runner.cells("1b-beta")[0]  # 45 min, and 5M steps (225 min)
+    assert runner.work([a, beta], 1, time.time() + 25 * 60) == 0
+    assert ran == [beta.name]

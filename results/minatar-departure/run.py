@@ -9,7 +9,11 @@ Stages: `1a`; `1b` (DQN's 5M runs); `1` (1a, then 1b's DQN runs); `1b-beta` (β-
 on the 2-core machine: PLAN.md's deviation of 2026-12-06 says when they start). Each run is a one-run grid of its
 own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`), started with the flags PLAN.md fixes.
 A run cut off (its directory there, no record) is moved aside (`...-cut-<time>`) and started again from its
-beginning, never resumed: a serial run then repeats exactly. When it ends, `learner.report` (the clone's) records
+beginning, never resumed: a serial run then repeats exactly. Stage 1b's β-DQN runs are the exception (PLAN.md's
+deviation of 2026-12-06: 5M env steps take longer than a session): one cut off after its first checkpoint
+continues from it (`--resume`), the env steps of each resume written to `resumes.json` in its directory and then
+in its record (an empty list: never resumed); such a run starts whenever at least RESUMABLE_START minutes are left
+before `--until`. When it ends, `learner.report` (the clone's) records
 it under the clone's `results/minatar-departure/<stage>/<cell>/` (a relative path: the record repeats it), and the
 record is copied into this script's checkout (main), where it is committed; a record in either counts, and one the
 clone holds but main lacks is copied at the start. `--until HH:MM` (this machine's local clock, today or, if that
@@ -59,6 +63,8 @@ METHOD = {"beta": ("--algo", "beta_dqn", "--bandit-returns", "raw", "--beta-epsi
 # seen: on a 2-core AMD EPYC, stage 1a's β-DQN ran at about 480 env steps/s a run (35 min for 1M) on MinAtar; Table
 # 1's serial DQN grid took 9-10 min a 1M MinAtar run and 8-23 min a 500k MiniGrid run
 ESTIMATE = {("dqn", "MinAtar"): 20, ("beta", "MinAtar"): 45, ("dqn", "MiniGrid"): 50, ("beta", "MiniGrid"): 100}
+RESUMABLE_START = 20  # minutes: a resumable run starts if it has this long (its next checkpoint is ~4 min away)
+RESUMES = "resumes.json"  # a resumable run's list of the env steps at which it was resumed
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,11 @@ class Cell:
     @property
     def record(self) -> Path:
         return RECORDS / self.name
+
+    @property
+    def resumable(self) -> bool:
+        """Stage 1b's β-DQN runs continue across sessions from their last checkpoint (PLAN.md)."""
+        return self.stage == "1b" and self.method == "beta"
 
     @property
     def minutes(self) -> float:
@@ -168,18 +179,42 @@ def stop(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def checkpoint_steps(grid: Path) -> int | None:
+    """The env steps of the last checkpoint of a one-run grid's run, or None where it has none (the clone's torch
+    reads it as data: `weights_only`)."""
+    import torch
+
+    found = sorted((ROOT / grid).glob("*/checkpoint.pt"))
+    if not found:
+        return None
+    checkpoint = torch.load(found[0], weights_only=True, map_location="cpu")
+    return int(checkpoint["counters"]["env_steps"])
+
+
+def resumes(grid: Path) -> list[int]:
+    path = ROOT / grid / RESUMES
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
 def run(cell: Cell) -> bool:
-    """Runs a cell from its beginning (a cut-off run's directory moved aside first), then records it; True when
-    recorded (or stopped on purpose)."""
+    """Runs a cell from its beginning (a cut-off run's directory moved aside first; a resumable cell's continued
+    from its checkpoint, where it has one), then records it; True when recorded (or stopped on purpose)."""
     py = sys.executable
     (ROOT / RUNS).mkdir(exist_ok=True)
     log = cell.grid.with_suffix(".log")
-    if (ROOT / cell.grid).exists():  # cut off in an earlier sitting: restarted, never resumed (PLAN.md)
-        aside = cell.grid.with_name(f"{cell.grid.name}-cut-{time.strftime('%Y%m%d-%H%M%S')}")
-        (ROOT / cell.grid).rename(ROOT / aside)
-        say(f"moved {cell.grid} (cut off) aside to {aside}; {cell.name} starts again from its beginning")
-    cmd = [py, "-m", "learner.main", *cell.argv(), "--out", str(cell.grid)]
-    say(f"start  {cell.name} (estimate {cell.minutes:.0f} min): {' '.join(cmd[1:])}")
+    steps = checkpoint_steps(cell.grid) if cell.resumable and (ROOT / cell.grid).exists() else None
+    if steps is not None:  # cut off in an earlier sitting, a checkpoint made: continued (PLAN.md, 1b's β-DQN)
+        done_before = resumes(cell.grid)
+        write_json(ROOT / cell.grid / RESUMES, [*done_before, steps])
+        cmd = [py, "-m", "learner.main", "--resume", str(cell.grid)]
+        say(f"resume {cell.name} from its checkpoint at {steps:,} env steps (resume {len(done_before) + 1})")
+    else:
+        if (ROOT / cell.grid).exists():  # cut off in an earlier sitting: restarted, never resumed (PLAN.md)
+            aside = cell.grid.with_name(f"{cell.grid.name}-cut-{time.strftime('%Y%m%d-%H%M%S')}")
+            (ROOT / cell.grid).rename(ROOT / aside)
+            say(f"moved {cell.grid} (cut off) aside to {aside}; {cell.name} starts again from its beginning")
+        cmd = [py, "-m", "learner.main", *cell.argv(), "--out", str(cell.grid)]
+        say(f"start  {cell.name} (estimate {cell.minutes:.0f} min): {' '.join(cmd[1:])}")
     rc = launch(cmd, log)
     done = run_dir(cell.grid)
     if _stopping.is_set():
@@ -191,9 +226,18 @@ def run(cell: Cell) -> bool:
     if rc != 0:
         say(f"FAILED {cell.name}: its report, exit {rc}, see {log}")
         return False
+    if cell.resumable:  # the env steps at which it was resumed, beside runs.csv (none: an empty list)
+        write_json(ROOT / cell.record / RESUMES, resumes(cell.grid))
     copy_home(cell)
     say(f"recorded {cell.record}" + (" (and copied into this script's checkout)" if HOME != ROOT else ""))
     return True
+
+
+def write_json(path: Path, value) -> None:
+    """`value` as JSON, whole or not at all (written beside, then renamed)."""
+    part = path.with_name(f".{path.name}.part-{os.getpid()}")
+    part.write_text(json.dumps(value) + "\n")
+    part.rename(path)
 
 
 def copy_home(cell: Cell) -> None:
@@ -237,7 +281,8 @@ def work(todo: list[Cell], jobs: int, end: float | None) -> int:
             if _stopping.is_set():
                 return None
             for cell in todo:
-                if end is None or time.time() + 60 * cell.minutes <= end:
+                need = RESUMABLE_START if cell.resumable else cell.minutes
+                if end is None or time.time() + 60 * need <= end:
                     todo.remove(cell)
                     return cell
             return None
