@@ -199,3 +199,33 @@ def test_a_resumable_run_starts_with_less_time_left_than_its_estimate(runner, mo
     a, beta = runner.cells("1a")[0], runner.cells("1b-beta")[0]  # 45 min, and 5M steps (225 min)
     assert runner.work([a, beta], 1, time.time() + 25 * 60) == 0
     assert ran == [beta.name]
+
+
+def test_a_finished_1b_beta_run_is_recorded_not_resumed_and_a_failed_resume_is_not_counted(runner, tmp_path,
+                                                                                         monkeypatch):
+    import torch
+
+    clone, home = tmp_path / "clone", tmp_path / "main"
+    monkeypatch.setattr(runner, "ROOT", clone)
+    monkeypatch.setattr(runner, "HOME", home)
+    launched = []
+
+    def launch(cmd, log):
+        launched.append(cmd)
+        if "learner.report" in cmd:
+            (clone / cmd[cmd.index("--out") + 1]).mkdir(parents=True)
+            (clone / cmd[cmd.index("--out") + 1] / "runs.csv").write_text("env,score\n")
+            return 0
+        return 1  # a resume that fails at once
+
+    monkeypatch.setattr(runner, "launch", launch)
+    beta = runner.cells("1b-beta")[0]
+    (clone / beta.grid / "run").mkdir(parents=True)
+    torch.save({"counters": {"env_steps": 300_000}}, clone / beta.grid / "run" / "checkpoint.pt")
+    assert not runner.run(beta)
+    assert json.loads((clone / beta.grid / runner.RESUMES).read_text()) == []  # it made no progress: not counted
+    (clone / beta.grid / "run" / "summary.json").write_text("{}")  # it ran to its end; the record was not made
+    launched[:] = []
+    assert runner.run(beta)
+    assert ["learner.report" in cmd for cmd in launched] == [True]  # recorded, not run again
+    assert json.loads((home / beta.record / runner.RESUMES).read_text()) == []

@@ -129,6 +129,10 @@ def test_a_tie_is_said_as_one_never_broken_by_the_values_order():
     assert row["tied"] == [{"lr": 0.0003}] and row["runner_up"] == 0.25
     (row,) = best([trial(0.5, 0, lr=1e-4), trial(0.25, 0, lr=3e-4)])
     assert row["tied"] == [] and row["best"] == {"lr": 0.0001}
+    # the same scores in another order are the same mean (0.1 + 0.2 + 0.3 is not 0.3 + 0.2 + 0.1 in floats)
+    (row,) = best([trial(0.1, 0, lr=1e-3), trial(0.2, 1, lr=1e-3), trial(0.3, 2, lr=1e-3),
+                   trial(0.3, 0, lr=3e-4), trial(0.2, 1, lr=3e-4), trial(0.1, 2, lr=3e-4)])
+    assert len(row["tied"]) == 1 and row["runner_up"] is None
 
 
 def test_the_best_surviving_trial_is_named_by_its_values_when_the_others_failed():

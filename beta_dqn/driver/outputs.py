@@ -61,8 +61,8 @@ def wandb_group(cfg: Config) -> str:
 
 
 def _measured(values: dict) -> dict:
-    """A row for W&B without the metrics the run does not have (NaN: a success rate where the environment
-    scores by return)."""
+    """A row for W&B without its NaN values (a success rate where the environment scores by return: a metric the
+    run does not have)."""
     return {k: v for k, v in values.items() if not (isinstance(v, float) and math.isnan(v))}
 
 

@@ -133,12 +133,14 @@ def best(results) -> list[dict]:
         groups[key][values].append(score)
     rows = []
     for key in sorted(set(groups) | set(failed)):
-        candidates = sorted(((sum(s) / len(s), len(s), values) for values, s in groups.get(key, {}).items()),
-                            key=lambda c: (-c[0], c[2]))
+        # (fsum over the sorted scores: the same scores in another order give the same mean)
+        candidates = sorted(((math.fsum(sorted(s)) / len(s), len(s), values) for values, s in
+                             groups.get(key, {}).items()), key=lambda c: (-c[0], -c[1], c[2]))
         mean, n, values = candidates[0] if candidates else (float("nan"), 0, ())
-        # the configurations whose mean equals the best's: a tie, said as one, never broken by the values' order
-        tied = [c for c in candidates if c[0] == mean]
-        below = [c[0] for c in candidates if c[0] != mean]
+        # the configurations whose mean equals the best's (to rounding): a tie, said as one, never broken by the
+        # values' order (the first named: the most seeds)
+        tied = [c for c in candidates if math.isclose(c[0], mean, rel_tol=1e-9, abs_tol=1e-12)]
+        below = [c[0] for c in candidates if c not in tied]
         rows.append({"env": key[0], "algo": key[1], "best": {k: json.loads(v) for k, v in values},
                      "tied": [{k: json.loads(v) for k, v in c[2]} for c in tied[1:]],
                      "score": mean, "seeds": n, "candidates": len(candidates), "failed": failed.get(key, 0),

@@ -187,8 +187,12 @@ def checkpoint_steps(grid: Path) -> int | None:
     found = sorted((ROOT / grid).glob("*/checkpoint.pt"))
     if not found:
         return None
-    checkpoint = torch.load(found[0], weights_only=True, map_location="cpu")
-    return int(checkpoint["counters"]["env_steps"])
+    try:
+        checkpoint = torch.load(found[0], weights_only=True, map_location="cpu")
+        return int(checkpoint["counters"]["env_steps"])
+    except Exception as e:  # noqa: BLE001 - a damaged checkpoint: the run starts again from its beginning
+        say(f"{found[0]} cannot be read ({type(e).__name__}: {e}); its run starts again from its beginning")
+        return None
 
 
 def resumes(grid: Path) -> list[int]:
@@ -202,8 +206,13 @@ def run(cell: Cell) -> bool:
     py = sys.executable
     (ROOT / RUNS).mkdir(exist_ok=True)
     log = cell.grid.with_suffix(".log")
-    steps = checkpoint_steps(cell.grid) if cell.resumable and (ROOT / cell.grid).exists() else None
-    if steps is not None:  # cut off in an earlier sitting, a checkpoint made: continued (PLAN.md, 1b's β-DQN)
+    finished = run_dir(cell.grid) if cell.resumable and (ROOT / cell.grid).exists() else None
+    steps = checkpoint_steps(cell.grid) if cell.resumable and finished is None and (ROOT / cell.grid).exists() \
+        else None
+    if finished is not None:  # it ran to its end, and its record was not made: recorded now, not run again
+        say(f"record {cell.name}: its run finished in an earlier sitting")
+        rc = 0
+    elif steps is not None:  # cut off in an earlier sitting, a checkpoint made: continued (PLAN.md, 1b's β-DQN)
         done_before = resumes(cell.grid)
         write_json(ROOT / cell.grid / RESUMES, [*done_before, steps])
         cmd = [py, "-m", "learner.main", "--resume", str(cell.grid)]
@@ -215,10 +224,13 @@ def run(cell: Cell) -> bool:
             say(f"moved {cell.grid} (cut off) aside to {aside}; {cell.name} starts again from its beginning")
         cmd = [py, "-m", "learner.main", *cell.argv(), "--out", str(cell.grid)]
         say(f"start  {cell.name} (estimate {cell.minutes:.0f} min): {' '.join(cmd[1:])}")
-    rc = launch(cmd, log)
+    if finished is None:
+        rc = launch(cmd, log)
     done = run_dir(cell.grid)
     if _stopping.is_set():
         return True  # stopped on purpose: it continues on the next start
+    if rc != 0 and steps is not None and (checkpoint_steps(cell.grid) or 0) <= steps:
+        write_json(ROOT / cell.grid / RESUMES, resumes(cell.grid)[:-1])  # a resume that failed before any progress
     if rc != 0 or done is None:
         say(f"FAILED {cell.name}: exit {rc}, see {log}")
         return False
@@ -244,6 +256,11 @@ def copy_home(cell: Cell) -> None:
     """The clone's record of `cell` into this script's checkout (main), where it is committed, unless it is there:
     copied under a temporary name and renamed, so main never holds half a record."""
     source, target = ROOT / cell.record, HOME / cell.record
+    if cell.resumable and (source / "runs.csv").is_file() and not (source / RESUMES).is_file():
+        write_json(source / RESUMES, resumes(cell.grid))  # (a sitting stopped between the report and this file)
+    if HOME != ROOT and (target / "runs.csv").is_file() and (source / RESUMES).is_file() \
+            and not (target / RESUMES).is_file():
+        shutil.copyfile(source / RESUMES, target / RESUMES)
     if HOME == ROOT or (target / "runs.csv").is_file() or not (source / "runs.csv").is_file():
         return
     part = target.with_name(f".{target.name}.part-{os.getpid()}")
@@ -289,7 +306,12 @@ def work(todo: list[Cell], jobs: int, end: float | None) -> int:
 
     def worker() -> None:
         while (cell := take()) is not None:
-            if not run(cell):
+            try:
+                ok = run(cell)
+            except Exception as e:  # noqa: BLE001 - one cell's failure, said; the worker takes the next
+                say(f"FAILED {cell.name}: {type(e).__name__}: {e}")
+                ok = False
+            if not ok:
                 failures.append(cell.name)
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
@@ -373,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     p = OneLine(prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stage", choices=STAGES, help="the stage whose runs to run (1: 1a, then 1b's DQN runs)")
     p.add_argument("--jobs", type=int, default=2, help="serial runs at once (default 2: one a core)")
-    p.add_argument("--until", metavar="HH:MM", help="start no run whose estimate would end after this local time")
+    p.add_argument("--until", metavar="HH:MM", help="start no run whose estimate would end after this local time "
+                                                    "(a resumable 1b β-DQN run: none with under 20 minutes left)")
     p.add_argument("--list", action="store_true", help="list the stage's runs and their state; run nothing")
     p.add_argument("--check", metavar="STAGE/CELL", help="run one recorded cell again and compare its evals.csv")
     p.add_argument("--repo", type=Path, metavar="DIR",
