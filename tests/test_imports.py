@@ -251,6 +251,8 @@ METHOD_NAMES = re.compile(r"(?i)(?<![a-z])(lesson|bootstrapped|option|cliffwalk)
 NAMES_ALLOWED = {
     "beta_dqn/configuration/fields.py": ({"cliffwalk"}, "the help of --gamma names CliffWalk's default"),
     "replay_service/codec.py": ({"option"}, "schema 2 records, written before the extras, carry an option"),
+    "beta_dqn/configuration/errors.py": ({"option"}, "argparse's own table of the flags it knows "
+                                                    "(_option_string_actions), for a did-you-mean"),
     "beta_dqn/reporting/results.py": ({"bootstrapped", "lesson"}, "Table 1's column order is the paper's"),
     "beta_dqn/reporting/report.py": ({"cliffwalk"},
                                      "an older report's figure (cliffwalk_visits.png), replaced with it"),
