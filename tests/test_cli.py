@@ -36,6 +36,7 @@ CASES = [
     (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     (["--totl-steps", "5", "--eval-every=9"],
      "unrecognized arguments: --totl-steps 5 (--totl-steps: did you mean --total-steps?)"),
+    (["--lrr", "1", "--lrr=2"], "unrecognized arguments: --lrr 1 --lrr=2 (--lrr: did you mean --lr?)"),
     (["--env", "CliffWalk", "--address", "127.0.0.1:1"], "--address: no Ray cluster answers at '127.0.0.1:1'"),
     (["--address", "127.0.0.1:notaport"],
      "--address: '127.0.0.1:notaport' is not HOST:PORT: its port 'notaport' is not a number from 1 to 65535"),

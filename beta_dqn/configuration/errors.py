@@ -42,8 +42,8 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> typing.NoReturn:
         if message.startswith("unrecognized arguments: "):
             known = [s for s in self._option_string_actions if s.startswith("--")]
-            unknown = [a.split("=", 1)[0] for a in message.removeprefix("unrecognized arguments: ").split()
-                       if a.startswith("--")]
+            unknown = dict.fromkeys(a.split("=", 1)[0] for a in message.removeprefix("unrecognized arguments: ").split()
+                                    if a.startswith("--"))  # (each once, in order)
             guesses = [f"{a}: did you mean {close[0]}?" for a in unknown
                        if (close := difflib.get_close_matches(a, known, n=1, cutoff=0.75))]
             message += f" ({'; '.join(guesses)})" if guesses else ""

@@ -194,7 +194,7 @@ class RunLogger:
             self.bar.close()
         if self.wandb is not None:
             if summary:
-                self.wandb.summary.update({k: v for k, v in _measured(summary).items() if not isinstance(v, dict)})
+                self.wandb.summary.update({k: v for k, v in summary.items() if not isinstance(v, dict)})
             self.wandb.finish(exit_code=1 if failed else 0)
             self.wandb = None
         for f in (self.metrics_file, self.evals_file):
