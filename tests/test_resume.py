@@ -19,6 +19,7 @@ from beta_dqn.configuration.flags import ConfigError, resolve
 from beta_dqn.driver.resume import resume_config
 from beta_dqn.driver.run import Run
 from beta_dqn.driver.signals import CLUSTER_DRAIN_S, Interrupted, sigterm_interrupts
+from tests.terminal import python_module
 
 pytestmark = pytest.mark.integration
 
@@ -314,14 +315,11 @@ def test_a_signal_ends_a_run_in_one_line_that_says_where_to_continue(tmp_path, s
     """Ctrl-C or `kill` (to the process or its group): the run ends within seconds, status 130, one line naming
     the directory to resume (no traceback); the resume then finishes it."""
     out = tmp_path / "run"
-    argv = [sys.executable, "-m", "learner.main", "--env", "CliffWalk", "--runtime", "serial", "--actors", "1",
-            "--total-steps", str(TOTAL), "--eval-every", str(EVERY), "--eval-episodes", "2", "--checkpoint-every",
-            "3000", "--learning-starts", "1000", "--wandb", "disabled", "--progress", "false", "--out", str(out)]
-    # Ctrl-C reaches a run in a terminal's foreground, where SIGINT is not ignored; a suite started in the background
-    # by a script (`cmd &`) ignores it, and its children inherit that, so the run is given the default disposition
-    # first (in the child's own Python: no preexec_fn in a parent that may hold threads)
-    argv[1:3] = ["-c", "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                       "sys.argv[0] = 'learner.main'; runpy.run_module('learner.main', run_name='__main__')"]
+    # with Ctrl-C as in a terminal (a suite started in the background ignores SIGINT: tests/terminal.py)
+    argv = python_module("learner.main", "--env", "CliffWalk", "--runtime", "serial", "--actors", "1",
+                         "--total-steps", str(TOTAL), "--eval-every", str(EVERY), "--eval-episodes", "2",
+                         "--checkpoint-every", "3000", "--learning-starts", "1000", "--wandb", "disabled",
+                         "--progress", "false", "--out", str(out))
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while not (out / "checkpoint.pt").exists():

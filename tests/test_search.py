@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from beta_dqn.launcher.search import best, main, table
+from tests.terminal import python_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,8 +142,9 @@ def test_the_best_surviving_trial_is_named_by_its_values_when_the_others_failed(
 
 
 def _search(out: Path, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "learner.search", "--env", "CliffWalk", "--algo", "dqn", "--seeds", "0",
-            "--actors", "1", "--envs-per-actor", "1", "--cpus", "2", "--out", str(out), *flags]
+    # with Ctrl-C as in a terminal (a suite started in the background ignores SIGINT: tests/terminal.py)
+    return python_module("learner.search", "--env", "CliffWalk", "--algo", "dqn", "--seeds", "0",
+                         "--actors", "1", "--envs-per-actor", "1", "--cpus", "2", "--out", str(out), *flags)
 
 
 @pytest.mark.integration
