@@ -530,3 +530,22 @@ def _wait_for_images(browser) -> list[tuple[str, int]]:
     script = "return Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete, i.naturalWidth]);"
     _wait(lambda: all(done for _, done, _ in browser.execute_script(script)), "the page's images")
     return [(src, width) for src, _, width in browser.execute_script(script)]
+
+
+def test_the_frames_the_docs_show_are_what_the_environments_draw_now(monkeypatch):
+    """docs/img/envs/: one frame of each of the paper's environments, each the pixels `docs/frames.py` draws today
+    (a change to an environment's drawing that is not redrawn fails here), each shown on docs/running.md."""
+    import numpy as np
+    from PIL import Image
+
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    monkeypatch.syspath_prepend(str(DOCS))
+    import frames
+
+    running = (DOCS / "running.md").read_text()
+    shown = sorted(p.name for p in (DOCS / "img" / "envs").iterdir())
+    assert shown == sorted(frames.file_name(env) for env in frames.known_names())
+    for env in frames.known_names():
+        drawn = np.asarray(Image.open(DOCS / "img" / "envs" / frames.file_name(env)).convert("RGB"))
+        assert np.array_equal(drawn, frames.frame(env)), f"{env}: run python docs/frames.py"
+        assert f"(img/envs/{frames.file_name(env)})" in running, env

@@ -35,6 +35,12 @@ def test_a_family_of_the_test_tree_trains_evaluates_and_reports(tmp_path, runtim
     assert report.returncode == 0, report.stderr[-2000:]
     text = (tmp_path / "report" / "report.md").read_text()
     assert "ToyChain" in text and "success rate on CliffWalk and MiniGrid and ToyChain" in text
+    # it declares no frames: a video of it is refused in one line, naming it
+    video = command("learner.evaluate", [str(out), "--episodes", "1", "--video", str(tmp_path / "v")], env=TOY)
+    assert video.returncode == 2 and video.stderr.strip().splitlines() == [
+        "python -m learner.evaluate: error: video_dir: ToyChain/Short renders no frames (its family, ToyChain, "
+        "declares none)"], video.stderr
+    assert not (tmp_path / "v").exists()
 
 
 def test_its_names_are_known_and_its_mistakes_are_one_line(tmp_path):

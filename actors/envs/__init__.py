@@ -151,8 +151,7 @@ def _build(name: str, kwargs: str = "", render_mode: str | None = None) -> tuple
         raise UnknownEnvError(f"--env-kwargs {kwargs!r}: {name} takes no keyword arguments (only Gymnasium "
                               "ids, module:Id and the MiniGrid tasks do)")
     if render_mode and not family.renders:
-        raise UnknownEnvError(f"{name} renders no frames (Gymnasium ids, module:Id envs and the MiniGrid "
-                              f"tasks render {render_mode!r} where their makers wrote it)")
+        raise UnknownEnvError(f"{name} renders no frames (its family, {family.domain}, declares none)")
     env = family.make(name, Kwargs(given, kwargs), render_mode)
     return (env if family.trusted else Checked(env, name)), family.success
 

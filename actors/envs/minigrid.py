@@ -81,7 +81,9 @@ def make(name: str, kwargs: Kwargs, render_mode: str | None) -> gym.Env:
     import minigrid  # noqa: F401  (registers the MiniGrid ids)
 
     gid, actions = TASKS[name]
-    fixed = {"render_mode": render_mode} if render_mode else {}
+    fixed: dict[str, str | bool] = {"render_mode": render_mode} if render_mode else {}
+    if render_mode and "highlight" not in kwargs:  # the paper's agent sees the whole grid: no view cone drawn
+        fixed["highlight"] = False
     return MiniGridPaper(make_registered(name, gid, kwargs, disable_env_checker=True, **fixed), actions)
 
 
