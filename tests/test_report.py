@@ -1173,3 +1173,65 @@ def test_only_keeps_the_runs_with_those_values_where_their_method_reads_the_flag
     other = write_report(both, tmp_path / "r10", only="beta-epsilon=false,eps-decay-fraction=0.2").read_text()
     assert "| MinAtar | MinAtar/Asterix | 5.00 [5.00, 5.00] t[5.00, 5.00] (n=2) |" in one
     assert one.split("\n", 6)[6] == other.split("\n", 6)[6]
+
+
+def test_figures_for_a_paper_pdf_svg_dpi_one_colour_scale_and_identical_curves_seen(tmp_path, monkeypatch, capsys):
+    """`--format pdf|svg --dpi N`; two methods with identical curves both stay visible (another line style);
+    the visitation heatmap's panels share one colour scale and one colour bar; report.md says the episodes
+    the runs' evaluations played (10 here), and links a PDF it cannot show."""
+    from beta_dqn.reporting import figures
+
+    runs = tmp_path / "runs"
+    for algo in ("dqn", "beta_dqn"):
+        for seed in (0, 1):
+            run = make_run(runs, "CliffWalk", algo, seed, 1.0, 1000.0, eval_episodes=10)
+            if algo == "beta_dqn":  # 100 visits a cell, against DQN's 1 and 2
+                summary = json.loads((run / "summary.json").read_text())
+                (run / "summary.json").write_text(json.dumps({**summary, "state_visits": [100] * 48}))
+    drawn = {}
+    save = figures._save
+
+    def keep(fig, path, look, tight=True):
+        drawn[path.name] = [([tuple(line.get_ydata()) for line in ax.get_lines()],
+                             [line.get_linestyle() for line in ax.get_lines()],
+                             [image.get_clim() for image in ax.get_images()]) for ax in fig.axes]
+        save(fig, path, look, tight)
+
+    monkeypatch.setattr(figures, "_save", keep)
+    assert report_main([str(runs), "--out", str(tmp_path / "pdf"), "--format", "pdf"]) == 0
+    text = (tmp_path / "pdf" / "report.md").read_text()
+    assert "Scores are the final evaluation's (10 episodes a run)" in text
+    assert "[learning curves (PDF)](curves_CliffWalk.pdf)" in text and "[visits (PDF)](visits_CliffWalk.pdf)" in text
+    for name in ("curves_CliffWalk.pdf", "visits_CliffWalk.pdf", "profile.pdf", "selection_CliffWalk.pdf"):
+        assert (tmp_path / "pdf" / name).read_bytes()[:5] == b"%PDF-", name
+    assert not list((tmp_path / "pdf").glob("*.png"))
+    # identical curves, both drawn, in two line styles
+    (curves,) = drawn["curves_CliffWalk.pdf"]
+    assert curves[0][0] == curves[0][1] and curves[1][0] != curves[1][1]
+    # one colour scale: both panels from 0 to log10(1 + 100), and one colour bar beside them
+    panels = [clims for _, _, clims in drawn["visits_CliffWalk.pdf"] if clims]
+    assert [clim for (clim,) in panels] == [(0.0, float(np.log10(101)))] * 2
+    assert len(drawn["visits_CliffWalk.pdf"]) == 3  # two panels and the colour bar
+    # the same runs, the same PDF (no creation date in it)
+    assert report_main([str(runs), "--out", str(tmp_path / "pdf2"), "--format", "pdf"]) == 0
+    assert (tmp_path / "pdf" / "visits_CliffWalk.pdf").read_bytes() == \
+        (tmp_path / "pdf2" / "visits_CliffWalk.pdf").read_bytes()
+    # SVG at 300 dpi: shown as images; the dashed second curve is in the file
+    assert report_main([str(runs), "--out", str(tmp_path / "svg"), "--format", "svg", "--dpi", "300"]) == 0
+    text = (tmp_path / "svg" / "report.md").read_text()
+    assert "![learning curves](curves_CliffWalk.svg)" in text and "--format svg --dpi 300" in text
+    assert "stroke-dasharray" in (tmp_path / "svg" / "curves_CliffWalk.svg").read_text()
+    # a PNG at 300 dpi is three times as wide as at 100
+    assert report_main([str(runs), "--out", str(tmp_path / "png300"), "--dpi", "300"]) == 0
+    assert report_main([str(runs), "--out", str(tmp_path / "png100")]) == 0
+
+    def width(path):
+        return int.from_bytes(path.read_bytes()[16:20], "big")  # the PNG header's width
+
+    assert width(tmp_path / "png300" / "profile.png") == 3 * width(tmp_path / "png100" / "profile.png")
+    capsys.readouterr()
+    for bad, said in ((["--format", "jpg"], "--format 'jpg': give one of png, pdf, svg"),
+                      (["--dpi", "0"], "--dpi 0: give a whole number from 10 to 1200")):
+        assert report_main([str(runs), "--out", str(tmp_path / "bad"), *bad]) == 2
+        assert capsys.readouterr().err == f"python -m learner.report: error: {said}\n"
+        assert not (tmp_path / "bad").exists()

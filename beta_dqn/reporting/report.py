@@ -57,7 +57,15 @@ from beta_dqn.configuration.errors import OneLineParser, user_error
 from beta_dqn.configuration.flags import LEGACY, ConfigError, cli_name, grid_command, parse_seeds, run_command, run_seed
 from beta_dqn.files import OutputDirectory, Unreadable, read_bounded, write_error
 from beta_dqn.reporting.cost import cost_phrase, measured_cost
-from beta_dqn.reporting.figures import basic_policies, learning_curves, selection_proportions, visitation
+from beta_dqn.reporting.figures import (
+    FORMATS,
+    PNG,
+    Look,
+    basic_policies,
+    learning_curves,
+    selection_proportions,
+    visitation,
+)
 from beta_dqn.reporting.records import (
     RECORDS,
     check_copies_dir,
@@ -75,6 +83,7 @@ from beta_dqn.reporting.results import (
     column_fields,
     column_label,
     columns_of,
+    config_value,
     copies_once,
     final_score,
     first_solved,
@@ -97,7 +106,7 @@ from beta_dqn.reporting.tables import (
 )
 
 REPORT_FILES = ("report.md", "report.json", "study.json", "runs.csv", RECORDS)
-FIGURES = ("curves_", "selection_", "basic_", "visits_", "profile.png", "cliffwalk_visits.png")  # (the last: older)
+FIGURES = ("curves_", "selection_", "basic_", "visits_", "profile.", "cliffwalk_visits.")  # (the last: older)
 RUN_SIGNS = (".written", ".lock", "config.json", "checkpoint.pt", "summary.json")  # a run's own directory
 
 
@@ -113,7 +122,7 @@ def report_directory(out: Path) -> OutputDirectory:
                               "one; give --out another directory")
 
     def owns(name: str) -> bool:
-        return name in REPORT_FILES or (name.endswith(".png") and name.startswith(FIGURES))
+        return name in REPORT_FILES or (name.endswith(tuple(f".{f}" for f in FORMATS)) and name.startswith(FIGURES))
 
     def earlier(path: Path) -> bool:
         try:
@@ -315,7 +324,7 @@ def _head(chosen: _Selection, described: dict, again: str, header: list[str], ro
     lines += [
         f"{len(runs)} finished runs" + (f" of seeds {seeds}" if chosen.kept is not None else "")
         + (f" ({'; '.join(left)})" if left else "") + ". "
-        "Scores are the final evaluation's (30 episodes unless the runs said otherwise): success rate on "
+        f"Scores are the final evaluation's ({_episodes(runs)}): success rate on "
         f"{' and '.join(success_domains())}, return elsewhere; mean over seeds [95% percentile bootstrap interval] "
         "and, in Table 1, t[95% Student's t interval] (n = seeds). "
         "With few seeds the percentile bootstrap interval is narrow (never wider than the seeds' range) and covers "
@@ -342,7 +351,15 @@ def _head(chosen: _Selection, described: dict, again: str, header: list[str], ro
     return lines
 
 
-def _environment(runs: list[RunData], env: str, stage: Path, reps: int | None) -> list[str]:
+def _episodes(runs: list[RunData]) -> str:
+    """How many episodes the runs' evaluations played (`--eval-episodes`; a record's, as its command says)."""
+    counts = sorted({int(config_value(r, "eval_episodes")) for r in runs})
+    if len(counts) == 1:
+        return f"{counts[0]} episode{'s' if counts[0] != 1 else ''} a run"
+    return f"{counts[0]} to {counts[-1]} episodes a run, each its --eval-episodes"
+
+
+def _environment(runs: list[RunData], env: str, stage: Path, reps: int | None, look: Look) -> list[str]:
     """One environment's section: its columns' rows, each axis value's, the figures (drawn into `stage`) and the
     meta-controller at the end of each β-DQN run."""
     drawn = [r for r in runs if has_directory(r)]  # curves and the meta-controller need the run's directory
@@ -357,12 +374,12 @@ def _environment(runs: list[RunData], env: str, stage: Path, reps: int | None) -
                   "Every run of a method with that value, whatever its other axes (a main effect, averaged "
                   "over the others' values).", "", *effects, ""]
     if any(r.env == env for r in drawn):
-        learning_curves(drawn, env, stage / f"curves_{slug}.png")
-        lines += [f"![learning curves]({'curves_' + slug}.png)", ""]
-    if selection_proportions(drawn, env, stage / f"selection_{slug}.png"):
-        lines += [f"![policy selection](selection_{slug}.png)", ""]
-    if basic_policies(drawn, env, stage / f"basic_{slug}.png"):
-        lines += [f"![evaluation policies](basic_{slug}.png)", ""]
+        learning_curves(drawn, env, stage / look.name(f"curves_{slug}"), look)
+        lines += [look.shown("learning curves", f"curves_{slug}"), ""]
+    if selection_proportions(drawn, env, stage / look.name(f"selection_{slug}"), look):
+        lines += [look.shown("policy selection", f"selection_{slug}"), ""]
+    if basic_policies(drawn, env, stage / look.name(f"basic_{slug}"), look):
+        lines += [look.shown("evaluation policies", f"basic_{slug}"), ""]
     per_run = bandit_rows(drawn, env)
     if per_run:
         lines += [f"### {env}: the meta-controller at the end of each run", "",
@@ -373,13 +390,14 @@ def _environment(runs: list[RunData], env: str, stage: Path, reps: int | None) -
 
 
 def write_report(roots: Path | list[Path], out: Path | None = None, column_flags: str = "",
-                 reps: int | None = None, seeds: str = "", cost: Path | None = None, only: str = "") -> Path:
+                 reps: int | None = None, seeds: str = "", cost: Path | None = None, only: str = "",
+                 look: Look = PNG) -> Path:
     """The report of every finished run under `roots` (one directory or several) in `out` (default: the one
     root's `report/`); `column_flags` (`--column-by`'s text) names flags whose values split the columns as a
     grid's axes do; `reps`: the bootstrap's resamples (default `beta_dqn.reporting.stats.REPS`); `seeds` (`--seeds`'
     text, e.g. 0-2): only the runs of those seeds; `cost`: a `bench/cost.py` JSON whose measured cost per
     method the cost row takes instead of the runs' own speeds; `only` (`--only`'s text, e.g. bandit-returns=raw):
-    only the runs with those values, where their method reads the flag."""
+    only the runs with those values, where their method reads the flag; `look`: the figures' format and dpi."""
     chosen = _select(roots, out, column_flags, seeds, cost, only)
     runs, roots = chosen.runs, chosen.roots
     asked = out is not None
@@ -393,7 +411,9 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                  + (f" --column-by {','.join(cli_name(f)[2:] for f in chosen.fields)}" if chosen.fields else "")
                  + (f" --only {shlex.quote(only_text(only_values(only)))}" if only_values(only) else "")
                  + (f" --seeds {shlex.quote(seeds)}" if chosen.kept is not None else "")
-                 + (f" --cost {shlex.quote(str(cost))}" if cost is not None else ""))
+                 + (f" --cost {shlex.quote(str(cost))}" if cost is not None else "")
+                 + (f" --format {look.format}" if look.format != Look.format else "")
+                 + (f" --dpi {look.dpi}" if look.dpi != Look.dpi else ""))
         lines = _head(chosen, described, again, header, rows, seeds)
         tested, numbers["tests"] = test_rows(runs)
         if tested:
@@ -403,16 +423,16 @@ def write_report(roots: Path | list[Path], out: Path | None = None, column_flags
                       "of the runs (ties count half) with the smallest p it can reach with these run counts (3 a side: "
                       "0.10, so it can never call a difference at 0.05; 5 a side: 0.008). \"Called\": "
                       "Welch's p below 0.05.", "", *tested, ""]
-        summed, extra = aggregate_rows(runs, stage, reps)
+        summed, extra = aggregate_rows(runs, stage, reps, look)
         numbers.update(extra)
         if summed:
             lines += ["## Aggregates over environments", "", *summed]
         for env in sorted({r.env for r in runs}, key=lambda e: (domain(e), e)):
-            lines += _environment(runs, env, stage, reps)
-        drawn_visits = visitation([r for r in runs if has_directory(r)], stage)
+            lines += _environment(runs, env, stage, reps, look)
+        drawn_visits = visitation([r for r in runs if has_directory(r)], stage, look)
         if drawn_visits is not None:
-            env, name = drawn_visits
-            lines += [f"## {env}: state visitation (training)", "", f"![visits]({name})", ""]
+            env, stem = drawn_visits
+            lines += [f"## {env}: state visitation (training)", "", look.shown("visits", stem), ""]
         (stage / "report.md").write_text("\n".join(lines) + "\n")
         (stage / "report.json").write_text(json.dumps(finite({"runs": len(runs), "unfinished": chosen.unfinished,
                                                               **numbers, "cost_source": chosen.source}),
@@ -467,7 +487,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="the JSON bench/cost.py wrote (e.g. bench/results/cost-2cpu-cpu.json): the cost row "
                              "and performance/cost take its measured cost per method instead of the runs' own "
                              "speeds, which runs sharing a machine distort")
+    parser.add_argument("--format", default=Look.format, metavar="|".join(FORMATS),
+                        help=f"the figures' format (default {Look.format}; pdf and svg are vector: for a paper)")
+    parser.add_argument("--dpi", type=int, default=Look.dpi, metavar="N",
+                        help=f"the figures' pixels per inch (default {Look.dpi}: a 6-inch figure 600 pixels wide; "
+                             "300 for print)")
     args = parser.parse_args(argv)
+    try:
+        look = Look(args.format, args.dpi)
+    except ValueError as e:
+        return user_error(parser.prog, str(e))
     if args.reps is not None and not 100 <= args.reps <= MAX_REPS:
         return user_error(parser.prog, f"--reps {args.reps}: give 100 to {MAX_REPS:,} resamples")
     if args.cost is not None and not args.cost.strip():
@@ -479,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = write_report([Path(name) for name in args.runs_dir], Path(args.out) if args.out else None,
                             args.column_by, args.reps, args.seeds, None if args.cost is None else Path(args.cost),
-                            args.only)
+                            args.only, look)
     except ReportError as e:
         return user_error(parser.prog, str(e))
     print(path)

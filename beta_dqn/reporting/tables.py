@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from actors.envs import domain
-from beta_dqn.reporting.figures import performance_profile
+from beta_dqn.reporting.figures import PNG, Look, performance_profile
 from beta_dqn.reporting.results import (
     ALGO_LABELS,
     SOLVED,
@@ -127,7 +127,8 @@ def _matrix(runs: list[RunData], column: tuple, envs: list[str], scale: dict[str
                      for row in zip(*per_env, strict=True)])
 
 
-def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> tuple[list[str], dict]:
+def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None, look: Look = PNG
+                   ) -> tuple[list[str], dict]:
     """With two or more columns: per domain (and over all of them), each column's IQM, mean and median of its
     final scores normalised by the baseline's mean in the same environment (DQN's first column, else the first
     column), with stratified bootstrap intervals; for every two columns, per domain (and over all of them), the
@@ -193,8 +194,8 @@ def aggregate_rows(runs: list[RunData], out: Path, reps: int | None = None) -> t
         top = max(float(m.max()) for m in profiled.values())
         taus = np.linspace(0.0, max(top, 1.0) * 1.05, 60)
         curves, intervals = profile(profiled, taus, reps)
-        performance_profile(taus, curves, intervals, column_label(base), out / "profile.png")
-        lines += ["![performance profile](profile.png)", ""]
+        performance_profile(taus, curves, intervals, column_label(base), out / look.name("profile"), look)
+        lines += [look.shown("performance profile", "profile"), ""]
     return lines, numbers
 
 
