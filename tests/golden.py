@@ -5,18 +5,18 @@
     python tests/golden.py --out /tmp/golden-after                       # this checkout, the same machine
     python tests/golden.py --compare /tmp/golden-before /tmp/golden-after
 
-For every algorithm, a short serial run (`--runtime serial`: one process, deterministic for a seed) on
-CliffWalk and on MinAtar/Breakout, plus a few runs through other paths (β-DQN's two-Q ablation and policy
-set 8 without counts, Redis replay, two shards, two MiniGrid tasks). Each writes `<name>/evals.csv` (every
-evaluation, as the run wrote it), `<name>/params.sha256` (a checksum of every final parameter, target
-and optimizer tensor in the checkpoint, in name order), `<name>/checkpoint.sha256` (the same over the whole
-final checkpoint but its configuration, which holds the run's directory and a random Redis namespace:
-counters, schedules, the arm source's and the replay's state; not a Redis run's random claim id) and
-`<name>/summary.json` (the summary without its timings, memory and commit). `--compare` says, run by run,
-whether all are identical byte for byte. `--only NAMES` records some of the runs. `--flags "..."` adds flags
-to every run it records, after the run's own (so they override them), and writes them to `<out>/FLAGS`;
-`--compare` says where the two sides were given different flags. Where a change moves a default on purpose,
-the code after it given the old value (`--flags="--bandit-returns minmax"`) must match the code before it.
+For every algorithm, a short serial run (`--runtime serial`: one process, deterministic for a seed) on CliffWalk
+and on MinAtar/Breakout, plus a few runs through other paths (β-DQN's two-Q ablation and policy set 8 without
+counts, Redis replay, two shards, two MiniGrid tasks). Each writes `<name>/evals.csv` (every evaluation, as the run
+wrote it), `<name>/params.sha256` (a checksum of every final parameter, target and optimizer tensor in the
+checkpoint, in name order), `<name>/checkpoint.sha256` (the same over the whole final checkpoint but its
+configuration, which holds the run's directory and a random Redis namespace: counters, schedules, the arm source's
+and the replay's state; not a Redis run's random claim id, nor the keys added since, `ADDED`) and
+`<name>/summary.json` (the summary without its timings, memory and commit). `--compare` says, run by run, whether
+all are identical byte for byte. `--only NAMES` records some of the runs. `--flags "..."` adds flags to every run
+it records, after the run's own (so they override them), and writes them to `<out>/FLAGS`; `--compare` says where
+the two sides were given different flags. Where a change moves a default on purpose, the code after it given the
+old value (`--flags="--bandit-returns minmax"`) must match the code before it.
 
 Bit-identity holds on one machine: float kernels can differ between CPU kinds (AMD and Intel), so compare
 directories written on the same host, never against outputs recorded elsewhere. It goes through the
@@ -76,6 +76,9 @@ def without_measurements(state: dict) -> dict:
 # a checkpoint's top-level keys that are not computed: the configuration (it holds the run's directory and a
 # random Redis namespace) and the random id a Redis run marks its rings with
 UNCOMPUTED = ("config", "replay_claim")
+# a checkpoint's keys added since, left out so that outputs of code from before them compare: `best`, the networks
+# of the run's best evaluation (a copy of parameters the run evaluated, whose scores evals.csv holds)
+ADDED = ("best",)
 FILES = ("evals.csv", "params.sha256", "checkpoint.sha256", "summary.json")
 
 
@@ -120,7 +123,7 @@ def record(out: Path, repo: Path, only: list[str], flags: list[str]) -> None:
 
             ckpt = torch.load(run_dir / "checkpoint.pt", weights_only=True, map_location="cpu")
             (out / name / "params.sha256").write_text(checksum(ckpt["learner"]) + "\n")
-            rest = without_measurements({k: v for k, v in ckpt.items() if k not in UNCOMPUTED})
+            rest = without_measurements({k: v for k, v in ckpt.items() if k not in UNCOMPUTED + ADDED})
             (out / name / "checkpoint.sha256").write_text(checksum(rest) + "\n")
             summary = without_measurements(json.loads((run_dir / "summary.json").read_text()))
             (out / name / "summary.json").write_text(

@@ -1,6 +1,7 @@
 """The Python API (`beta_dqn`: train, load, act, evaluate) and `python -m learner.evaluate`, as
 docs/python.md shows them."""
 
+import csv
 import json
 import re
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from actors.envs import make_env
 from beta_dqn import load, train
 from beta_dqn.configuration.flags import Config, ConfigError
 
@@ -72,6 +74,63 @@ def test_train_returns_the_summary_and_directory_and_load_acts_as_the_evaluator(
     with torch.no_grad():
         expected = q_net(torch.as_tensor(observations)).argmax(dim=1).tolist()
     assert [agent.act(o) for o in observations] == expected
+    # a batch: the same actions at once; Q(s, ·) is the network's
+    assert agent.act(observations).tolist() == expected and agent.act(observations).dtype == np.int64
+    with torch.no_grad():
+        q = q_net(torch.as_tensor(observations)).numpy()
+    assert np.allclose(agent.q_values(observations), q, atol=1e-5)
+    assert np.allclose(agent.q_values(observations[0]), q[0], atol=1e-5)
+    with pytest.raises(ValueError, match="dqn learns no behaviour function"):
+        agent.behaviour(observations[0])
+    for bad in (np.zeros((0, 4)), np.zeros((3, 5)), np.zeros((2, 3, 4)), np.zeros(3)):
+        with pytest.raises(ValueError, match=r"an observation of shape .*CartPole-v1 gives \(4,\)"):
+            agent.act(bad)
+    with pytest.raises(ValueError, match="nan or inf"):
+        agent.q_values(np.array([[0, 0, 0, np.nan]]))
+
+
+def test_the_best_evaluations_networks_are_kept_beside_the_last_and_load_reads_either(tmp_path):
+    """best.pt: the networks of the evaluation with the best score (the earliest of a tie), which checkpoint.pt
+    carries too; `load(checkpoint="best")` acts with them, `learner.evaluate --checkpoint best` too."""
+    import torch
+
+    run = train(**{**TINY, "total_steps": 4000, "eval_every": 500, "eval_episodes": 3}, out=str(tmp_path / "r"))
+    with open(run.run_dir / "evals.csv") as f:
+        rows = [(float(r["return_mean"]), -int(r["env_steps"])) for r in csv.DictReader(f)]
+    score, steps = max(rows)
+    best = torch.load(run.run_dir / "best.pt", weights_only=True)
+    assert (best["best"]["score"], best["best"]["env_steps"], best["counters"]["env_steps"]) == (score, -steps, -steps)
+    last = torch.load(run.run_dir / "checkpoint.pt", weights_only=True)
+    assert last["best"]["env_steps"] == -steps
+    agent = load(run.run_dir, checkpoint="best")
+    assert (agent.env_steps, agent.checkpoint) == (-steps, "best")
+    # its Q is the saved network's (here, the best evaluation's: not the last one's unless it was the last)
+    obs = np.random.default_rng(1).normal(size=(8, 4)).astype(np.float32)
+    w = {k: v.numpy() for k, v in best["best"]["networks"]["q"].items()}
+    hidden = np.maximum(obs @ w["fc1.weight"].T + w["fc1.bias"], 0)
+    assert np.allclose(agent.q_values(obs), hidden @ w["out.weight"].T + w["out.bias"], atol=1e-5)  # (the MLP)
+    assert load(run.run_dir).env_steps == 4000
+    done = _evaluate(str(run.run_dir), "--checkpoint", "best", "--episodes", "1", "--json", "true")
+    assert done.returncode == 0 and json.loads(done.stdout)["env_steps"] == -steps, done.stderr
+    # what cannot be read is one line naming the file
+    with pytest.raises(ValueError, match="checkpoint='worst': give 'last'"):
+        load(run.run_dir, checkpoint="worst")
+    damaged = {**best, "best": {**best["best"], "networks": {"q": {**best["best"]["networks"]["q"],
+                                                                   "fc1.bias": torch.zeros(3)}}}}
+    torch.save(damaged, run.run_dir / "best.pt")
+    with pytest.raises(ValueError, match=r"best.pt does not fit dqn's networks on CartPole-v1 \(ValueError: "
+                                         r"q.fc1.bias has shape \(3,\)"):
+        load(run.run_dir, checkpoint="best")
+    nan = {**best, "best": {**best["best"], "networks": {"q": {**best["best"]["networks"]["q"],
+                                                               "fc1.bias": torch.full_like(
+                                                                   best["best"]["networks"]["q"]["fc1.bias"],
+                                                                   float("nan"))}}}}
+    torch.save(nan, run.run_dir / "best.pt")
+    with pytest.raises(ValueError, match=r"best.pt holds non-finite values in best.networks.q.fc1.bias"):
+        load(run.run_dir, checkpoint="best")
+    (run.run_dir / "best.pt").unlink()
+    with pytest.raises(ValueError, match="no best.pt in .*: a run writes it at its first evaluation"):
+        load(run.run_dir, checkpoint="best")
 
 
 def test_train_from_a_config_with_keywords_over_it(tmp_path):
@@ -232,10 +291,20 @@ def test_a_downloaded_run_folder_names_no_code_that_evaluating_it_runs(tmp_path,
     assert marker.read_text() == "code ran"
 
 
-def test_a_video_of_an_env_that_renders_nothing_is_refused(tmp_path):
-    run = train(**{**TINY, "env": "CliffWalk"}, out=str(tmp_path / "cliff"))
-    with pytest.raises(ValueError, match="CliffWalk renders no frames"):
-        load(run.run_dir).evaluate(episodes=1, video_dir=tmp_path / "v")
+@pytest.mark.parametrize("env, size", [("CliffWalk", (240, 80)), ("MinAtar/Breakout", (160, 160))])
+def test_a_video_of_the_papers_own_environments_decodes_to_their_frames(tmp_path, env, size):
+    from moviepy import VideoFileClip
+
+    agent = load(train(**{**TINY, "env": env}, out=str(tmp_path / "run")).run_dir)
+    agent.evaluate(episodes=1, seed=0, video_dir=tmp_path / "v")
+    (video,) = (tmp_path / "v").iterdir()
+    with VideoFileClip(str(video)) as clip:
+        frames = list(clip.iter_frames())
+        assert tuple(clip.size) == size and len(frames) >= 2
+    # the first frame is the environment's own drawing at the episode's reset (up to the codec's loss)
+    first = make_env(env, seed=0, render_mode="rgb_array")  # (made and seeded as evaluate's, then reset as it is)
+    first.reset()
+    assert np.abs(frames[0].astype(int) - first.render().astype(int)).mean() < 8
 
 
 def _evaluate(*args):

@@ -1,7 +1,9 @@
 """A run's checkpoints (`Checkpointer`, one part of `beta_dqn.driver.run.Run`, given what it reads and writes): one
 written when the run asks (nothing in flight, the evaluations so far recorded, the bandit's reports settled: the
 run's to see to), the replay's files first; the stop at a non-finite loss or network (its state in
-checkpoint-nonfinite.pt); and a checkpoint read back into the learner, the arm source and the replay on a resume.
+checkpoint-nonfinite.pt); a checkpoint read back into the learner, the arm source and the replay on a resume; and
+best.pt, the networks of the best evaluation so far (`keep_best`), which checkpoint.pt carries too, so a resume
+puts back the best of the evaluations it keeps.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import torch
 from beta_dqn.configuration.compat import CHECKPOINT_FORMAT
 from beta_dqn.configuration.flags import ConfigError, OutputError
 from beta_dqn.driver.outputs import NonFiniteLoss
-from beta_dqn.driver.state import RunDirectory, RunState, write_checkpoint
+from beta_dqn.driver.state import BEST, BEST_STATE, RunDirectory, RunState, write_checkpoint
+from learner.methods.numpy_net import unflatten
 from replay_service.client import ReplaySampler
 
 
@@ -27,9 +30,33 @@ class Checkpointer:
     written."""
 
     def __init__(self, out: Path, config: dict, learner: Any, replay: ReplaySampler, state: RunState,
-                 arm: Callable[..., Any], directory: RunDirectory):
+                 arm: Callable[..., Any], directory: RunDirectory, metric: str):
         self.out, self.config, self.learner, self.replay = out, config, learner, replay
         self.state, self.arm, self.directory = state, arm, directory
+        self.metric = metric  # the evaluation's score that `keep_best` compares: success_rate or return_mean
+        self.best: dict | None = None  # the best evaluation so far: env_steps, metric, score, networks (tensors)
+
+    def keep_best(self, result: dict, weights: dict) -> bool:
+        """best.pt, where the evaluation `result` (of the acting networks `weights`, `Learner.weights`' buffer)
+        scores above every earlier one of the run (a tie keeps the earlier; a score that is not a number never
+        counts). Whether it did."""
+        score = result.get(self.metric)
+        if not isinstance(score, (int, float)) or not math.isfinite(score):
+            return False
+        if self.best is not None and score <= self.best["score"]:
+            return False
+        networks = {name: {key: torch.tensor(value) for key, value in params.items()}
+                    for name, params in unflatten(weights).items()}
+        self.best = {"env_steps": int(result["env_steps"]), "metric": self.metric, "score": float(score),
+                     "networks": networks}
+        self._write_best()
+        return True
+
+    def _write_best(self) -> None:
+        self.directory.record(BEST)
+        assert self.best is not None
+        write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": self.config,
+                                    "counters": {"env_steps": self.best["env_steps"]}, BEST_STATE: self.best}, BEST)
 
     def restore(self, ckpt: dict) -> None:
         """The learner, the arm source and the replay as the checkpoint left them (the counters are `state`).
@@ -55,6 +82,14 @@ class Checkpointer:
             raise ConfigError("resume", f"the replay snapshot of {self.out / 'checkpoint.pt'} cannot be read "
                                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the run "
                                         "cannot continue exactly without it") from None
+        # the best of the evaluations the checkpoint keeps: best.pt as it was then (one written after it is of
+        # evaluations this resume takes again, so it goes)
+        self.best = ckpt.get(BEST_STATE)
+        if self.best is not None:
+            self._write_best()
+        elif (self.out / BEST).is_file():
+            self.directory.record(BEST)
+            (self.out / BEST).unlink()
 
     def save(self, wall: float) -> None:
         """Everything needed to continue (`wall`: the run's seconds so far): the replay's files first (memory
@@ -72,7 +107,8 @@ class Checkpointer:
         write_checkpoint(self.out, {"format": CHECKPOINT_FORMAT, "config": self.config,
                                     "learner": learner.state_dict(),
                                     **self.state.to_checkpoint(learner.updates, wall),
-                                    "arm_source": self.arm("state_dict"), **replay})
+                                    "arm_source": self.arm("state_dict"), **replay,
+                                    **({BEST_STATE: self.best} if self.best is not None else {})})
         self.directory.forget(*self.replay.checkpoint_written(self.out, replay))
 
     def check_finite(self, loss: torch.Tensor, publish_every: int) -> None:

@@ -84,7 +84,7 @@ class Run:
             self.parts = build(cfg, spec, self.backend, self.replay.ports, self.state.generation)
             written = public(cfg)  # the configuration as config.json and every checkpoint hold it
             self.checkpoints = Checkpointer(self.out, written, self.learner, self.replay, self.state, self._arm,
-                                            self.directory)
+                                            self.directory, "success_rate" if spec.has_success else "return_mean")
             self.report = RunReport(cfg, self.state, self.learner, self.replay, self.acting, self._arm)
             if resume is not None:
                 self.checkpoints.restore(resume)
@@ -96,6 +96,7 @@ class Run:
                                    cfg.chunk_steps * cfg.actors)
         self.committed = self.state.env_steps  # env steps harvested + in flight
         self.next_checkpoint = self.state.env_steps + cfg.checkpoint_every
+        self.evaluated: dict[int, dict] = {}  # the weights of each evaluation in flight, by its env step
         # what the loop measures but does not keep across a resume
         self.max_inflight = 0  # most chunks collected at once (all actors busy: == actors)
         self.actor_versions = [[-1, -1] for _ in range(cfg.actors)]  # [first, last] weights used
@@ -384,6 +385,7 @@ class Run:
         self.learner.version += 1
         self.eval_futures.append(self.backend.call(self.parts.evaluator, "evaluate", self._shared_weights(), at))
         self.state.evals[at] = None
+        self.evaluated[at] = self.learner.weights()  # (a copy: best.pt's, should it score best)
 
     def _record_evals(self, wait: bool) -> None:
         """Record the evaluations that have finished (every one started, when `wait`)."""
@@ -393,6 +395,9 @@ class Run:
             result = self.backend.get(future)
             self.state.evals[result["env_steps"]] = result
             self.logger.log_eval(result)
+            weights = self.evaluated.pop(result["env_steps"], None)  # (every evaluation this sitting started has them)
+            if weights is not None:
+                self.checkpoints.keep_best(result, weights)
 
     # ---- the arm source ----
     def _arm(self, method: str, *args):

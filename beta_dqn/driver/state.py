@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,12 +19,13 @@ from beta_dqn.files import RECORD, Held, Written, lock_directory, remove_recorde
 from replay_service.backends import REPLAY_BACKENDS, backend_for
 
 
-def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
-    """`path` (a run's checkpoint.pt) read as data and checked as every reader needs it (`load`, `learner.evaluate`
-    and `--resume`): `torch.load(weights_only=True)` (nothing unpickled), this program's format, a configuration
-    whose every field is of its type and valid, counters with the env steps, and the learner's state a table of
-    finite tensors. Returns (checkpoint, its configuration with the fields added since filled as it ran);
-    `fail(message)` makes the exception raised, one line that names the file."""
+def read_checkpoint(path: Path, fail, state: str = "learner") -> tuple[dict, dict]:
+    """`path` (a run's checkpoint.pt, or its best.pt with `state="best"`) read as data and checked as every reader
+    needs it (`load`, `learner.evaluate` and `--resume`): `torch.load(weights_only=True)` (nothing unpickled), this
+    program's format, a configuration whose every field is of its type and valid, counters with the env steps, and
+    `state` a table of finite tensors (the learner's; best.pt's networks, with its score a finite number). Returns
+    (checkpoint, its configuration with the fields added since filled as it ran); `fail(message)` makes the
+    exception raised, one line that names the file."""
     import torch
 
     from beta_dqn.configuration.checks import validate
@@ -62,10 +64,12 @@ def read_checkpoint(path: Path, fail) -> tuple[dict, dict]:
         raise fail(f"{path} is damaged: its env_steps counter is {steps!r}, not a whole number ≥ 0"
                    if isinstance(counters, dict) and "env_steps" in counters else
                    f"{path} is damaged: it has no env_steps counter")
-    learner = ckpt.get("learner")
-    if not isinstance(learner, dict):
-        raise fail(f"{path} is damaged: it has no learner state")
-    bad = _first_nonfinite(learner)
+    table = ckpt.get(state)
+    if not isinstance(table, dict) or (state == BEST_STATE and not isinstance(table.get("networks"), dict)):
+        raise fail(f"{path} is damaged: it has no {'networks' if state == BEST_STATE else 'learner state'}")
+    if state == BEST_STATE and (not isinstance(table.get("score"), float) or not math.isfinite(table["score"])):
+        raise fail(f"{path} is damaged: its score is {table.get('score')!r}, not a finite number")
+    bad = _first_nonfinite(table, state)
     if bad is not None:
         raise fail(f"{path} holds non-finite values in {bad}: a run stopped at a non-finite loss keeps its last "
                    "good checkpoint, not this one")
@@ -89,9 +93,11 @@ def _first_nonfinite(state, prefix: str = "learner") -> str | None:
 # the names a run writes at its directory's top: each must be a file or directory of its own, never a link
 # what a run directory may hold: the run's files, and what every replay backend may make there (memory's snapshots
 # in replay/, redis-local's servers' files in redis/)
-RUN_ENTRIES = (RUN_FILES + ("checkpoint-nonfinite.pt", "wandb", "ray_warnings.log", ".lock", RECORD)
+BEST = "best.pt"  # the networks of the run's best evaluation so far (`beta_dqn.driver.checkpoints`)
+BEST_STATE = "best"  # what best.pt (and checkpoint.pt, for a resume) hold them under
+RUN_ENTRIES = (RUN_FILES + (BEST, "checkpoint-nonfinite.pt", "wandb", "ray_warnings.log", ".lock", RECORD)
                + tuple(entry for backend in REPLAY_BACKENDS.values() for entry in backend.entries))
-_OWN_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")  # the run's files at its top
+_OWN_FILES = RUN_FILES + (BEST, "checkpoint-nonfinite.pt", "ray_warnings.log")  # the run's files at its top
 
 
 class RunDirectory:
@@ -317,7 +323,7 @@ def write_checkpoint(out: Path, checkpoint: dict, name: str = "checkpoint.pt") -
     """`out/name`, written atomically (`outputs.write_atomically`): a crash leaves the last good one."""
     import torch  # (lazy: see `_wandb_id`)
 
-    earlier = (out / name).is_file()  # what the message may say is left
+    earlier = (out / "checkpoint.pt").is_file()  # what the message may say is left (best.pt's failure too)
     try:  # a full disk: OSError, or torch's RuntimeError ("unexpected pos …")
         write_atomically(out / name, lambda f: torch.save(checkpoint, f), "wb")
     except (OSError, RuntimeError) as e:

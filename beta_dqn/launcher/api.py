@@ -5,15 +5,16 @@ evaluation policy, evaluate it.
 
     run = train(env="CartPole-v1", algo="dqn", total_steps=20_000, runtime="serial", out="runs/cartpole")
     run.summary["final_eval"]["return_mean"], run.run_dir
-    agent = load("runs/cartpole")
-    action = agent.act(obs)                                  # the method's evaluation policy, greedy
+    agent = load("runs/cartpole")                            # or load(..., checkpoint="best"): its best evaluation's
+    action = agent.act(obs)                                  # the method's evaluation policy, greedy (or a batch)
+    agent.q_values(obs)                                      # Q(s, ·); β-DQN's β(· | s): agent.behaviour(obs)
     agent.evaluate(episodes=10, seed=0, video_dir="videos")  # scores; a video per episode where the env renders
 
 `train` takes the command line's settings as keywords (`total_steps=20_000` is `--total-steps 20000`) or as
 a `beta_dqn.configuration.fields.Config` (and `config="hp.toml"`: a `--config` file under them), runs one run as
 `python -m learner.main` does (the same checks, the same outputs in its directory) and returns its summary and
-directory. `load` reads a run directory's `checkpoint.pt` (tensors and plain data only: nothing is unpickled)
-on the CPU. The shell's form of `evaluate` is `python -m learner.evaluate RUN_DIR`.
+directory. `load` reads a run directory's `checkpoint.pt`, or its `best.pt` (tensors and plain data only: nothing
+is unpickled), on the CPU. The shell's form of `evaluate` is `python -m learner.evaluate RUN_DIR`.
 """
 
 from __future__ import annotations
@@ -113,8 +114,13 @@ def _check_type(name: str, value) -> None:
         raise ConfigError(name, f"{value!r}: give {' or '.join(words[a] for a in kinds(name))}")
 
 
-def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -> Agent:
-    """The agent of a run directory, as its last checkpoint left it (a finished run's: its final networks).
+CHECKPOINTS = ("last", "best")
+
+
+def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False, checkpoint: str = "last") -> Agent:
+    """The agent of a run directory: `checkpoint="last"`, as its last checkpoint left it (a finished run's: its final
+    networks; checkpoint.pt), or `"best"`, the networks of its best evaluation (the highest score, success rate or
+    return, of its evaluations so far; the earliest of a tie; best.pt). `Agent.env_steps` says where either stands.
 
     A run folder is data, not code: where the run's environment is a user module's (`module:Id`), `load` imports
     that module, which runs its code, only when you name it (`env="module:Id"`, the run's own) or trust the run
@@ -122,12 +128,18 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -
     MiniGrid, registered Gymnasium ids) need neither."""
     import torch  # (lazy: importing this module answers in a second)
 
+    from beta_dqn.driver.state import BEST, BEST_STATE
+
+    if checkpoint not in CHECKPOINTS:
+        raise ValueError(f"checkpoint={checkpoint!r}: give 'last' (checkpoint.pt) or 'best' (best.pt)")
     run_dir = Path(run_dir)
-    path = run_dir / "checkpoint.pt"
+    path = run_dir / ("checkpoint.pt" if checkpoint == "last" else BEST)
     if not path.is_file():
         raise ValueError(f"no checkpoint.pt in {str(run_dir)!r}: give a run's directory (a run writes one at its "
-                         "end and every --checkpoint-every env steps)")
-    ckpt, saved = read_checkpoint(path, ValueError)
+                         "end and every --checkpoint-every env steps)" if checkpoint == "last" else
+                         f"no {BEST} in {str(run_dir)!r}: a run writes it at its first evaluation with a score (runs "
+                         "made before best.pt existed have none); checkpoint='last' reads checkpoint.pt")
+    ckpt, saved = read_checkpoint(path, ValueError, "learner" if checkpoint == "last" else BEST_STATE)
     cfg = Config.of(**{k: v for k, v in saved.items() if k in FIELDS})
     check_run_code(path, cfg.env, env, trust_run)
     try:
@@ -138,15 +150,35 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False) -
 
     learner = Learner.solo(settings(LearnerSettings, cfg), spec, torch.device("cpu"))
     try:
-        learner.load_state_dict(ckpt["learner"])
-        weights = learner.weights()
-    except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as e:  # shapes, names, another method's
+        if checkpoint == "last":
+            learner.load_state_dict(ckpt["learner"])
+            weights = learner.weights()
+        else:  # the acting networks as evaluated, each parameter of the shape this method's network has
+            weights = _fitted(ckpt[BEST_STATE]["networks"], unflatten(learner.weights()))
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError, AttributeError) as e:  # shapes, names, ...
         reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
         raise ValueError(f"{path} does not fit {cfg.algo}'s networks on {spec.name} ({type(e).__name__}: "
                          f"{reason})") from None
     finally:
         learner.close()
-    return Agent(cfg, spec, weights, int(ckpt["counters"]["env_steps"]))
+    return Agent(cfg, spec, weights, int(ckpt["counters"]["env_steps"]), checkpoint)
+
+
+def _fitted(saved: dict, expected: dict) -> dict:
+    """best.pt's networks as numpy arrays, where they are exactly the networks `expected` names with their shapes;
+    else ValueError naming the first difference."""
+    if sorted(saved) != sorted(expected):
+        raise ValueError(f"it holds the networks {sorted(saved)}, the method's are {sorted(expected)}")
+    out = {}
+    for name, params in expected.items():
+        got = saved[name]
+        if not isinstance(got, dict) or sorted(got) != sorted(params):
+            raise ValueError(f"network {name} has other parameters than the method's")
+        for key, value in params.items():
+            if tuple(got[key].shape) != value.shape:
+                raise ValueError(f"{name}.{key} has shape {tuple(got[key].shape)}, the network's is {value.shape}")
+        out[name] = {key: got[key].numpy().astype(params[key].dtype) for key in params}
+    return out
 
 
 def check_run_code(path: Path, run_env, named: str | None, trust_run: bool) -> None:
@@ -165,25 +197,54 @@ def check_run_code(path: Path, run_env, named: str | None, trust_run: bool) -> N
 
 class Agent:
     """A trained run's evaluation policy (`Acting.evaluate`: β-DQN's pure exploitation, Bootstrapped DQN's
-    vote, greedy on Q for the others), on numpy copies of its networks, as the run's evaluator acts."""
+    vote, greedy on Q for the others), on numpy copies of its networks, as the run's evaluator acts. `checkpoint`:
+    which of the run's it was loaded from ("last" or "best"), `env_steps`: where that one stands."""
 
-    def __init__(self, config: Config, spec: EnvSpec, weights: dict, env_steps: int):
+    def __init__(self, config: Config, spec: EnvSpec, weights: dict, env_steps: int, checkpoint: str = "last"):
         from beta_dqn.configuration.flags import method_settings
 
-        self.config, self.spec, self.env_steps = config, spec, env_steps
+        self.config, self.spec, self.env_steps, self.checkpoint = config, spec, env_steps, checkpoint
         self._acting = acting(method_settings(config))
         self._nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}
         self._rng = np.random.default_rng(0)  # a vote's ties (Bootstrapped DQN), drawn as the evaluator draws
 
-    def act(self, obs) -> int:
-        """The action of the evaluation policy for one observation (greedy: no ε)."""
+    def act(self, obs) -> int | np.ndarray:
+        """The evaluation policy's action (greedy: no ε) for one observation (an int), or for a batch of them,
+        shape (N, *observation shape) (an int64 array of N actions)."""
+        batch, one = self._batch(obs)
+        values = self._acting.outputs(self._nets, batch)
+        actions = np.array([self._acting.evaluate("main", {k: v[i] for k, v in values.items()}, self._rng)
+                            for i in range(len(batch))], dtype=np.int64)
+        return int(actions[0]) if one else actions
+
+    def q_values(self, obs) -> np.ndarray:
+        """Q(s, ·) of the run's Q network, for one observation (shape (actions,)) or a batch ((N, actions));
+        Bootstrapped DQN's every head ((heads, actions), (N, heads, actions))."""
+        batch, one = self._batch(obs)
+        q = self._acting.outputs(self._nets, batch)["q"]
+        return q[0] if one else q
+
+    def behaviour(self, obs) -> np.ndarray:
+        """β-DQN's behaviour function β(· | s), the probability the replay's data took each action in s, for one
+        observation (shape (actions,)) or a batch ((N, actions)); ValueError for a method that learns none."""
+        if "beta" not in self._nets:
+            raise ValueError(f"behaviour(): {self.config.algo} learns no behaviour function β (β-DQN does)")
+        batch, one = self._batch(obs)
+        beta = self._acting.outputs(self._nets, batch)["beta"]
+        return beta[0] if one else beta
+
+    def _batch(self, obs) -> tuple[np.ndarray, bool]:
+        """`obs` as a batch, and whether it was one observation; ValueError (one line) for another shape, an
+        empty batch, or a NaN or infinity."""
         obs = np.asarray(obs)
-        if obs.shape != self.spec.obs_shape:
-            raise ValueError(f"an observation of shape {obs.shape}; {self.spec.name} gives {self.spec.obs_shape}")
+        shape = self.spec.obs_shape
+        one = obs.shape == shape
+        if not one and not (obs.shape[1:] == shape and len(obs) > 0):
+            raise ValueError(f"an observation of shape {obs.shape}; {self.spec.name} gives {shape} (a batch of N: "
+                             f"{(obs.shape[0] if obs.ndim == len(shape) + 1 else 'N',) + shape}, N ≥ 1)")
         if np.issubdtype(obs.dtype, np.number) and not np.isfinite(obs).all():
             raise ValueError(f"an observation with nan or inf in it; {self.spec.name} gives finite ones")
-        values = self._acting.outputs(self._nets, obs[None])
-        return int(self._acting.evaluate("main", {k: v[0] for k, v in values.items()}, self._rng))
+        return (obs[None] if one else obs), one
 
     def evaluate(self, episodes: int = 10, seed: int = 0, video_dir: str | Path | None = None,
                  epsilon: float | None = None) -> dict:

@@ -1,6 +1,7 @@
-"""`python -m learner.evaluate RUN_DIR`: a run's evaluation policy, from its last checkpoint, for N episodes.
+"""`python -m learner.evaluate RUN_DIR`: a run's evaluation policy, from its last (or best) checkpoint, for N episodes.
 
     python -m learner.evaluate runs/CartPole-v1_dqn_s0 --episodes 10
+    python -m learner.evaluate runs/CartPole-v1_dqn_s0 --checkpoint best   # the networks of its best evaluation
     python -m learner.evaluate runs/CartPole-v1_dqn_s0 --episodes 3 --video videos/cartpole   # where it renders
 
 The same as `beta_dqn.load(RUN_DIR).evaluate(...)`: ε as the run's own evaluations (`--eval-epsilon`)
@@ -22,7 +23,10 @@ PROG = "python -m learner.evaluate"
 
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run's directory (its checkpoint.pt)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run's directory (its checkpoint.pt, or best.pt)")
+    p.add_argument("--checkpoint", choices=("last", "best"), default="last",
+                   help="last: the run's last checkpoint (checkpoint.pt, a finished run's final networks); best: the "
+                        "networks of its best evaluation so far (best.pt: the highest score, the earliest of a tie)")
     p.add_argument("--episodes", type=int, default=10, help="episodes to play (default: 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the environment and of ε's draws (default: 0)")
     p.add_argument("--epsilon", type=float, default=None, help="probability of a uniform action (default: the "
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from beta_dqn.launcher.api import load  # (after the command line: torch's import takes seconds)
 
     try:
-        agent = load(args.run_dir, env=args.env, trust_run=args.trust_run)
+        agent = load(args.run_dir, env=args.env, trust_run=args.trust_run, checkpoint=args.checkpoint)
         result = agent.evaluate(episodes=args.episodes, seed=args.seed, video_dir=args.video, epsilon=args.epsilon)
     except ValueError as e:  # ConfigError too: an unreadable run, a bad number, a video that cannot be made
         return user_error(PROG, str(e))
@@ -57,11 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.json:
         print(json.dumps({"run_dir": args.run_dir, "env": agent.spec.name, "algo": agent.config.algo,
-                          "env_steps": agent.env_steps, **result}, indent=2))
+                          "checkpoint": agent.checkpoint, "env_steps": agent.env_steps, **result}, indent=2))
         return 0
     success = "" if result["success_rate"] is None else f", success {result['success_rate']:.2f}"
     video = f"; video in {result['video_dir']}" if "video_dir" in result else ""
-    print(f"{agent.config.algo} on {agent.spec.name} after {agent.env_steps:,} env steps: return "
+    which = " (its best evaluation's networks)" if agent.checkpoint == "best" else ""
+    print(f"{agent.config.algo} on {agent.spec.name} after {agent.env_steps:,} env steps{which}: return "
           f"{result['return_mean']:.2f} ± {result['return_std']:.2f} over {result['episodes']} episodes{success}"
           f"{video}")
     return 0
