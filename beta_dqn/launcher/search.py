@@ -20,8 +20,9 @@ score; `best` reads the results:
     print(best(tuner.fit()))
 
 The score is a run's last evaluation (success rate on CliffWalk and MiniGrid, the return elsewhere: the
-report's). Tune is the `tune` extra (`pip install -e ".[tune]"`). A trial reports once, at its run's end: a
-scheduler that stops trials early (ASHA) has nothing to compare before then.
+report's). Tune is the `tune` extra (`pip install -e ".[tune]"`). A trial reports each evaluation as its run
+writes it, so a scheduler can stop a trial early (`--scheduler asha`, or any of Tune's from Python); a trial it
+stops is counted and left out of the means.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -70,29 +72,73 @@ def _flags(config: dict) -> dict:
     return flags
 
 
-def trainable(config: dict) -> dict:
+def trainable(config: dict) -> None:
     """Tune's trainable: one serial run of `python -m learner.main` with the trial's flags, in a folder of the
-    trial's directory named as it (a report names a run by its folder); its final score (`score`), the metric's
-    name and the run's directory. A run that fails fails the trial, with the run's last line of error."""
+    trial's directory named as it (a report names a run by its folder). It reports each evaluation as the run
+    writes it (`score`, `env_steps`, `final: False`: what a scheduler such as ASHA compares, and may stop the
+    trial on), then the run's final score (`final: True`), the metric's name and the run's directory. A run that
+    fails fails the trial, with the run's last line of error; a trial stopped (by a scheduler, or the search's end)
+    stops its run."""
+    from ray import tune
+
     flags = {"wandb": "disabled", **_flags(config), "progress": False, "json": True}
     flags["runtime"] = "serial"  # a trial is one process; Tune places the trials
     trial_dir = Path(_trial_dir())
-    flags["out"] = str(trial_dir / trial_dir.name)
+    out = trial_dir / trial_dir.name
+    flags["out"] = str(out)
     argv = [a for name, value in flags.items() if value is not None for a in (cli_name(name), flag_text(value))]
     # in the directory the search started from (Tune moves a trial into its own): a relative path, or a
     # module of `--env module:Id`, reads as the command line meant it (on one machine: on a cluster's other
     # nodes, Tune's directory for the trial there)
     cwd = os.environ.get("TUNE_ORIG_WORKING_DIR") or os.getcwd()
-    done = subprocess.run([sys.executable, "-m", "learner.main", *argv], capture_output=True, text=True, cwd=cwd)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise RuntimeError(f"{MAIN_PROG} exited {done.returncode}: {last}")
-    summary = json.loads(done.stdout)
-    env = summary.get("env") or flags.get("env") or FIELDS["env"].default
-    name = metric(env)
+    name = metric(flags.get("env") or FIELDS["env"].default)
+    total = int(flags.get("total_steps") or FIELDS["total_steps"].default)
+    said = [trial_dir / "run.stdout", trial_dir / "run.stderr"]  # (files: a pipe left unread could fill and stall)
+    with open(said[0], "w") as stdout, open(said[1], "w") as stderr:
+        run = subprocess.Popen([sys.executable, "-m", "learner.main", *argv], stdout=stdout, stderr=stderr,
+                               text=True, cwd=cwd)
+    seen = 0
+    try:
+        while run.poll() is None:
+            time.sleep(POLL_S)
+            for row in _new_evaluations(out / "evals.csv", seen):
+                seen += 1
+                if row["env_steps"] < total:  # (the last is the run's final score, reported below)
+                    tune.report({"score": row[name], "metric": name, "env_steps": row["env_steps"],
+                                 "run_dir": str(out), "final": False})
+    finally:
+        if run.poll() is None:  # the trial stopped (a scheduler, the search's end): its run stops with it
+            run.kill()
+            run.wait()
+    if run.returncode != 0:
+        last = (said[1].read_text(errors="replace").strip().splitlines() or ["(no message)"])[-1]
+        raise RuntimeError(f"{MAIN_PROG} exited {run.returncode}: {last}")
+    summary = json.loads(said[0].read_text())
     score = (summary.get("final_eval") or {}).get(name)
-    return {"score": float("nan") if score is None else float(score), "metric": name, "run_dir": flags["out"],
-            "env_steps": summary.get("env_steps")}
+    tune.report({"score": float("nan") if score is None else float(score), "metric": name, "run_dir": str(out),
+                 "env_steps": summary.get("env_steps"), "final": True})
+
+
+POLL_S = 2.0  # how often a trial looks for its run's new evaluations
+
+
+def _new_evaluations(path: Path, seen: int) -> list[dict]:
+    """The rows of a run's evals.csv after its first `seen`, whole lines only (the run may be writing the next),
+    each with its env steps as a number and its scores as floats (NaN where empty)."""
+    try:
+        text = path.read_text()
+    except OSError:  # not written yet
+        return []
+    lines = text.splitlines(keepends=True)
+    whole = [line for line in lines if line.endswith("\n")]
+    if len(whole) <= 1 + seen:
+        return []
+    header = whole[0].strip().split(",")
+    rows = []
+    for line in whole[1 + seen:]:
+        values = dict(zip(header, line.strip().split(","), strict=False))
+        rows.append({k: (int(v) if k == "env_steps" else float(v) if v else float("nan")) for k, v in values.items()})
+    return rows
 
 
 def _trial_dir() -> str:
@@ -104,17 +150,22 @@ def _trial_dir() -> str:
 def best(results) -> list[dict]:
     """For each environment and method, the searched values (the flags whose value differs between its
     trials, failed ones included, but the seed) with the best mean score over their trials' seeds; trials that
-    failed or scored NaN are counted and left out (the best of those that survived is named by its values).
+    failed or scored NaN are counted and left out (the best of those that survived is named by its values), and
+    so are trials a scheduler stopped before their run's end (their last report is not final: `stopped`).
     `results`: Tune's ResultGrid, or (config, score) pairs."""
     pairs = []
     every: list[tuple[tuple, dict]] = []  # every trial's (env, method) and flags, failed ones too
     failed: defaultdict[tuple, int] = defaultdict(int)
+    stopped: defaultdict[tuple, int] = defaultdict(int)
     for result in results:
         config, score = ((result.config, (result.metrics or {}).get("score")) if hasattr(result, "config")
                          else result)
         flags = _flags(config)
         key = (canonical_name(flags.get("env", FIELDS["env"].default)), flags.get("algo", FIELDS["algo"].default))
         every.append((key, flags))
+        if getattr(result, "error", None) is None and (getattr(result, "metrics", None) or {}).get("final") is False:
+            stopped[key] += 1
+            continue
         if getattr(result, "error", None) is not None or score is None or not math.isfinite(score):
             failed[key] += 1
             continue
@@ -132,7 +183,7 @@ def best(results) -> list[dict]:
         values = tuple(sorted((k, json.dumps(flags[k], sort_keys=True)) for k in searched[key]))
         groups[key][values].append(score)
     rows = []
-    for key in sorted(set(groups) | set(failed)):
+    for key in sorted(set(groups) | set(failed) | set(stopped)):
         # (fsum over the sorted scores: the same scores in another order give the same mean)
         candidates = sorted(((math.fsum(sorted(s)) / len(s), len(s), values) for values, s in
                              groups.get(key, {}).items()), key=lambda c: (-c[0], -c[1], c[2]))
@@ -144,13 +195,13 @@ def best(results) -> list[dict]:
         rows.append({"env": key[0], "algo": key[1], "best": {k: json.loads(v) for k, v in values},
                      "tied": [{k: json.loads(v) for k, v in c[2]} for c in tied[1:]],
                      "score": mean, "seeds": n, "candidates": len(candidates), "failed": failed.get(key, 0),
-                     "runner_up": below[0] if below else None})
+                     "stopped": stopped.get(key, 0), "runner_up": below[0] if below else None})
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| env | method | best | mean score | seeds | runner-up | configurations | failed trials |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| env | method | best | mean score | seeds | runner-up | configurations | failed trials "
+             "| stopped early |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         best_text = " ".join(f"{cli_name(k)} {flag_text(v)}" for k, v in r["best"].items()) or "(one configuration)"
         if r.get("tied"):
@@ -159,7 +210,7 @@ def table(rows: list[dict]) -> str:
                 for values in [r["best"], *r["tied"]])
         up = "" if r["runner_up"] is None else f"{r['runner_up']:.3f}"
         lines.append(f"| {r['env']} | {r['algo']} | {best_text} | {r['score']:.3f} | {r['seeds']} | {up} | "
-                     f"{r['candidates']} | {r['failed']} |")
+                     f"{r['candidates']} | {r['failed']} | {r.get('stopped', 0)} |")
     return "\n".join(lines)
 
 
@@ -209,12 +260,20 @@ def main(argv: list[str] | None = None) -> int:
                       f"Every flag of {MAIN_PROG} is taken (python -m learner.main --help).", add_help=True)
     p.add_argument("--cpus", type=int, default=0, help="trials at once (default: this machine's cores; on a "
                                                       "cluster, --address or RAY_ADDRESS, as its CPUs allow)")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="fifo",
+                   help="fifo: every trial runs to its end (default); asha: Tune's ASHA stops the trials whose "
+                        "evaluations fall behind the others' (one --env and one --algo a search: it compares every "
+                        "trial with every other), their runs left unfinished and out of the means")
+    p.add_argument("--asha-grace", type=int, default=2, metavar="N",
+                   help="with --scheduler asha: evaluations every trial makes before it may be stopped (default 2)")
     own, rest = p.parse_known_args(argv)
     if own.cpus < 0:
         return user_error(PROG, f"--cpus {own.cpus}: give 0 (this machine's cores) or more")
+    if own.asha_grace < 1:
+        return user_error(PROG, f"--asha-grace {own.asha_grace}: give 1 evaluation or more")
     try:
         with _quiet_tune():
-            return _search(own.cpus, rest)
+            return _search(own.cpus, rest, own.scheduler, own.asha_grace)
     except KeyboardInterrupt:  # while planning, starting the cluster or writing the result (`fit`'s is its own)
         print(f"{PROG}: interrupted while no trial was running", file=sys.stderr)
         return 130
@@ -242,10 +301,11 @@ def _quiet_tune():
             logging.getLogger(name).setLevel(level)
 
 
-def _search(cpus_asked: int, rest: list[str]) -> int:
+def _search(cpus_asked: int, rest: list[str], scheduler: str = "fifo", grace: int = 2) -> int:
     try:
         out, trials, args = _plan(rest)
         from ray import tune
+        chosen = _scheduler(scheduler, grace, trials)
     except ConfigError as e:
         return user_error(PROG, str(e))
     except ImportError:
@@ -263,7 +323,7 @@ def _search(cpus_asked: int, rest: list[str]) -> int:
     try:
         tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}),
                            param_space={"flags": tune.grid_search(trials)},
-                           tune_config=tune.TuneConfig(max_concurrent_trials=cpus,
+                           tune_config=tune.TuneConfig(max_concurrent_trials=cpus, scheduler=chosen,
                                                        trial_dirname_creator=lambda t: trial_name(t.config["flags"])),
                            run_config=tune.RunConfig(storage_path=str(out.parent), name=out.name, verbose=0))
         results = tuner.fit()
@@ -289,6 +349,32 @@ def _search(cpus_asked: int, rest: list[str]) -> int:
         print(f"\n{len(trials)} trials in {out} (best.json; each trial's run in its folder, named as it; "
               f"python -m learner.report {out} compares them)")
     return 0 if all(r["failed"] == 0 for r in rows) else 1
+
+
+SCHEDULERS = ("fifo", "asha")
+
+
+def _scheduler(name: str, grace: int, trials: list[dict]):
+    """Tune's scheduler for `--scheduler` (None: Tune's FIFO, every trial to its end). ASHA over the trials'
+    reports (`trainable`'s: an evaluation each, the last the final score), stopping the worst at each rung from
+    `grace` reports on; refused where the trials span environments or methods, whose scores it would compare."""
+    if name == "fifo":
+        return None
+    from ray.tune.schedulers import ASHAScheduler
+
+    kinds = sorted({(canonical_name(t["env"]), t["algo"]) for t in trials})
+    if len(kinds) > 1:
+        named = ", ".join(f"{e} {a}" for e, a in kinds[:3]) + (" …" if len(kinds) > 3 else "")
+        raise ConfigError("scheduler", f"asha: the trials span {len(kinds)} environments and methods ({named}); "
+                                       "ASHA compares every trial with every other: search one --env and one "
+                                       "--algo at a time")
+    reports = max(-(-int(t.get("total_steps", FIELDS["total_steps"].default))
+                    // int(t.get("eval_every", FIELDS["eval_every"].default))) for t in trials)
+    if reports <= grace:
+        raise ConfigError("scheduler", f"asha: a trial makes {reports} evaluations, none after --asha-grace {grace}; "
+                                       "nothing would be compared before the end (more evaluations: --eval-every)")
+    return ASHAScheduler(time_attr="training_iteration", metric="score", mode="max", max_t=reports,
+                         grace_period=grace, reduction_factor=3)
 
 
 def _last_line(error: BaseException) -> str:
