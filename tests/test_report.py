@@ -1221,6 +1221,12 @@ def test_figures_for_a_paper_pdf_svg_dpi_one_colour_scale_and_identical_curves_s
     text = (tmp_path / "svg" / "report.md").read_text()
     assert "![learning curves](curves_CliffWalk.svg)" in text and "--format svg --dpi 300" in text
     assert "stroke-dasharray" in (tmp_path / "svg" / "curves_CliffWalk.svg").read_text()
+    # the same runs, the same SVG, in another process too (no random salt in its ids, no date)
+    again = subprocess.run([sys.executable, "-m", "learner.report", str(runs), "--out", str(tmp_path / "svg2"),
+                            "--format", "svg", "--dpi", "300"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    for name in ("curves_CliffWalk.svg", "visits_CliffWalk.svg"):
+        assert (tmp_path / "svg" / name).read_bytes() == (tmp_path / "svg2" / name).read_bytes(), name
     # a PNG at 300 dpi is three times as wide as at 100
     assert report_main([str(runs), "--out", str(tmp_path / "png300"), "--dpi", "300"]) == 0
     assert report_main([str(runs), "--out", str(tmp_path / "png100")]) == 0

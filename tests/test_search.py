@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from beta_dqn.configuration.flags import ConfigError
 from beta_dqn.launcher.search import best, main, table
 from tests.terminal import python_module
 
@@ -218,13 +219,16 @@ from beta_dqn.launcher.search import best, trainable
 class StopTheSlowLearner(FIFOScheduler):
     """Stops the trial of lr 1e-6 at its first report (an evaluation mid-run), lets the other run to its end."""
     def on_trial_result(self, tune_controller, trial, result):
-        seen.append((trial.config["lr"], result["final"], result["env_steps"]))
-        return TrialScheduler.STOP if trial.config["lr"] == 1e-6 else TrialScheduler.CONTINUE
+        lr = trial.config["flags"]["lr"]
+        seen.append((lr, result["final"], result["env_steps"]))
+        return TrialScheduler.STOP if lr == 1e-6 else TrialScheduler.CONTINUE
 
 seen = []
-tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}), param_space={
-    "env": "CliffWalk", "algo": "dqn", "lr": tune.grid_search([1e-3, 1e-6]), "seed": 0, "total_steps": 3000,
-    "learning_starts": 200, "eval_every": 1000, "eval_episodes": 2, "actors": 1, "envs_per_actor": 1},
+common = {"env": "CliffWalk", "algo": "dqn", "seed": 0, "learning_starts": 200, "eval_every": 1000,
+          "eval_episodes": 2, "actors": 1, "envs_per_actor": 1}
+# the trial to be stopped is long (it cannot end before the STOP reaches it, however loaded the machine)
+tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}), param_space={"flags": tune.grid_search([
+    {**common, "lr": 1e-3, "total_steps": 3000}, {**common, "lr": 1e-6, "total_steps": 200_000}])},
     tune_config=tune.TuneConfig(scheduler=StopTheSlowLearner(), max_concurrent_trials=2),
     run_config=tune.RunConfig(storage_path=sys.argv[1], name="s", verbose=0))
 print(json.dumps({"seen": seen, "best": best(tuner.fit())}))
@@ -247,31 +251,38 @@ def test_a_scheduler_stops_a_trial_on_its_runs_evaluations_and_its_run_with_it(t
     assert [s for s in said["seen"] if s[0] == 1e-6] == [[1e-6, False, 1000]]
     kept = [s for s in said["seen"] if s[0] == 1e-3]
     assert [s[2] for s in kept] == [1000, 2000, 3000] and [s[1] for s in kept] == [False, False, True]
-    [row] = said["best"]  # (named by the value its trials differ in, the stopped one's too)
-    assert (row["stopped"], row["failed"], row["candidates"], row["best"]) == (1, 0, 1, {"lr": 1e-3})
+    [row] = said["best"]  # (named by the values its trials differ in, the stopped one's too)
+    assert (row["stopped"], row["failed"], row["candidates"]) == (1, 0, 1)
+    assert row["best"] == {"lr": 1e-3, "total_steps": 3000}
     [stopped] = [p.parent for p in tmp_path.glob("s/*/*/config.json") if json.loads(p.read_text())["lr"] == 1e-6]
-    assert not (stopped / "summary.json").exists() and len((stopped / "evals.csv").read_text().splitlines()) < 4
+    assert not (stopped / "summary.json").exists() and len((stopped / "evals.csv").read_text().splitlines()) < 50
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(stopped) in " ".join(p.info["cmdline"] or [])]
 
 
-def test_asha_is_configured_from_the_trials_and_refused_across_environments_or_methods(capsys, tmp_path):
+def test_asha_is_configured_from_the_trials_and_refused_across_environments_methods_or_lengths(capsys, tmp_path):
     from beta_dqn.launcher.search import _scheduler
 
     trials = [{"env": "CliffWalk", "algo": "dqn", "lr": lr, "seed": 0, "total_steps": 10_000, "eval_every": 2_000}
               for lr in (1e-3, 3e-4)]
     asha = _scheduler("asha", 2, trials)
-    # five evaluations a trial (every 2,000 of 10,000 steps): a rung at the second, the worst two thirds stopped there
-    assert (asha._max_t, asha._reduction_factor, asha._metric, asha._mode) == (5, 3, "score", "max")
-    assert [milestone for milestone, _ in asha._brackets[0]._rungs] == [2]
+    # by env steps: a rung at the second evaluation (4,000), the worst two thirds stopped there, up to the end
+    assert (asha._max_t, asha._reduction_factor, asha._metric, asha._mode, asha._time_attr) == (
+        10_000, 3, "score", "max", "env_steps")
+    assert [milestone for milestone, _ in asha._brackets[0]._rungs] == [4_000]
     assert _scheduler("fifo", 2, trials) is None
+    with pytest.raises(ConfigError, match="differ in --total-steps or --eval-every"):
+        _scheduler("asha", 2, [trials[0], {**trials[1], "eval_every": 1_000}])
     assert main(["--env", "CliffWalk", "--algo", "dqn,beta_dqn", "--seeds", "0-1", "--scheduler", "asha",
                  "--out", str(tmp_path / "a")]) == 2
     assert capsys.readouterr().err == (
-        "python -m learner.search: error: --scheduler: asha: the trials span 2 environments and methods (CliffWalk "
-        "beta_dqn, CliffWalk dqn); ASHA compares every trial with every other: search one --env and one --algo at a "
-        "time\n")
+        "python -m learner.search: error: --scheduler: asha: the trials span 2 (environment, method) pairs "
+        "(CliffWalk beta_dqn, CliffWalk dqn); ASHA compares every trial with every other: search one --env and one "
+        "--algo at a time\n")
     assert main(["--env", "CliffWalk", "--seeds", "0-1", "--scheduler", "asha", "--total-steps", "4000",
                  "--eval-every", "2000", "--out", str(tmp_path / "b")]) == 2
-    assert "asha: a trial makes 2 evaluations, none after --asha-grace 2" in capsys.readouterr().err
-    assert main(["--env", "CliffWalk", "--seeds", "0-1", "--asha-grace", "0"]) == 2
+    assert "asha: a trial evaluates every 2,000 of its 4,000 env steps, none after --asha-grace 2" in \
+        capsys.readouterr().err
+    assert main(["--env", "CliffWalk", "--seeds", "0-1", "--scheduler", "asha", "--asha-grace", "0"]) == 2
     assert "--asha-grace 0: give 1 evaluation or more" in capsys.readouterr().err
+    assert main(["--env", "CliffWalk", "--seeds", "0-1", "--asha-grace", "3"]) == 2
+    assert "--asha-grace 3: it is ASHA's; give --scheduler asha with it" in capsys.readouterr().err

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from beta_dqn.configuration.compat import CHECKPOINT_FORMAT
 from beta_dqn.configuration.flags import ConfigError, OutputError
 from beta_dqn.driver.outputs import NonFiniteLoss
 from beta_dqn.driver.state import BEST, BEST_STATE, RunDirectory, RunState, write_checkpoint
+from beta_dqn.files import Written
 from learner.methods.numpy_net import unflatten
 from replay_service.client import ReplaySampler
 
@@ -45,6 +47,8 @@ class Checkpointer:
             return False
         if self.best is not None and score <= self.best["score"]:
             return False
+        if not all(np.isfinite(values).all() for params in unflatten(weights).values() for values in params.values()):
+            return False  # (a GPU checks the loss every --publish-every updates: non-finite weights never count)
         networks = {name: {key: torch.tensor(value) for key, value in params.items()}
                     for name, params in unflatten(weights).items()}
         self.best = {"env_steps": int(result["env_steps"]), "metric": self.metric, "score": float(score),
@@ -82,13 +86,14 @@ class Checkpointer:
             raise ConfigError("resume", f"the replay snapshot of {self.out / 'checkpoint.pt'} cannot be read "
                                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); the run "
                                         "cannot continue exactly without it") from None
-        # the best of the evaluations the checkpoint keeps: best.pt as it was then (one written after it is of
-        # evaluations this resume takes again, so it goes)
-        self.best = ckpt.get(BEST_STATE)
+        self.best = ckpt.get(BEST_STATE)  # the best of the evaluations the checkpoint keeps (`settle_best`)
+
+    def settle_best(self) -> None:
+        """A resumed run, as it starts: best.pt as the checkpoint left it (one written after it is of evaluations
+        this resume takes again, so it goes; a checkpoint from before best.pt existed keeps none)."""
         if self.best is not None:
             self._write_best()
-        elif (self.out / BEST).is_file():
-            self.directory.record(BEST)
+        elif BEST in Written.read(self.out) and (self.out / BEST).is_file():
             (self.out / BEST).unlink()
 
     def save(self, wall: float) -> None:

@@ -208,6 +208,8 @@ class Run:
         """Every actor up before the first chunk: a process that starts while the learner is already updating
         starts slowly on a busy machine and then acts on weights that are long out of date."""
         backend, actors = self.backend, self.parts.actors
+        if self.resumed is not None:
+            self.checkpoints.settle_best()
         backend.get([backend.call(a, "ready") for a in actors])
         self.clock.actors_ready()
         if backend.concurrent:  # where the parts run (a grid on a cluster reports it)

@@ -65,11 +65,15 @@ def read_checkpoint(path: Path, fail, state: str = "learner") -> tuple[dict, dic
                    if isinstance(counters, dict) and "env_steps" in counters else
                    f"{path} is damaged: it has no env_steps counter")
     table = ckpt.get(state)
-    if not isinstance(table, dict) or (state == BEST_STATE and not isinstance(table.get("networks"), dict)):
+    if not isinstance(table, dict):
         raise fail(f"{path} is damaged: it has no {'networks' if state == BEST_STATE else 'learner state'}")
-    if state == BEST_STATE and (not isinstance(table.get("score"), float) or not math.isfinite(table["score"])):
-        raise fail(f"{path} is damaged: its score is {table.get('score')!r}, not a finite number")
-    bad = _first_nonfinite(table, state)
+    best = ckpt.get(BEST_STATE)  # best.pt's; checkpoint.pt's copy of it (a resume writes best.pt from it)
+    if best is not None and not (isinstance(best, dict) and isinstance(best.get("networks"), dict)
+                                 and isinstance(best.get("env_steps"), int) and isinstance(best.get("score"), float)
+                                 and math.isfinite(best["score"])):
+        raise fail(f"{path} is damaged: its best evaluation's record is not networks, env steps and a finite score")
+    bad = _first_nonfinite(table, state) or (None if best is None or state == BEST_STATE
+                                             else _first_nonfinite(best, BEST_STATE))
     if bad is not None:
         raise fail(f"{path} holds non-finite values in {bad}: a run stopped at a non-finite loss keeps its last "
                    "good checkpoint, not this one")
@@ -97,7 +101,9 @@ BEST = "best.pt"  # the networks of the run's best evaluation so far (`beta_dqn.
 BEST_STATE = "best"  # what best.pt (and checkpoint.pt, for a resume) hold them under
 RUN_ENTRIES = (RUN_FILES + (BEST, "checkpoint-nonfinite.pt", "wandb", "ray_warnings.log", ".lock", RECORD)
                + tuple(entry for backend in REPLAY_BACKENDS.values() for entry in backend.entries))
-_OWN_FILES = RUN_FILES + (BEST, "checkpoint-nonfinite.pt", "ray_warnings.log")  # the run's files at its top
+# the run's files at its top, removed by name for a run with no record (an earlier version's, which wrote no best.pt:
+# one there is a user's)
+_OWN_FILES = RUN_FILES + ("checkpoint-nonfinite.pt", "ray_warnings.log")
 
 
 class RunDirectory:
@@ -235,6 +241,8 @@ def _check_own_directory(out: Path) -> None:
                                  "a directory of the run's own (default runs/<env>_<algo>_s<seed>)")
     if out.is_dir():
         other = sorted(p.name for p in out.iterdir() if p.name not in RUN_ENTRIES and not _temp_of_an_entry(p.name))
+        if (out / BEST).exists() and BEST not in Written.read(out):  # a best.pt no run of ours recorded: a user's
+            other = sorted([*other, BEST])
         if other:
             raise ConfigError("out", f"{out} holds other files ({other[0]!r}{' …' if len(other) > 1 else ''}): a run "
                                      "writes into a directory of its own; give a new or empty one")

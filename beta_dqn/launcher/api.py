@@ -138,7 +138,8 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False, c
         raise ValueError(f"no checkpoint.pt in {str(run_dir)!r}: give a run's directory (a run writes one at its "
                          "end and every --checkpoint-every env steps)" if checkpoint == "last" else
                          f"no {BEST} in {str(run_dir)!r}: a run writes it at its first evaluation with a score (runs "
-                         "made before best.pt existed have none); checkpoint='last' reads checkpoint.pt")
+                         "made before best.pt existed have none); the last checkpoint, checkpoint.pt, has its "
+                         "final networks")
     ckpt, saved = read_checkpoint(path, ValueError, "learner" if checkpoint == "last" else BEST_STATE)
     cfg = Config.of(**{k: v for k, v in saved.items() if k in FIELDS})
     check_run_code(path, cfg.env, env, trust_run)

@@ -34,7 +34,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -51,6 +50,8 @@ from replay_service.backends import masked
 
 PROG = "python -m learner.search"
 NOT_SEARCHED = ("env", "algo", "seed", "out", "grid", "variant", "progress", "json", "wandb", "runtime")
+SCHEDULERS = ("fifo", "asha")
+ASHA_GRACE = 2  # evaluations every trial makes before ASHA may stop it
 
 
 def _flags(config: dict) -> dict:
@@ -99,8 +100,13 @@ def trainable(config: dict) -> None:
                                text=True, cwd=cwd)
     seen = 0
     try:
-        while run.poll() is None:
-            time.sleep(POLL_S)
+        ended = False
+        while not ended:
+            try:
+                run.wait(timeout=POLL_S)
+                ended = True  # (its last evaluations are read once more, below: none is left unreported)
+            except subprocess.TimeoutExpired:
+                pass
             for row in _new_evaluations(out / "evals.csv", seen):
                 seen += 1
                 if row["env_steps"] < total:  # (the last is the run's final score, reported below)
@@ -264,13 +270,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="fifo: every trial runs to its end (default); asha: Tune's ASHA stops the trials whose "
                         "evaluations fall behind the others' (one --env and one --algo a search: it compares every "
                         "trial with every other), their runs left unfinished and out of the means")
-    p.add_argument("--asha-grace", type=int, default=2, metavar="N",
+    p.add_argument("--asha-grace", type=int, default=ASHA_GRACE, metavar="N",
                    help="with --scheduler asha: evaluations every trial makes before it may be stopped (default 2)")
     own, rest = p.parse_known_args(argv)
     if own.cpus < 0:
         return user_error(PROG, f"--cpus {own.cpus}: give 0 (this machine's cores) or more")
     if own.asha_grace < 1:
         return user_error(PROG, f"--asha-grace {own.asha_grace}: give 1 evaluation or more")
+    if own.asha_grace != ASHA_GRACE and own.scheduler != "asha":
+        return user_error(PROG, f"--asha-grace {own.asha_grace}: it is ASHA's; give --scheduler asha with it")
     try:
         with _quiet_tune():
             return _search(own.cpus, rest, own.scheduler, own.asha_grace)
@@ -301,7 +309,7 @@ def _quiet_tune():
             logging.getLogger(name).setLevel(level)
 
 
-def _search(cpus_asked: int, rest: list[str], scheduler: str = "fifo", grace: int = 2) -> int:
+def _search(cpus_asked: int, rest: list[str], scheduler: str = "fifo", grace: int = ASHA_GRACE) -> int:
     try:
         out, trials, args = _plan(rest)
         from ray import tune
@@ -351,13 +359,12 @@ def _search(cpus_asked: int, rest: list[str], scheduler: str = "fifo", grace: in
     return 0 if all(r["failed"] == 0 for r in rows) else 1
 
 
-SCHEDULERS = ("fifo", "asha")
-
 
 def _scheduler(name: str, grace: int, trials: list[dict]):
     """Tune's scheduler for `--scheduler` (None: Tune's FIFO, every trial to its end). ASHA over the trials'
-    reports (`trainable`'s: an evaluation each, the last the final score), stopping the worst at each rung from
-    `grace` reports on; refused where the trials span environments or methods, whose scores it would compare."""
+    reports (`trainable`'s: an evaluation each, then the final score) by env steps, its first rung after `grace`
+    evaluations, up to the run's length; refused where the trials span environments or methods (whose scores it
+    would compare) or differ in their length or evaluation interval (whose rungs would not line up)."""
     if name == "fifo":
         return None
     from ray.tune.schedulers import ASHAScheduler
@@ -365,16 +372,21 @@ def _scheduler(name: str, grace: int, trials: list[dict]):
     kinds = sorted({(canonical_name(t["env"]), t["algo"]) for t in trials})
     if len(kinds) > 1:
         named = ", ".join(f"{e} {a}" for e, a in kinds[:3]) + (" …" if len(kinds) > 3 else "")
-        raise ConfigError("scheduler", f"asha: the trials span {len(kinds)} environments and methods ({named}); "
+        raise ConfigError("scheduler", f"asha: the trials span {len(kinds)} (environment, method) pairs ({named}); "
                                        "ASHA compares every trial with every other: search one --env and one "
                                        "--algo at a time")
-    reports = max(-(-int(t.get("total_steps", FIELDS["total_steps"].default))
-                    // int(t.get("eval_every", FIELDS["eval_every"].default))) for t in trials)
-    if reports <= grace:
-        raise ConfigError("scheduler", f"asha: a trial makes {reports} evaluations, none after --asha-grace {grace}; "
-                                       "nothing would be compared before the end (more evaluations: --eval-every)")
-    return ASHAScheduler(time_attr="training_iteration", metric="score", mode="max", max_t=reports,
-                         grace_period=grace, reduction_factor=3)
+    spans = {(int(t.get("total_steps", FIELDS["total_steps"].default)),
+              int(t.get("eval_every", FIELDS["eval_every"].default))) for t in trials}
+    if len(spans) > 1:
+        raise ConfigError("scheduler", "asha: the trials differ in --total-steps or --eval-every; ASHA compares "
+                                       "them at the same env steps: search those in a search of their own")
+    ((total, every),) = spans
+    if grace * every >= total:
+        raise ConfigError("scheduler", f"asha: a trial evaluates every {every:,} of its {total:,} env steps, none "
+                                       f"after --asha-grace {grace}; nothing would be compared before the end (more "
+                                       "evaluations: a smaller --eval-every)")
+    return ASHAScheduler(time_attr="env_steps", metric="score", mode="max", max_t=total,
+                         grace_period=grace * every, reduction_factor=3)
 
 
 def _last_line(error: BaseException) -> str:

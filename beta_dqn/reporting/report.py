@@ -106,7 +106,9 @@ from beta_dqn.reporting.tables import (
 )
 
 REPORT_FILES = ("report.md", "report.json", "study.json", "runs.csv", RECORDS)
-FIGURES = ("curves_", "selection_", "basic_", "visits_", "profile.", "cliffwalk_visits.")  # (the last: older)
+FIGURES = ("curves_", "selection_", "basic_", "visits_")  # a figure per environment: <prefix><env>.<format>
+# the figures of one name: the performance profile in each format, and an older report's CliffWalk heatmap
+NAMED_FIGURES = (*(f"profile.{f}" for f in FORMATS), "cliffwalk_visits.png")
 RUN_SIGNS = (".written", ".lock", "config.json", "checkpoint.pt", "summary.json")  # a run's own directory
 
 
@@ -122,7 +124,9 @@ def report_directory(out: Path) -> OutputDirectory:
                               "one; give --out another directory")
 
     def owns(name: str) -> bool:
-        return name in REPORT_FILES or (name.endswith(tuple(f".{f}" for f in FORMATS)) and name.startswith(FIGURES))
+        if name in REPORT_FILES or name in NAMED_FIGURES:
+            return True
+        return name.rpartition(".")[2] in FORMATS and name.startswith(FIGURES)
 
     def earlier(path: Path) -> bool:
         try:
