@@ -254,7 +254,7 @@ NAMES_ALLOWED = {
     "beta_dqn/configuration/errors.py": ({"option"}, "argparse's own table of the flags it knows "
                                                     "(_option_string_actions), for a did-you-mean"),
     "beta_dqn/reporting/results.py": ({"bootstrapped", "lesson"}, "Table 1's column order is the paper's"),
-    "beta_dqn/reporting/report.py": ({"cliffwalk"},
+    "beta_dqn/reporting/directory.py": ({"cliffwalk"},
                                      "an older report's figure (cliffwalk_visits.png), replaced with it"),
 }
 

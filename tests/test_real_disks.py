@@ -47,11 +47,12 @@ def _lines(stderr: str) -> list[str]:
 
 
 def test_a_disk_that_fills_at_the_second_checkpoint_is_one_line_and_keeps_the_first(tmp_path):
-    """320 kB: the first checkpoint (~200 kB, with its replay snapshot) fits, the second's temp file does not."""
+    """480 kB: the first checkpoint fits (checkpoint.pt ~260 kB, its replay snapshot ~17 kB, best.pt ~60 kB), the
+    second's temp file does not."""
     disk = tmp_path / "disk"
     out = disk / "run"
     args = " ".join([*RUN, "--total-steps", "1800", "--out", str(out)])
-    done = _in_namespace(f'mount -t tmpfs -o size=320k tmpfs {disk} && "$PY" -m learner.main {args} >/dev/null; '
+    done = _in_namespace(f'mount -t tmpfs -o size=480k tmpfs {disk} && "$PY" -m learner.main {args} >/dev/null; '
                          f'echo "status=$?" >&2; "$PY" -c \'{CHECK}\' {out}; '
                          f'"$PY" -m learner.main --resume {out} --json true >/dev/null; echo "resume=$?" >&2', disk)
     err = done.stderr
