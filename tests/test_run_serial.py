@@ -202,6 +202,7 @@ def test_a_person_reads_a_few_lines_and_a_script_reads_json(tmp_path, capsys):
                                     for row in csv.DictReader(open(tmp_path / "a" / "evals.csv"))]
     assert f"final: success {summary['final_eval']['success_rate']:.2f}" in lines[4]
     assert any(f"python -m learner.report {tmp_path / 'a'}" in line for line in lines)
+    assert f"outputs: {tmp_path / 'a'}/ (summary.json, evals.csv, metrics.jsonl, checkpoint.pt, best.pt)" in lines
     assert main([*argv, "--out", str(tmp_path / "b"), "--json", "true"]) == 0
     assert json.loads(capsys.readouterr().out)["final_eval"] == summary["final_eval"]  # deterministic
 

@@ -229,7 +229,8 @@ def describe_run(cfg: Config, summary: dict) -> str:
         if final.get("success_rate") is not None:
             text = f"success {final['success_rate']:.2f}, " + text
         lines.append(f"final: {text}")
-    lines += [f"outputs: {cfg.out}/ (summary.json, evals.csv, metrics.jsonl, checkpoint.pt)",
+    best = ", best.pt" if (Path(cfg.out) / "best.pt").is_file() else ""  # (the best evaluation's networks)
+    lines += [f"outputs: {cfg.out}/ (summary.json, evals.csv, metrics.jsonl, checkpoint.pt{best})",
               f"report:  python -m learner.report {cfg.out}"]
     mode = wandb_mode(cfg)
     if mode == "offline":
