@@ -47,8 +47,8 @@ class Checkpointer:
             return False
         if self.best is not None and score <= self.best["score"]:
             return False
-        if not all(np.isfinite(values).all() for params in unflatten(weights).values() for values in params.values()):
-            return False  # (a GPU checks the loss every --publish-every updates: non-finite weights never count)
+        if not np.isfinite(weights["flat"]).all():  # (`Learner.weights`: one buffer; a GPU checks the loss only every
+            return False  # --publish-every updates, and non-finite weights never count)
         networks = {name: {key: torch.tensor(value) for key, value in params.items()}
                     for name, params in unflatten(weights).items()}
         self.best = {"env_steps": int(result["env_steps"]), "metric": self.metric, "score": float(score),

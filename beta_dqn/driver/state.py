@@ -75,8 +75,10 @@ def read_checkpoint(path: Path, fail, state: str = "learner") -> tuple[dict, dic
     bad = _first_nonfinite(table, state) or (None if best is None or state == BEST_STATE
                                              else _first_nonfinite(best, BEST_STATE))
     if bad is not None:
-        raise fail(f"{path} holds non-finite values in {bad}: a run stopped at a non-finite loss keeps its last "
-                   "good checkpoint, not this one")
+        raise fail(f"{path} holds non-finite values in {bad}: " + ("a run never keeps such networks as its best: the "
+                                                                  "file is damaged" if state == BEST_STATE else
+                                                                  "a run stopped at a non-finite loss keeps its last "
+                                                                  "good checkpoint, not this one"))
     return ckpt, saved
 
 
