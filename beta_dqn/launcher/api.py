@@ -241,8 +241,8 @@ class Agent:
         shape = self.spec.obs_shape
         one = obs.shape == shape
         if not one and not (obs.shape[1:] == shape and len(obs) > 0):
-            raise ValueError(f"an observation of shape {obs.shape}; {self.spec.name} gives {shape} (a batch of N: "
-                             f"{(obs.shape[0] if obs.ndim == len(shape) + 1 else 'N',) + shape}, N ≥ 1)")
+            raise ValueError(f"an observation of shape {obs.shape}; {self.spec.name} gives {shape} (a batch of N ≥ 1 "
+                             f"of them: (N, {', '.join(map(str, shape))}))")
         if np.issubdtype(obs.dtype, np.number) and not np.isfinite(obs).all():
             raise ValueError(f"an observation with nan or inf in it; {self.spec.name} gives finite ones")
         return (obs[None] if one else obs), one

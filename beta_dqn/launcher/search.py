@@ -28,6 +28,7 @@ stops is counted and left out of the means.
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import logging
 import math
@@ -137,14 +138,9 @@ def _new_evaluations(path: Path, seen: int) -> list[dict]:
         return []
     lines = text.splitlines(keepends=True)
     whole = [line for line in lines if line.endswith("\n")]
-    if len(whole) <= 1 + seen:
-        return []
-    header = whole[0].strip().split(",")
-    rows = []
-    for line in whole[1 + seen:]:
-        values = dict(zip(header, line.strip().split(","), strict=False))
-        rows.append({k: (int(v) if k == "env_steps" else float(v) if v else float("nan")) for k, v in values.items()})
-    return rows
+    rows = list(csv.DictReader(whole))[seen:]  # (the header, then each whole row)
+    return [{k: (int(v) if k == "env_steps" else float(v) if v else float("nan")) for k, v in row.items()}
+            for row in rows]
 
 
 def _trial_dir() -> str:
