@@ -30,8 +30,8 @@ from learner.methods import METHODS
 MANY = 6  # more columns than this: one small panel per column instead of one crowded plot
 FORMATS = ("png", "pdf", "svg")
 MAX_DPI = 1200
-# the k-th curve of a plot: solid, then dashed, dotted, dash-dotted, each narrower than the one before, so a curve
-# drawn over an identical one leaves it showing through its gaps and beside its narrower line
+# the k-th curve of a plot: solid and widest, then dashed, dotted, dash-dotted, ..., each narrower than the first, so
+# a curve drawn over an identical earlier one leaves it showing through its gaps
 LINES = (("-", 2.4), ("--", 2.0), (":", 2.2), ("-.", 1.4), ((0, (5, 1, 1, 1, 1, 1)), 1.2), ((0, (1, 3)), 1.6))
 
 
