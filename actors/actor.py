@@ -68,7 +68,8 @@ class Actor:
         key = [cfg.seed, actor_id] + ([generation] if generation else [])
         streams = np.random.SeedSequence(key).spawn(1 + cfg.envs_per_actor)
         self.rng = np.random.default_rng(streams[0])
-        self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0]), kwargs=spec.env_kwargs)
+        self.envs = [make_env(spec.name, seed=int(ss.generate_state(1)[0]), kwargs=spec.env_kwargs,
+                              wrappers=spec.wrappers)
                      for ss in streams[1:]]
         self.obs = [env.reset()[0] for env in self.envs]
         self.acting = acting(cfg.method)
@@ -102,7 +103,7 @@ class Actor:
         return os.getpid()
 
     def set_weights(self, weights: dict, version: int) -> None:
-        self.nets = {name: NumpyNet(params) for name, params in unflatten(weights).items()}
+        self.nets = {name: NumpyNet(params, self.spec.reading) for name, params in unflatten(weights).items()}
         self.version = version
 
     def _act(self, ep: Episode, obs: np.ndarray, values: dict[str, np.ndarray], step: int) -> int:

@@ -90,7 +90,7 @@ class Evaluator:
         for policy, stream in zip(policies, np.random.SeedSequence(seed).spawn(len(policies)), strict=True):
             env_stream, rng_stream = stream.spawn(2)
             self.envs[policy] = make_env(spec.name, seed=int(env_stream.generate_state(1)[0]),
-                                           kwargs=spec.env_kwargs)
+                                           kwargs=spec.env_kwargs, wrappers=spec.wrappers)
             self.rngs[policy] = np.random.default_rng(rng_stream)
 
     def _episodes(self, nets: dict[str, NumpyNet], policy: str) -> tuple[list[float], list[bool]]:
@@ -98,7 +98,7 @@ class Evaluator:
                     self.cfg.eval_epsilon, self.spec.n_actions, policy)
 
     def evaluate(self, weights: dict, env_steps: int) -> dict:
-        nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}
+        nets = {name: NumpyNet(p, self.spec.reading) for name, p in unflatten(weights).items()}
         returns, successes = self._episodes(nets, "main")
         result = {"env_steps": env_steps, **self._scores(returns, successes), "episodes": len(returns)}
         for policy in self.acting.eval_policies[1:]:

@@ -66,6 +66,15 @@ def make_modules(algo, spec, settings: LearnerSettings) -> tuple[nn.ModuleDict, 
     torch.manual_seed(settings.seed)
     method = settings.method
     nets = nn.ModuleDict(algo.networks(spec, method))
+    for name in algo.acting_networks(method):  # the actors read them as `spec.reading` says
+        read = getattr(nets[name], "reading", None)
+        if read is not None and (read.network, read.layout, read.pixels) != (
+                spec.reading.network, spec.reading.layout, spec.reading.pixels):
+            raise ValueError(f"{method.algo}'s network {name!r} reads observations as {read.network} "
+                             f"{read.layout or 'flat'}{' pixels' if read.pixels else ''}, but the actors read this "
+                             f"environment's as {spec.reading.network} {spec.reading.layout or 'flat'}"
+                             f"{' pixels' if spec.reading.pixels else ''}: build it with "
+                             "learner.methods.networks.network_for(spec, ...)")
     fixed: dict[str, nn.Module] = getattr(algo, "fixed", lambda spec, cfg: {})(spec, method)
     frozen = nn.ModuleDict({**{n: copy.deepcopy(nets[n]) for n in algo.targets(method)}, **fixed})
     return nets, frozen.requires_grad_(False)

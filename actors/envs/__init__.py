@@ -1,11 +1,11 @@
 """One environment factory: `make_env(name, seed)` (spec §6), over the catalogue of families (`registry.py`).
 
 Names users type: `CliffWalk`, `MinAtar/<Game>` (or `MinAtar/<Game>-v0`), the six MiniGrid task names, any
-registered Gymnasium id with a discrete action space and a Box observation, `module:Id` (a module of the user's
-that registers `Id` with Gymnasium when imported), and the names of a family of the user's own (`BETA_DQN_ENVS`).
-`--env-kwargs` (a JSON object) reaches the constructor of the families that take it (Gymnasium ids, `module:Id`,
-the MiniGrid tasks). Every environment reports `info["success"]` on its last step where the task has a notion of
-success.
+registered Gymnasium id with a discrete action space and a Box or Discrete observation (one-hot encoded),
+`module:Id` (a module of the user's that registers `Id` with Gymnasium when imported), and the names of a family of
+the user's own (`BETA_DQN_ENVS`). `--env-kwargs` (a JSON object) reaches the constructor of the families that take
+it (Gymnasium ids, `module:Id`, the MiniGrid tasks); `--wrappers` (`actors.envs.wrappers`) wraps every environment
+of a run. Every environment reports `info["success"]` on its last step where the task has a notion of success.
 """
 
 from __future__ import annotations
@@ -26,11 +26,14 @@ import actors.envs.minatar  # noqa: F401
 import actors.envs.minigrid  # noqa: F401
 from actors.envs.checked import Checked, EnvFailed
 from actors.envs.registry import PLUGINS, Family, Kwargs, UnknownEnvError, families, family_of, known_names, register
+from actors.envs.wrappers import apply_wrappers, canonical_wrappers, observable, wrapper_modules
+from learner.methods.reading import Reading, ReadingError, choose, default
 from replay_service.plugins import load_plugins
 
 __all__ = ["MAX_NESTING", "PLUGINS", "EnvFailed", "EnvSpec", "Family", "UnknownEnvError", "canonical_kwargs",
-           "canonical_name", "domain", "env_modules", "env_spec", "families", "family_of", "known_names", "make_env",
-           "nesting", "parse_env_kwargs", "register", "scored_by_success", "success_domains"]
+           "canonical_name", "canonical_wrappers", "domain", "env_modules", "env_spec", "families", "family_of",
+           "known_names", "make_env", "nesting", "parse_env_kwargs", "register",
+           "scored_by_success", "success_domains", "wrapper_modules"]
 
 _JSON_KINDS = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
                bool: "true or false", type(None): "null"}
@@ -86,16 +89,17 @@ def canonical_kwargs(text: str) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":")) if value else ""
 
 
-def env_modules(names) -> list[ModuleType]:
-    """The user's modules behind `module:Id` names that Ray's workers must be sent (`runtime_env`'s
-    `py_modules`, on every node): each top-level package or single-file module imported here, unless it is
-    installed (in site-packages, where every node's environment has it as this one does)."""
+def env_modules(names, wrappers=()) -> list[ModuleType]:
+    """The user's modules behind `module:Id` names and `--wrappers` (each run's, in `wrappers`) that Ray's workers
+    must be sent (`runtime_env`'s `py_modules`, on every node): each top-level package or single-file module
+    imported here, unless it is installed (in site-packages, where every node's environment has it as this one
+    does)."""
     installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
     shipped = []
-    for name in names:
-        if ":" not in name:
-            continue
-        top = sys.modules.get(name.partition(":")[0].split(".")[0])
+    modules = [name.partition(":")[0] for name in names if ":" in name]
+    modules += [module for text in wrappers for module in wrapper_modules(text)]
+    for module in modules:
+        top = sys.modules.get(module.split(".")[0])
         where = getattr(top, "__file__", None) or next(iter(getattr(top, "__path__", [])), None)
         if top is None or where is None or top in shipped:
             continue
@@ -140,11 +144,19 @@ class EnvSpec:
     # training visits per cell and the report draws them as a heatmap; else None
     state_grid: tuple[int, int] | None
     env_kwargs: str = ""  # --env-kwargs, canonical JSON ('' for none): every env of the run is made with it
+    wrappers: str = ""  # --wrappers, canonical JSON ('' for none): every env of the run is wrapped by them
+    # how the networks read the observations (`learner.methods.reading`: network, layout, pixels)
+    read_as: Reading | None = None  # (None: the default for the shape, `learner.methods.reading.default`)
+
+    @property
+    def reading(self) -> Reading:
+        """How the networks read the observations."""
+        return self.read_as or default(self.obs_shape)
 
 
-def _build(name: str, kwargs: str = "", render_mode: str | None = None) -> tuple[gym.Env, bool]:
-    """The raw environment for a canonical name (made with the JSON object `kwargs`, and `render_mode` where
-    given) and whether it has a notion of success."""
+def _build(name: str, kwargs: str = "", render_mode: str | None = None, wrappers: str = "") -> tuple[gym.Env, bool]:
+    """The environment for a canonical name (made with the JSON object `kwargs`, and `render_mode` where given;
+    wrapped by `wrappers`, and its Discrete observation one-hot encoded) and whether it has a notion of success."""
     given = parse_env_kwargs(kwargs)
     family = family_of(name)
     if given and not family.takes_kwargs:
@@ -153,28 +165,39 @@ def _build(name: str, kwargs: str = "", render_mode: str | None = None) -> tuple
     if render_mode and not family.renders:
         raise UnknownEnvError(f"{name} renders no frames (its family, {family.domain}, declares none)")
     env = family.make(name, Kwargs(given, kwargs), render_mode)
-    return (env if family.trusted else Checked(env, name)), family.success
+    env = observable(apply_wrappers(env, wrappers, name), name)
+    return (env if family.trusted and not wrappers else Checked(env, name)), family.success
 
 
-def make_env(name: str, seed: int | None = None, kwargs: str = "", render_mode: str | None = None) -> gym.Env:
+def make_env(name: str, seed: int | None = None, kwargs: str = "", render_mode: str | None = None,
+             wrappers: str = "") -> gym.Env:
     """A seeded environment by user-facing name (`kwargs`: `--env-kwargs`, a JSON object; `render_mode`:
-    Gymnasium's, for a video); raises UnknownEnvError with the known names."""
-    env, _ = _build(canonical_name(name), kwargs, render_mode)
+    Gymnasium's, for a video; `wrappers`: `--wrappers`); raises UnknownEnvError with the known names."""
+    env, _ = _build(canonical_name(name), kwargs, render_mode, wrappers)
     if seed is not None:
         env.reset(seed=seed)
         env.action_space.seed(seed)
     return env
 
 
-def env_spec(name: str, kwargs: str = "") -> EnvSpec:
-    name, kwargs = canonical_name(name), canonical_kwargs(kwargs)
-    env, has_success = _build(name, kwargs)
+def env_spec(name: str, kwargs: str = "", wrappers: str = "", layout: str = "auto", network: str = "auto",
+             pixels: str = "auto") -> EnvSpec:
+    """What a run needs to know of an environment (`EnvSpec`), made once; `layout`, `network` and `pixels`:
+    `--obs-layout`, `--network` and `--pixels` (`learner.methods.reading.choose`)."""
+    name, kwargs, wrappers = canonical_name(name), canonical_kwargs(kwargs), canonical_wrappers(wrappers)
+    env, has_success = _build(name, kwargs, wrappers=wrappers)
     space = env.observation_space
     if not space.shape:
         env.close()
         raise UnknownEnvError(f"env {name!r} has a 0-d observation space {space}; give a Box of at least one "
                               "dimension (a scalar as shape (1,))")
-    grid = getattr(env.unwrapped, "state_grid", None)
+    try:
+        reading = choose(tuple(space.shape), space.dtype, getattr(space, "low", 0), getattr(space, "high", 1),
+                         layout, network, pixels)
+    except ReadingError:
+        env.close()
+        raise
+    grid = getattr(env.unwrapped, "state_grid", None) if not wrappers else None
     spec = EnvSpec(
         name=name,
         obs_shape=tuple(int(d) for d in space.shape),
@@ -184,6 +207,8 @@ def env_spec(name: str, kwargs: str = "") -> EnvSpec:
         binary_obs=bool(np.dtype(space.dtype) == np.bool_ or grid),
         state_grid=grid,
         env_kwargs=kwargs,
+        wrappers=wrappers,
+        read_as=reading,
     )
     env.close()
     return spec

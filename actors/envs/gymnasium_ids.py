@@ -1,4 +1,5 @@
-"""Any Gymnasium id with a discrete action space and a Box observation, and `module:Id` (a module of the user's that
+"""Any Gymnasium id with a discrete action space and a Box or Discrete observation (`actors.envs.wrappers.observable`;
+after `--wrappers`), and `module:Id` (a module of the user's that
 registers `Id` when imported: imported here, and in every Ray worker, which `env_modules` ships it to). Scored by
 their return. The catalogue's last family: it takes every name no other family owns."""
 
@@ -37,12 +38,7 @@ def make(name: str, kwargs, render_mode: str | None) -> gym.Env:
     env_id = _import_env_module(name) if ":" in name else name
     if env_id not in gym.registry:
         raise UnknownEnvError(unknown(name))
-    env = make_registered(name, env_id, kwargs, **({"render_mode": render_mode} if render_mode else {}))
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        raise UnknownEnvError(f"env {name!r} has action space {env.action_space}; only Discrete is supported")
-    if not isinstance(env.observation_space, gym.spaces.Box):
-        raise UnknownEnvError(f"env {name!r} has observation space {env.observation_space}; only Box is supported")
-    return env
+    return make_registered(name, env_id, kwargs, **({"render_mode": render_mode} if render_mode else {}))
 
 
 register_last(Family("Other", names=(), make=make, owns=lambda name: True))

@@ -48,9 +48,15 @@ class MiniGridPaper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         self._actions = tuple(actions)
         self.action_space = gym.spaces.Discrete(len(self._actions))
+        from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX, STATE_TO_IDX
+
         u = cast(_MiniGridEnv, env.unwrapped)
+        # the codes' own bounds, per channel (the state channel holds the agent's direction, 0-3, in its cell):
+        # codes, not pixels, so the networks read them unscaled (`learner.methods.reading`)
+        high = np.broadcast_to(np.array([max(OBJECT_TO_IDX.values()), max(COLOR_TO_IDX.values()),
+                                         max(*STATE_TO_IDX.values(), 3)], dtype=np.uint8), (u.width, u.height, 3))
         # (gymnasium types Box's dtype as float32 only)
-        self.observation_space = gym.spaces.Box(0, 255, shape=(u.width, u.height, 3), dtype=np.uint8)  # type: ignore[arg-type]
+        self.observation_space = gym.spaces.Box(0, high, shape=(u.width, u.height, 3), dtype=np.uint8)  # type: ignore[arg-type]
         self._scale = u.max_steps / 100.0
 
     def _observe(self) -> np.ndarray:

@@ -10,6 +10,7 @@ import re
 from beta_dqn.configuration.errors import ConfigError
 from learner.methods import METHODS
 from learner.methods.flags import FlagError
+from learner.methods.reading import LAYOUTS, NETWORKS, PIXELS
 from replay_service.backends import backend_for, choices, masked
 from replay_service.contract import BackendError, ReplayBackend
 
@@ -67,6 +68,9 @@ def validate(cfg) -> None:
     _choice(cfg, "runtime", RUNTIMES)
     _choice(cfg, "device", DEVICES)
     _choice(cfg, "loss", LOSSES)
+    _choice(cfg, "obs_layout", LAYOUTS)
+    _choice(cfg, "network", NETWORKS)
+    _choice(cfg, "pixels", PIXELS)
     if cfg.wandb:
         _choice(cfg, "wandb", WANDB_MODES)
     if cfg.wandb_entity and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", cfg.wandb_entity):

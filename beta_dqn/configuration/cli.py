@@ -7,13 +7,12 @@ import argparse
 import typing
 from pathlib import Path
 
-from actors.envs import canonical_kwargs
 from beta_dqn.configuration import config_file
 from beta_dqn.configuration.checks import ALGOS
 from beta_dqn.configuration.commands import cli_name, flag_text
 from beta_dqn.configuration.config_file import Section
 from beta_dqn.configuration.errors import OneLineParser
-from beta_dqn.configuration.fields import AXES, EPSILON_FIELDS, FIELDS, Config, epsilon_gate
+from beta_dqn.configuration.fields import AXES, EPSILON_FIELDS, FIELDS, JSON_FIELDS, Config, epsilon_gate
 
 PROG = "python -m learner.main"
 GRID_FILE = "grid.json"  # in a grid's directory: what the grid was asked (beta_dqn.launcher.grid_runs)
@@ -48,30 +47,33 @@ def _axis(conv):
     return convert
 
 
-def _env_kwargs(text: str) -> str:
-    """`--env-kwargs`: one JSON object, in its canonical spelling. Not a grid axis: JSON has commas of its own,
-    and a run's name and its grid's command could not carry a list of objects."""
-    try:
-        return canonical_kwargs(text)
-    except ValueError as e:  # UnknownEnvError
-        raise argparse.ArgumentTypeError(str(e)) from None
+def _json(name: str) -> typing.Callable[[str], str]:
+    """The reader of a JSON field (`JSON_FIELDS`: --env-kwargs, --wrappers): one value, in its canonical spelling.
+    Not a grid axis: JSON has commas of its own, and a run's name and its grid's command could not carry a list
+    of objects."""
 
+    def read(text: str) -> str:
+        try:
+            return JSON_FIELDS[name](text)
+        except ValueError as e:  # UnknownEnvError (argparse names the flag: not twice)
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{cli_name(name)}: ")) from None
 
-_env_kwargs.__name__ = "JSON object"
+    read.__name__ = "JSON object" if name == "env_kwargs" else "import path or JSON array"
+    return read
 
 
 # `--help` in groups, each flag once; a method's own flags (and the shared ones whose roles name some methods, as
 # the ε schedule) are "the method", whatever their group here would be. tests/test_cli.py checks that every field
 # is in exactly one group.
 HELP_GROUPS = {
-    "what to run": ("env", "env_kwargs", "algo", "seed", "seeds", "total_steps", "runtime", "actors", "envs_per_actor",
-                    "chunk_steps", "config", "resume"),
+    "what to run": ("env", "env_kwargs", "wrappers", "algo", "seed", "seeds", "total_steps", "runtime", "actors",
+                    "envs_per_actor", "chunk_steps", "config", "resume"),
     "the method": (),
     "replay": ("replay", "replay_shards", "replay_capacity", "replay_password_file", "replay_timeout",
                "replay_persist", "run_id", "take_run_id"),
     "cluster and resources": ("address", "actor_cpus", "learner_cpus", "learner_gpus", "retries", "pack_seeds"),
-    "learner": ("device", "learner_threads", "cuda_graphs", "batch_size", "replay_ratio",
-                "target_update", "learning_starts", "gamma", "lr", "loss", "publish_every"),
+    "learner": ("device", "learner_threads", "cuda_graphs", "obs_layout", "network", "pixels", "batch_size",
+                "replay_ratio", "target_update", "learning_starts", "gamma", "lr", "loss", "publish_every"),
     "evaluation": ("eval_every", "eval_episodes", "eval_epsilon"),
     "outputs": ("out", "overwrite", "checkpoint_every", "log_every", "wandb", "wandb_entity", "wandb_project",
                 "progress", "json"),
@@ -125,11 +127,11 @@ def build_parser(defaults: bool = True, prog: str = PROG) -> argparse.ArgumentPa
         else:  # float | None, int | None
             conv = int if int in typing.get_args(kind) else float
         whose = f.algos
-        read = _env_kwargs if f.name == "env_kwargs" else _axis(conv) if f.name in AXES else conv
+        read = _json(f.name) if f.name in JSON_FIELDS else _axis(conv) if f.name in AXES else conv
         groups[help_group(f.name)].add_argument(cli_name(f.name), dest=f.name, type=read,
                             default=f.default if defaults else argparse.SUPPRESS,
-                            metavar="JSON" if f.name == "env_kwargs" else f.name.upper() if conv is not _bool
-                            else "BOOL",
+                            metavar={"env_kwargs": "JSON", "wrappers": "WRAPPERS"}.get(f.name) or (
+                                f.name.upper() if conv is not _bool else "BOOL"),
                             help=f.help + ("" if whose == ALGOS else f" [read by {_readers(f.name)}]"))
     return parser
 

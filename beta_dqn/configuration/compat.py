@@ -65,6 +65,20 @@ def grid_args(saved: dict, defaults: dict[str, Any]) -> dict:
 LEGACY = {"arm_exchange": "episode", "bandit_returns": "minmax", "eps_decay_steps": 1_000_000, "runtime": "ray"}
 
 
+def read_as_it_ran(saved: dict) -> dict:
+    """A saved run's configuration made before --obs-layout, --network and --pixels existed, with the values that
+    read its observations as it did: a rank-3 observation channels last, unscaled, by the paper's small conv net
+    (the defaults now may read an image otherwise; a flat one is read as it was). A configuration that has them
+    is returned as it is."""
+    if "network" in saved or not isinstance(saved.get("env"), str):
+        return saved
+    from actors.envs import env_spec
+
+    if len(env_spec(saved["env"], saved.get("env_kwargs", "")).obs_shape) != 3:
+        return saved
+    return {**saved, "obs_layout": "hwc", "network": "small", "pixels": "false"}
+
+
 def with_legacy(config: dict) -> dict:
     """A saved run's configuration with `LEGACY`'s value for each field it lacks that its method reads."""
     return {**{k: v for k, v in LEGACY.items() if reads(config["algo"], k, config)}, **config}

@@ -26,9 +26,9 @@ import math
 import tomllib
 from pathlib import Path
 
-from actors.envs import MAX_NESTING, canonical_kwargs, canonical_name, known_names, nesting
+from actors.envs import MAX_NESTING, canonical_name, known_names, nesting
 from beta_dqn.configuration.errors import ConfigError
-from beta_dqn.configuration.fields import AXES, FIELDS, fits, kinds, reads
+from beta_dqn.configuration.fields import AXES, FIELDS, JSON_FIELDS, fits, kinds, reads
 from beta_dqn.files import Unreadable, read_bounded
 from learner.methods import METHODS
 
@@ -177,7 +177,10 @@ def _yaml_loader():
 
 
 def _value(path, where: str, name: str, value, axis_ok: bool):
-    """`value` for field `name`, as the field's type (a list where it may be a grid axis)."""
+    """`value` for field `name`, as the field's type (a list where it may be a grid axis; --wrappers' list is its
+    value)."""
+    if name == "wrappers" and isinstance(value, list):
+        value = json.dumps(value)
     if isinstance(value, list):
         if not axis_ok or name not in AXES:
             allowed = ("lists (grid axes) go at the top level of the file or on the command line" if not axis_ok
@@ -190,13 +193,13 @@ def _value(path, where: str, name: str, value, axis_ok: bool):
         if repeated:
             raise _fail(path, f"{where}{name} lists {repeated[0]!r} twice")
         return values
-    if name == "env_kwargs" and isinstance(value, dict):  # the natural form in a file
+    if name in JSON_FIELDS and isinstance(value, (dict, list)):  # the natural form in a file
         value = json.dumps(value)
-    if name == "env_kwargs" and isinstance(value, str):
+    if name in JSON_FIELDS and isinstance(value, str):
         try:
-            return canonical_kwargs(value)
+            return JSON_FIELDS[name](value)
         except ValueError as e:
-            raise _fail(path, f"{where}env_kwargs: {e}") from None
+            raise _fail(path, f"{where}{name}: {e}") from None
     if not fits(name, value):
         words = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
         raise _fail(path, f"{where}{name} = {value!r}: expected {' or '.join(words[k] for k in kinds(name))}")

@@ -17,8 +17,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from actors.envs import canonical_kwargs, canonical_wrappers
 from beta_dqn.configuration.checks import ALGOS, DEVICES, LOSSES, WANDB_MODES, validate
 from learner.methods import METHODS
+from learner.methods.reading import LAYOUTS, NATURE_FROM, NETWORKS, PIXELS
 from replay_service.backends import REPLAY_BACKENDS
 from replay_service.plugins import PluginError
 
@@ -111,6 +113,9 @@ class Config:
                                         "id that your module registers when imported")
     env_kwargs: str = _opt("", "a JSON object of keyword arguments for the env's constructor (Gymnasium ids, "
                                "module:Id and the MiniGrid tasks), e.g. '{\"size\": 8}'")
+    wrappers: str = _opt("", "wrap every env: an import path (minigrid.wrappers.ImgObsWrapper, mymodule:wrap) or a "
+                             "JSON array of paths and {path: kwargs} objects, applied in order "
+                             "(docs/running.md#observations)")
     algo: str = _opt("beta_dqn", f"algorithm: {', '.join(ALGOS)}")
     seed: int = _opt(0, "seed of everything in the run (a grid: --seeds)")
     total_steps: int = _opt(5_000_000, "training env steps (all actors)")
@@ -167,6 +172,14 @@ class Config:
     lr: float | None = _opt(None, "Adam learning rate (default: the env's, "
                                   "beta_dqn/configuration/defaults.toml, spec §4)")
     loss: str = _opt("huber", f"TD loss: {', '.join(LOSSES)}")
+    obs_layout: str = _opt("auto", f"{', '.join(LAYOUTS)}: the axes of rank-3 observations, height × width × "
+                                   "channels or channels first (a frame stack's); auto: the smaller of the first "
+                                   "and last axes holds the channels (docs/running.md#observations)")
+    network: str = _opt("auto", f"{', '.join(NETWORKS)}: the conv torso of rank-3 observations, the paper's small "
+                                f"one or Nature-DQN's; auto: Nature-DQN's for frames at least {NATURE_FROM}×"
+                                f"{NATURE_FROM} (flat observations: the MLP)")
+    pixels: str = _opt("auto", f"{', '.join(PIXELS)}: whether rank-3 uint8 observations are pixels, scaled by 1/255 "
+                               "to [0, 1] in the network; auto: where the space's bounds are 0 and 255")
     eps_start: float = _opt(1.0, "DQN-family ε-greedy start", algos=EPSILON_ALGOS)
     eps_end: float = _opt(0.01, "DQN-family ε-greedy end", algos=EPSILON_ALGOS)
     eps_decay_steps: int | None = _opt(None, "env steps of the linear ε decay (default: 20%% of the run, "
@@ -320,6 +333,9 @@ SECRETS = frozenset(name for name, f in FIELDS.items() if f.role == "secret")
 RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "run" in f.resume)
 GRID_RESUME_MAY_CHANGE = frozenset(name for name, f in FIELDS.items() if "grid" in f.resume)
 # the flags a grid takes as axes when given as comma lists (--seeds is the seed's axis)
+# the fields whose value is JSON (a grid cannot list them: JSON has commas of its own), each with the function that
+# gives its one spelling; a file, the Python API and a search may give them as objects and lists
+JSON_FIELDS = {"env_kwargs": canonical_kwargs, "wrappers": canonical_wrappers}
 AXES = frozenset(name for name, f in FIELDS.items() if f.role == "computes" and name != "seed")
 
 

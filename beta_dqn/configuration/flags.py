@@ -29,6 +29,7 @@ from beta_dqn.configuration.fields import (
     BOOKKEEPING,
     FIELDS,
     GRID_RESUME_MAY_CHANGE,
+    JSON_FIELDS,
     PER_SEED,
     RESUME_MAY_CHANGE,
     SECRETS,
@@ -57,7 +58,8 @@ from beta_dqn.configuration.schedule import (
 from beta_dqn.configuration.settings import method_settings, settings
 
 __all__ = [
-    "ALGOS", "AXES", "BOOKKEEPING", "FIELDS", "GRID_RESUME_MAY_CHANGE", "LEGACY", "MAX_GRID_RUNS", "PER_SEED",
+    "ALGOS", "AXES", "BOOKKEEPING", "FIELDS", "GRID_RESUME_MAY_CHANGE", "JSON_FIELDS", "LEGACY", "MAX_GRID_RUNS",
+    "PER_SEED",
     "RESUME_MAY_CHANGE",
     "SECRETS", "Config", "ConfigError", "OutputError", "cli_name", "epsilon_decay_steps", "epsilon_plan",
     "epsilon_schedule", "fit_warning", "fits", "flag_text", "grid_command", "kinds", "method_settings",

@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from actors.envs import UnknownEnvError, canonical_kwargs, canonical_name, env_spec
+from actors.envs import EnvSpec, UnknownEnvError, canonical_kwargs, canonical_name, canonical_wrappers, env_spec
 from beta_dqn.configuration.checks import replay_backend
 from beta_dqn.configuration.defaults import env_defaults
 from beta_dqn.configuration.errors import ConfigError
 from beta_dqn.configuration.fields import SECRETS, Config
 from beta_dqn.configuration.schedule import epsilon_decay_steps
+from learner.methods.reading import ReadingError
 from replay_service.backends import masked
 from replay_service.contract import BackendError
 
@@ -79,22 +80,33 @@ def settled_arm_exchange(algo: str, runtime: str, value: str) -> str:
     return value
 
 
-def resolve(cfg: Config) -> tuple[Config, object]:
+def _flag_error(text: str) -> ConfigError:
+    """An environment's refusal as the ConfigError of the flag it names first (--wrappers, --obs-layout, --network,
+    --pixels; else --env)."""
+    for name in ("wrappers", "obs_layout", "network", "pixels"):
+        flag = f"--{name.replace('_', '-')}"
+        if text.startswith(flag):
+            return ConfigError(name, text.removeprefix(flag).lstrip(": "))
+    return ConfigError("env", text)
+
+
+def resolve(cfg: Config) -> tuple[Config, EnvSpec]:
     """Fill environment defaults (γ, lr, out) and return (config, EnvSpec); unknown env -> ConfigError."""
     try:
         kwargs = canonical_kwargs(cfg.env_kwargs)
     except UnknownEnvError as e:
         raise ConfigError("env_kwargs", str(e)) from None
     try:
-        spec = env_spec(cfg.env, kwargs)
-    except UnknownEnvError as e:
-        raise ConfigError("env", str(e)) from None
+        wrappers = canonical_wrappers(cfg.wrappers)
+        spec = env_spec(cfg.env, kwargs, wrappers, cfg.obs_layout, cfg.network, cfg.pixels)
+    except (UnknownEnvError, ReadingError) as e:
+        raise _flag_error(str(e)) from None
     out = cfg.out or f"runs/{run_name(cfg.env, cfg.algo, cfg.seed)}"
     run_id = cfg.run_id or f"{Path(out).name}-{secrets.token_hex(4)}"
     runtime = settled_runtime(cfg.runtime, bool(cfg.grid), bool(cfg.address or os.environ.get("RAY_ADDRESS")))
     gamma, lr = env_defaults(spec.name)
     cfg = cfg.replaced(
-        env=spec.name, env_kwargs=kwargs, out=out, runtime=runtime, run_id=run_id,
+        env=spec.name, env_kwargs=kwargs, wrappers=wrappers, out=out, runtime=runtime, run_id=run_id,
         arm_exchange=settled_arm_exchange(cfg.algo, runtime, cfg.value("arm_exchange")),
         gamma=gamma if cfg.gamma is None else cfg.gamma, lr=lr if cfg.lr is None else cfg.lr,
         eps_decay_steps=epsilon_decay_steps(cfg), **replay_backend(cfg.replay).settle(cfg))

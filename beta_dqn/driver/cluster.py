@@ -62,14 +62,14 @@ _TOKEN_HELP = ("give this client the cluster's token: RAY_AUTH_MODE=token and RA
                "cluster's token file (or the file at ~/.ray/auth_token)")
 
 
-def worker_runtime_env(envs, **env_vars) -> dict:
+def worker_runtime_env(envs, wrappers=(), **env_vars) -> dict:
     """What every Ray worker of the run is given: `_worker_vars`, and the user's modules behind `module:Id`
-    envs (`actors.envs.env_modules`), sent to every node by Ray (`py_modules`)."""
-    shipped = env_modules(envs)
+    envs and `--wrappers` (`actors.envs.env_modules`), sent to every node by Ray (`py_modules`)."""
+    shipped = env_modules(envs, wrappers)
     return {"env_vars": {**_worker_vars(), **env_vars}, **({"py_modules": shipped} if shipped else {})}
 
 
-def join_cluster(ray, address: str, envs=()) -> None:
+def join_cluster(ray, address: str, envs=(), wrappers=()) -> None:
     """Join a running cluster; a cluster that refuses us (no token, a wrong token) or does not answer is one line.
 
     What Ray's core prints while it tries (a warning a second, for seconds) is held back and read: it is the
@@ -85,7 +85,7 @@ def join_cluster(ray, address: str, envs=()) -> None:
             saved = os.dup(2)
             os.dup2(held.fileno(), 2)
         try:
-            ray.init(address=address, log_to_driver=False, runtime_env=worker_runtime_env(envs),
+            ray.init(address=address, log_to_driver=False, runtime_env=worker_runtime_env(envs, wrappers),
                      logging_level=logging.WARNING)
             failure = None
         except (ConnectionError, ValueError, RuntimeError, ray.exceptions.AuthenticationError) as e:

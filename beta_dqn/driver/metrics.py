@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from beta_dqn.configuration.flags import Config, epsilon_plan
+from actors.envs import EnvSpec
+from beta_dqn.configuration.flags import Config, epsilon_plan, method_settings
 from beta_dqn.driver.outputs import Clock, Window, cpu_model, git_commit, package_versions
 from beta_dqn.driver.state import RunState
+from learner.methods import algorithm
 from learner.methods.contracts import Acting
 from replay_service.client import ReplaySampler, achieved_ratio
 
@@ -24,12 +26,27 @@ def _json_number(value):
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def observations(cfg: Config, spec: EnvSpec) -> dict:
+    """The observations as the run's networks read them (`learner.methods.reading.Reading`: network, layout,
+    pixels, how the layout was chosen) and each trained network's parameters, counted on modules built on torch's
+    meta device (no memory)."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            nets = algorithm(cfg.algo).networks(spec, method_settings(cfg))
+        sizes = {name: sum(p.numel() for p in net.parameters()) for name, net in nets.items()}
+    except Exception:  # noqa: BLE001 - a method of the user's whose networks cannot be built there: no count
+        sizes = None
+    return {"shape": list(spec.obs_shape), "dtype": spec.obs_dtype, **spec.reading.summary(), "parameters": sizes}
+
+
 class RunReport:
     """A run's metrics rows and summary. `arm(method, *args)` calls the run's arm source (`Run._arm`)."""
 
-    def __init__(self, cfg: Config, state: RunState, learner: Any, replay: ReplaySampler, acting: Acting,
-                 arm: Callable[..., Any]):
-        self.cfg, self.state, self.learner, self.replay = cfg, state, learner, replay
+    def __init__(self, cfg: Config, spec: EnvSpec, state: RunState, learner: Any, replay: ReplaySampler,
+                 acting: Acting, arm: Callable[..., Any]):
+        self.cfg, self.spec, self.state, self.learner, self.replay = cfg, spec, state, learner, replay
         self.acting, self.arm = acting, arm
 
     def bandit(self) -> dict | None:
@@ -92,6 +109,7 @@ class RunReport:
             "bandit": self.bandit(),
             "commit": git_commit(), "cpu": cpu_model(), "versions": package_versions(),
             "epsilon": epsilon_plan(cfg),  # the ε schedule it acted by (None: its method acts on none)
+            "observations": observations(cfg, self.spec),  # how its networks read them, and their sizes
             "final_eval": {k: _json_number(final.get(k))
                            for k in ("env_steps", "return_mean", "return_std", "success_rate")},
         }

@@ -30,6 +30,7 @@ from beta_dqn.configuration.flags import (
 from beta_dqn.files import open_append, write_atomically
 from beta_dqn.reporting.results import ALGO_LABELS, metric, steps_text
 from learner.methods import acting
+from learner.methods.reading import Reading
 
 RUN_FILES = ("config.json", "checkpoint.pt", "metrics.jsonl", "evals.csv", "summary.json")  # a run is here
 EVAL_FIELDS = ("env_steps", "return_mean", "return_std", "success_rate")
@@ -211,6 +212,12 @@ def describe_run(cfg: Config, summary: dict) -> str:
               f"{'s' * (cfg.envs_per_actor > 1)}, {cfg.runtime} runtime")
     lines = [f"{ALGO_LABELS.get(cfg.algo, cfg.algo)} on {cfg.env}, seed {cfg.seed}: {summary['env_steps']:,} env "
              f"steps in {summary['wall_seconds']:.0f} s ({summary['env_steps_per_s']:,.0f} steps/s; {layout})"]
+    seen = summary.get("observations")
+    if seen and seen["network"] != "mlp":  # how the networks read a rank-3 observation (a flat one: the MLP)
+        reading = Reading(seen["network"], seen["layout"], seen["pixels"], seen["layout_chosen"])
+        q = (seen["parameters"] or {}).get("q")
+        lines.append(f"observations: {reading.describe(tuple(seen['shape']), seen['dtype'])}"
+                     + (f", {q:,} parameters" if q else ""))
     schedule = epsilon_schedule(cfg)
     if schedule:
         lines.append(f"exploration: {schedule}")

@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from actors.envs import env_spec
+from actors.envs import UnknownEnvError, env_spec
 from beta_dqn.configuration.cli import build_parser
+from beta_dqn.configuration.compat import read_as_it_ran
 from beta_dqn.configuration.flags import (
     FIELDS,
     RESUME_MAY_CHANGE,
@@ -77,7 +78,7 @@ def _check_checkpoint(ckpt: dict, saved: dict, path: Path) -> None:
         raise bad(f"its wall_seconds is {wall!r}, not a number of seconds")
     visits = ckpt.get("visits")
     if visits is not None:
-        cells = env_spec(saved["env"], saved.get("env_kwargs", "")).obs_shape[0]
+        cells = env_spec(saved["env"], saved.get("env_kwargs", ""), saved.get("wrappers", "")).obs_shape[0]
         if not (isinstance(visits, list) and len(visits) == cells and all(_count(v) for v in visits)):
             raise bad(f"its state visits are not a list of {cells} counts")
     steps, total = counters["env_steps"], saved.get("total_steps")
@@ -112,6 +113,10 @@ def resume_config(argv: list[str] | None = None) -> tuple[Config, dict]:
     # tensors and plain data only (nothing is unpickled), onto the CPU (a GPU run can resume on a CPU); the checks
     # every reader of a checkpoint makes (`read_checkpoint`), then the resume's own (`_check_checkpoint`)
     ckpt, saved = read_checkpoint(path, lambda message: ConfigError("resume", message))
+    try:
+        saved = read_as_it_ran(saved)
+    except UnknownEnvError as e:
+        raise ConfigError("env", str(e)) from None
     named = vars(build_parser(defaults=False).parse_args(argv))  # a flag named at its default's value is given too
     given = {k: v for k, v in args.items() if v != parser.get_default(k) or k in named}
     given.pop("resume", None)

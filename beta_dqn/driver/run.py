@@ -85,7 +85,7 @@ class Run:
             written = public(cfg)  # the configuration as config.json and every checkpoint hold it
             self.checkpoints = Checkpointer(self.out, written, self.learner, self.replay, self.state, self._arm,
                                             self.directory, "success_rate" if spec.has_success else "return_mean")
-            self.report = RunReport(cfg, self.state, self.learner, self.replay, self.acting, self._arm)
+            self.report = RunReport(cfg, spec, self.state, self.learner, self.replay, self.acting, self._arm)
             if resume is not None:
                 self.checkpoints.restore(resume)
             # last: a run that could not start leaves no run there (the same command, corrected, goes ahead)

@@ -176,8 +176,9 @@ class _RemotePort:
 class RayBackend:
     concurrent = True
 
-    def __init__(self, address: str = "", envs=()):
-        """`envs`: the names of the environments its runs make (their `module:Id` modules reach every worker)."""
+    def __init__(self, address: str = "", envs=(), wrappers=()):
+        """`envs`: the names of the environments its runs make, `wrappers`: their --wrappers (the user's modules
+        they name reach every worker)."""
         import ray  # (lazy: see the docstring)
 
         self.ray = ray
@@ -193,14 +194,14 @@ class RayBackend:
         if not ray.is_initialized():
             drop_token_notice()
             if address:
-                join_cluster(ray, address, envs)
+                join_cluster(ray, address, envs, wrappers)
             else:
                 # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
                 # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
                 try:
                     ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
                              dashboard_host="127.0.0.1", log_to_driver=False,
-                             runtime_env=worker_runtime_env(envs, **{THIS_MACHINE_VAR: "1"}),
+                             runtime_env=worker_runtime_env(envs, wrappers, **{THIS_MACHINE_VAR: "1"}),
                              logging_level=logging.WARNING)
                 except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
                     error = ClusterStartError.of(e)
@@ -280,7 +281,9 @@ class RayBackend:
 
 
 def make_backend(cfg: Config) -> Backend:
-    return SerialBackend() if cfg.runtime == "serial" else RayBackend(cfg.address, envs=[cfg.env])
+    if cfg.runtime == "serial":
+        return SerialBackend()
+    return RayBackend(cfg.address, envs=[cfg.env], wrappers=[cfg.wrappers])
 
 
 def make_replay(cfg: Config, spec, backend, out: Path, resume: dict | None = None) -> ReplaySampler:

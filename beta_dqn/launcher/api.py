@@ -32,11 +32,13 @@ import numpy as np
 from actors.envs import EnvFailed, EnvSpec, UnknownEnvError, env_spec, make_env
 from actors.evaluator import play
 from beta_dqn.configuration import config_file
+from beta_dqn.configuration.compat import read_as_it_ran
 from beta_dqn.configuration.flags import FIELDS, Config, ConfigError, fit_warning, fits, kinds, resolve, settings
 from beta_dqn.driver.state import read_checkpoint
 from beta_dqn.files import write_error
 from learner.methods import acting
 from learner.methods.numpy_net import NumpyNet, unflatten
+from learner.methods.reading import ReadingError, size_warning
 
 __all__ = ["Agent", "Trained", "load", "train"]
 
@@ -64,6 +66,8 @@ def train(config: Config | None = None, /, **flags) -> Trained:
                         "(total_steps=20_000 for --total-steps 20000)")
     if isinstance(flags.get("env_kwargs"), dict):  # the natural Python form of --env-kwargs
         flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
+    if isinstance(flags.get("wrappers"), (list, dict)):  # and of --wrappers
+        flags["wrappers"] = json.dumps(flags["wrappers"])
     flags = {name: _plain(name, value) for name, value in flags.items()}
     for name, value in flags.items():
         _check_type(name, value)
@@ -87,9 +91,9 @@ def train(config: Config | None = None, /, **flags) -> Trained:
     from beta_dqn.driver.state import check_run_dir
 
     check_run_dir(Path(cfg.out), False, cfg.overwrite)
-    warning = fit_warning(cfg)
-    if warning:
-        warnings.warn(warning.removeprefix("warning: "), stacklevel=2)
+    for warning in (fit_warning(cfg), size_warning(spec.obs_shape, spec.reading, spec.n_actions)):
+        if warning:
+            warnings.warn(warning.removeprefix("warning: "), stacklevel=2)
     summary = run_training(cfg, spec)
     return Trained(summary=summary, run_dir=Path(cfg.out))
 
@@ -125,7 +129,8 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False, c
     A run folder is data, not code: where the run's environment is a user module's (`module:Id`), `load` imports
     that module, which runs its code, only when you name it (`env="module:Id"`, the run's own) or trust the run
     (`trust_run=True`); otherwise it refuses in one line. Environments of installed packages (CliffWalk, MinAtar,
-    MiniGrid, registered Gymnasium ids) need neither."""
+    MiniGrid, registered Gymnasium ids) need neither. A run with `--wrappers` (callables and arguments its folder
+    names) is loaded only with `trust_run=True`."""
     import torch  # (lazy: importing this module answers in a second)
 
     from beta_dqn.driver.state import BEST, BEST_STATE
@@ -141,11 +146,11 @@ def load(run_dir: str | Path, env: str | None = None, trust_run: bool = False, c
                          "made before best.pt existed have none); the last checkpoint, checkpoint.pt, has its "
                          "final networks")
     ckpt, saved = read_checkpoint(path, ValueError, "learner" if checkpoint == "last" else BEST_STATE)
-    cfg = Config.of(**{k: v for k, v in saved.items() if k in FIELDS})
-    check_run_code(path, cfg.env, env, trust_run)
+    check_run_code(path, saved.get("env"), env, trust_run, saved.get("wrappers") or "")
     try:
-        spec = env_spec(cfg.env, cfg.env_kwargs)
-    except UnknownEnvError as e:
+        cfg = Config.of(**{k: v for k, v in read_as_it_ran(saved).items() if k in FIELDS})
+        spec = env_spec(cfg.env, cfg.env_kwargs, cfg.wrappers, cfg.obs_layout, cfg.network, cfg.pixels)
+    except (UnknownEnvError, ReadingError) as e:
         raise ConfigError("env", str(e)) from None
     from learner.learner import Learner, LearnerSettings
 
@@ -182,9 +187,10 @@ def _fitted(saved: dict, expected: dict) -> dict:
     return out
 
 
-def check_run_code(path: Path, run_env, named: str | None, trust_run: bool) -> None:
-    """ValueError (one line) where loading the checkpoint at `path` would import a module that only the run names:
-    its environment is `module:Id`, and the user neither named that environment (`named`) nor trusts the run."""
+def check_run_code(path: Path, run_env, named: str | None, trust_run: bool, wrappers="") -> None:
+    """ValueError (one line) where loading the checkpoint at `path` would run code that only the run names: its
+    environment is `module:Id`, and the user neither named that environment (`named`) nor trusts the run; or it
+    has `--wrappers` (callables, with arguments, that the run names), and the user does not trust the run."""
     if named is not None and named != run_env:
         raise ValueError(f"env {named!r}: {path} ran on {run_env!r}; name that environment, or leave env out")
     if not isinstance(run_env, str):
@@ -194,6 +200,10 @@ def check_run_code(path: Path, run_env, named: str | None, trust_run: bool) -> N
         raise ValueError(f"{path} ran on {run_env!r}, whose module {module!r} would be imported, running its code; "
                          "a run folder is not trusted to name code: name the environment yourself (--env "
                          f"{run_env} / env={run_env!r}) or trust the run (--trust-run / trust_run=True)")
+    if wrappers and not trust_run:
+        raise ValueError(f"{path} wraps its environment with --wrappers {wrappers}; applying them calls what they name "
+                         "with the run's arguments, and a run folder is not trusted to name code: trust the run "
+                         "(--trust-run / trust_run=True)")
 
 
 class Agent:
@@ -206,7 +216,7 @@ class Agent:
 
         self.config, self.spec, self.env_steps, self.checkpoint = config, spec, env_steps, checkpoint
         self._acting = acting(method_settings(config))
-        self._nets = {name: NumpyNet(p) for name, p in unflatten(weights).items()}
+        self._nets = {name: NumpyNet(p, spec.reading) for name, p in unflatten(weights).items()}
         self._rng = np.random.default_rng(0)  # a vote's ties (Bootstrapped DQN), drawn as the evaluator draws
 
     def act(self, obs) -> int | np.ndarray:
@@ -286,7 +296,7 @@ class Agent:
 
     def _env(self, seed: int, video_dir):
         if video_dir is None:
-            return make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs)
+            return make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs, wrappers=self.spec.wrappers)
         video_dir = Path(video_dir)
         if video_dir.is_symlink():
             raise ValueError(f"video_dir {str(video_dir)!r} is a symbolic link; give a directory of its own (a video "
@@ -303,7 +313,8 @@ class Agent:
 
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # frames to arrays only: no display, and no SDL line
         try:
-            env = make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs, render_mode="rgb_array")
+            env = make_env(self.spec.name, seed=seed, kwargs=self.spec.env_kwargs, render_mode="rgb_array",
+                           wrappers=self.spec.wrappers)
         except UnknownEnvError as e:
             raise ValueError(f"video_dir: {e}") from None
         try:

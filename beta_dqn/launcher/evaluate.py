@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                         "module's is refused: a run folder is data, and what it names is not imported. The "
                         "project's own environments and registered Gymnasium ids need neither")
     p.add_argument("--trust-run", action="store_true",
-                   help="import the module the run's environment names (module:Id) without naming it: only for a run "
-                        "you made or trust, as it runs that module's code")
+                   help="import the module the run's environment names (module:Id) without naming it, and apply its "
+                        "--wrappers: only for a run you made or trust, as it runs that code")
     args = p.parse_args(argv)
     if not 1 <= args.episodes <= 100_000:
         p.error(f"--episodes {args.episodes}: give a whole number from 1 to 100,000")

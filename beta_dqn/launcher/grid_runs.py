@@ -115,7 +115,8 @@ class Grid:
     def run(self) -> dict:
         t0 = time.perf_counter()
         self._check_fits_this_machine()
-        backend = RayBackend(self.args["address"], envs=sorted({run["env"] for run in self.runs}))
+        backend = RayBackend(self.args["address"], envs=sorted({run["env"] for run in self.runs}),
+                                 wrappers=sorted({run.get("wrappers", "") for run in self.runs}))
 
         def gone() -> None:  # a SIGTERM to the process group ended Ray's processes too: the book, then the end
             for names, _ in getattr(self, "inflight", {}).values():

@@ -22,6 +22,7 @@ from beta_dqn.driver.cluster import ClusterStartError
 from beta_dqn.driver.outputs import NonFiniteLoss, describe_run
 from beta_dqn.driver.signals import Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from beta_dqn.files import open_append
+from learner.methods.reading import size_warning
 from replay_service.redis_shard import ReplayUnavailable
 from replay_service.redis_urls import RedisSetupError
 
@@ -149,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         no_update = no_update_error(cfg)
         if resume is None and not chose_warm_up and no_update is not None:
             raise no_update
-        warning = fit_warning(cfg)  # (after the checks: a mistake is one line)
-        if warning:
-            print(warning, file=sys.stderr)
+        for warning in (fit_warning(cfg), size_warning(spec.obs_shape, spec.reading, spec.n_actions)):
+            if warning:  # (after the checks: a mistake is one line)
+                print(warning, file=sys.stderr)
         from beta_dqn.driver.run import train
 
         # stdout carries the summary alone: what Ray prints while the run goes on goes to stderr with the

@@ -66,11 +66,13 @@ def _flags(config: dict) -> dict:
     for name in ("seeds", "resume", "config"):
         if flags.get(name):
             raise ConfigError(name, f"{flags[name]!r}: a trial runs one run from its start, its flags as values")
+    if isinstance(flags.get("env_kwargs"), dict):
+        flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
+    if isinstance(flags.get("wrappers"), (list, dict)):  # (a list is its one value)
+        flags["wrappers"] = json.dumps(flags["wrappers"])
     listed = next((k for k, v in flags.items() if isinstance(v, (list, tuple))), None)
     if listed:
         raise ConfigError(listed, f"{flags[listed]!r}: a trial's value is one value (Tune's grid_search lists them)")
-    if isinstance(flags.get("env_kwargs"), dict):
-        flags["env_kwargs"] = json.dumps(flags["env_kwargs"])
     return flags
 
 
@@ -318,7 +320,8 @@ def _search(cpus_asked: int, rest: list[str], scheduler: str = "fifo", grace: in
     address = args["address"] or os.environ.get("RAY_ADDRESS", "")
     cpus = cpus_asked or (None if address else os.cpu_count() or 1)
     try:  # a local cluster, or the one to join: as a run's (the same one-line failures)
-        backend = RayBackend(address, envs=sorted({t["env"] for t in trials}))
+        backend = RayBackend(address, envs=sorted({t["env"] for t in trials}),
+                             wrappers=sorted({t.get("wrappers", "") for t in trials}))
     except (ConfigError, ClusterStartError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1

@@ -25,6 +25,7 @@ from beta_dqn.configuration.flags import (
     AXES,
     BOOKKEEPING,
     FIELDS,
+    JSON_FIELDS,
     LEGACY,
     cli_name,
     epsilon_decay_steps,
@@ -106,8 +107,8 @@ def column_fields(text: str) -> list[str]:
 def only_values(text: str) -> dict[str, str]:
     """`--only`'s comma list of FLAG=VALUE ("bandit-returns=raw,beta-epsilon=false") as {config field: value as
     the command line gives it}; ReportError for a part without "=", a flag --only cannot filter on (those
-    --column-by takes, but --env-kwargs, whose JSON has commas) or a flag given twice."""
-    allowed = sorted(AXES - {"env", "algo", "env_kwargs"})
+    --column-by takes, but --env-kwargs and --wrappers, whose JSON has commas) or a flag given twice."""
+    allowed = sorted(AXES - {"env", "algo", *JSON_FIELDS})
     chosen: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         flag, eq, value = part.partition("=")

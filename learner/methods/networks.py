@@ -6,28 +6,52 @@ import numpy as np
 import torch
 from torch import nn
 
-HIDDEN = 128
-CONV_CHANNELS = 16
+from learner.methods.reading import HIDDEN, TORSOS, Reading, conv_output, default
+
+
+def _add_torso(net: nn.Module, obs_shape: tuple[int, ...], reading: Reading) -> int:
+    """`reading`'s convolutions as `net`'s attributes, named as `TORSOS` names them (the paper's one is `conv`, as
+    checkpoints have always called it); returns the features they give a frame of `obs_shape`."""
+    h, w, c = reading.frame(obs_shape)
+    for name, out, kernel, stride in TORSOS[reading.network]:
+        setattr(net, name, nn.Conv2d(c, out, kernel_size=kernel, stride=stride))
+        c = out
+    return c * conv_output(h, reading.network) * conv_output(w, reading.network)
+
+
+def _torso(net: ConvNet | HeadsNet, reading: Reading, obs: torch.Tensor) -> torch.Tensor:
+    """The convolutions' features of a batch of observations, flat: pixels scaled to [0, 1], HWC put as NCHW."""
+    x = obs.float()
+    if reading.pixels:
+        x = x / 255.0
+    if reading.layout == "HWC":
+        # contiguous NCHW: a channels-last view makes the conv and its backward ~2x slower on CPU
+        x = x.permute(0, 3, 1, 2)
+    x = x.contiguous()
+    for name in net.convs:
+        x = torch.relu(getattr(net, name)(x))
+    return x.flatten(1)
 
 
 class ConvNet(nn.Module):
-    """Conv2d(C,16,3,stride 1) → ReLU → Linear(16·(H−2)·(W−2),128) → ReLU → Linear(128,n_out).
+    """A conv torso (`learner.methods.reading`: the paper's Conv2d(C,16,3,stride 1), or Nature-DQN's three) → ReLU →
+    Linear(features,hidden) → ReLU → Linear(hidden,n_out); hidden 128 (512 for Nature-DQN's).
 
-    Takes (N, H, W, C) observations of any numeric dtype, as environments give them.
+    Takes observations of any numeric dtype, as environments give them, in `reading`'s layout.
     """
 
-    def __init__(self, obs_shape: tuple[int, int, int], n_out: int):
+    convs: tuple[str, ...]  # the torso's convolutions, in order (attributes of these names)
+
+    def __init__(self, obs_shape: tuple[int, ...], n_out: int, reading: Reading | None = None):
         super().__init__()
-        h, w, c = obs_shape
-        self.conv = nn.Conv2d(c, CONV_CHANNELS, kernel_size=3, stride=1)
-        self.fc1 = nn.Linear(CONV_CHANNELS * (h - 2) * (w - 2), HIDDEN)
-        self.out = nn.Linear(HIDDEN, n_out)
+        self.reading = reading or default(obs_shape)
+        self.convs = tuple(name for name, *_ in TORSOS[self.reading.network])
+        hidden = HIDDEN[self.reading.network]
+        self.fc1 = nn.Linear(_add_torso(self, obs_shape, self.reading), hidden)
+        self.out = nn.Linear(hidden, n_out)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        # contiguous NCHW: a channels-last view makes the conv and its backward ~2x slower on CPU
-        x = obs.float().permute(0, 3, 1, 2).contiguous()
-        x = torch.relu(self.conv(x)).flatten(1)
-        return self.out(torch.relu(self.fc1(x)))
+        return self.out(torch.relu(self.fc1(_torso(self, self.reading, obs))))
 
 
 class MLP(nn.Module):
@@ -35,8 +59,8 @@ class MLP(nn.Module):
 
     def __init__(self, obs_shape: tuple[int, ...], n_out: int):
         super().__init__()
-        self.fc1 = nn.Linear(int(np.prod(obs_shape)), HIDDEN)
-        self.out = nn.Linear(HIDDEN, n_out)
+        self.fc1 = nn.Linear(int(np.prod(obs_shape)), HIDDEN["mlp"])
+        self.out = nn.Linear(HIDDEN["mlp"], n_out)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.out(torch.relu(self.fc1(obs.float().flatten(1))))
@@ -73,38 +97,46 @@ class HeadsNet(nn.Module):
     whole MLP.
     """
 
-    def __init__(self, obs_shape: tuple[int, ...], n_out: int, heads: int):
+    convs: tuple[str, ...]  # the torso's convolutions, in order (none on flat observations)
+
+    def __init__(self, obs_shape: tuple[int, ...], n_out: int, heads: int, reading: Reading | None = None):
         super().__init__()
         self.heads = heads
-        if len(obs_shape) == 3:
-            h, w, c = obs_shape
-            self.conv: nn.Conv2d | None = nn.Conv2d(c, CONV_CHANNELS, kernel_size=3, stride=1)
-            features = CONV_CHANNELS * (h - 2) * (w - 2)
-        else:
-            self.conv = None
+        self.reading = reading or default(obs_shape)
+        self.hidden = hidden = HIDDEN[self.reading.network]
+        self.convs = tuple(name for name, *_ in TORSOS.get(self.reading.network, ()))
+        if not self.convs:
             features = int(np.prod(obs_shape))
-        self.fc1 = nn.Linear(features, heads * HIDDEN)
-        bound = 1.0 / HIDDEN ** 0.5  # nn.Linear's default initialisation, per head
-        self.out_weight = nn.Parameter(torch.empty(heads, n_out, HIDDEN).uniform_(-bound, bound))
+        else:
+            features = _add_torso(self, obs_shape, self.reading)
+        self.fc1 = nn.Linear(features, heads * hidden)
+        bound = 1.0 / hidden ** 0.5  # nn.Linear's default initialisation, per head
+        self.out_weight = nn.Parameter(torch.empty(heads, n_out, hidden).uniform_(-bound, bound))
         self.out_bias = nn.Parameter(torch.empty(heads, n_out).uniform_(-bound, bound))
 
     def torso(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.conv is None:
+        if not self.convs:
             return obs.float().flatten(1)
-        x = torch.relu(self.conv(obs.float().permute(0, 3, 1, 2).contiguous())).flatten(1)
-        return _ScaleGrad.apply(x, 1.0 / self.heads)
+        return _ScaleGrad.apply(_torso(self, self.reading, obs), 1.0 / self.heads)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        x = torch.relu(self.fc1(self.torso(obs))).view(obs.shape[0], self.heads, HIDDEN)
+        x = torch.relu(self.fc1(self.torso(obs))).view(obs.shape[0], self.heads, self.hidden)
         return torch.einsum("nkh,kah->nka", x, self.out_weight) + self.out_bias
 
 
-def make_network(obs_shape: tuple[int, ...], n_out: int, heads: int = 0) -> nn.Module:
-    """Image-like (H, W, C) observations get the conv net, anything else the MLP; `heads` > 0 gives
-    Bootstrapped DQN's K-head network."""
+def make_network(obs_shape: tuple[int, ...], n_out: int, heads: int = 0, reading: Reading | None = None) -> nn.Module:
+    """The network `reading` says (`learner.methods.reading`; by default, the conv net for rank-3 observations and
+    the MLP for the rest); `heads` > 0 gives Bootstrapped DQN's K-head network."""
+    reading = reading or default(obs_shape)
     if heads:
-        return HeadsNet(obs_shape, n_out, heads)
-    return ConvNet(obs_shape, n_out) if len(obs_shape) == 3 else MLP(obs_shape, n_out)
+        return HeadsNet(obs_shape, n_out, heads, reading)
+    return MLP(obs_shape, n_out) if reading.network == "mlp" else ConvNet(obs_shape, n_out, reading)
+
+
+def network_for(spec, n_out: int, heads: int = 0, scaled: bool = True) -> nn.Module:
+    """`make_network` for an environment's observations as its `EnvSpec` reads them (`spec.reading`); `scaled=False`:
+    for inputs already scaled (RND's normalised observations)."""
+    return make_network(spec.obs_shape, n_out, heads, spec.reading if scaled else spec.reading.unscaled())
 
 
 class RunningMeanStd(nn.Module):

@@ -12,14 +12,14 @@ import torch
 import torch.nn.functional as F
 
 from learner.methods.dqn import learning as dqn
-from learner.methods.networks import make_network
+from learner.methods.networks import network_for
 from learner.methods.td import bootstrap, td_loss
 
 
 def networks(spec, cfg) -> dict:
-    nets = {"q": make_network(spec.obs_shape, spec.n_actions), "beta": make_network(spec.obs_shape, spec.n_actions)}
+    nets = {"q": network_for(spec, spec.n_actions), "beta": network_for(spec, spec.n_actions)}
     if cfg.flags.two_q:
-        nets["q_full"] = make_network(spec.obs_shape, spec.n_actions)
+        nets["q_full"] = network_for(spec, spec.n_actions)
     return nets
 
 

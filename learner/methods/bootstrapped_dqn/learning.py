@@ -12,14 +12,14 @@ from __future__ import annotations
 import torch
 
 from learner.methods.dqn.learning import acting_networks, targets
-from learner.methods.networks import make_network
+from learner.methods.networks import network_for
 from learner.methods.td import bootstrap, td_loss
 
 __all__ = ["acting_networks", "loss", "networks", "targets"]
 
 
 def networks(spec, cfg) -> dict:
-    return {"q": make_network(spec.obs_shape, spec.n_actions, heads=cfg.flags.boot_heads)}
+    return {"q": network_for(spec, spec.n_actions, heads=cfg.flags.boot_heads)}
 
 
 def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:

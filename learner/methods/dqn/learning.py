@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from learner.methods.networks import make_network
+from learner.methods.networks import network_for
 from learner.methods.td import bootstrap, td_loss
 
 
 def networks(spec, cfg) -> dict:
-    return {"q": make_network(spec.obs_shape, spec.n_actions)}
+    return {"q": network_for(spec, spec.n_actions)}
 
 
 def targets(cfg) -> tuple[str, ...]:

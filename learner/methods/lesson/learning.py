@@ -23,7 +23,7 @@ import torch
 
 from learner.methods.dqn import learning as dqn
 from learner.methods.lesson.options import LESSON_OPTIONS, TERMINATION_CLIP
-from learner.methods.networks import make_network
+from learner.methods.networks import network_for
 from learner.methods.rnd import learning as rnd
 from learner.methods.td import bootstrap
 
@@ -32,10 +32,10 @@ fixed = rnd.fixed
 
 
 def networks(spec, cfg) -> dict:
-    return {"q": make_network(spec.obs_shape, spec.n_actions),
-            "q_int": make_network(spec.obs_shape, spec.n_actions),
-            "option": make_network(spec.obs_shape, 2 * N_OPTIONS),
-            "rnd_predictor": make_network(spec.obs_shape, rnd.FEATURES)}
+    return {"q": network_for(spec, spec.n_actions),
+            "q_int": network_for(spec, spec.n_actions),
+            "option": network_for(spec, 2 * N_OPTIONS),
+            "rnd_predictor": network_for(spec, rnd.FEATURES, scaled=False)}
 
 
 def targets(cfg) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from learner.methods.dqn.learning import acting_networks, q_loss, targets
-from learner.methods.networks import RunningMeanStd, make_network
+from learner.methods.networks import RunningMeanStd, network_for
 
 __all__ = ["acting_networks", "fixed", "intrinsic_reward", "loss", "networks", "targets"]
 
@@ -21,12 +21,12 @@ OBS_CLIP = 5.0
 
 
 def networks(spec, cfg) -> dict:
-    return {"q": make_network(spec.obs_shape, spec.n_actions),
-            "rnd_predictor": make_network(spec.obs_shape, FEATURES)}
+    return {"q": network_for(spec, spec.n_actions),
+            "rnd_predictor": network_for(spec, FEATURES, scaled=False)}
 
 
 def fixed(spec, cfg) -> dict:
-    return {"rnd_target": make_network(spec.obs_shape, FEATURES).requires_grad_(False),
+    return {"rnd_target": network_for(spec, FEATURES, scaled=False).requires_grad_(False),
             "obs_norm": RunningMeanStd(tuple(spec.obs_shape)), "bonus_norm": RunningMeanStd(())}
 
 
