@@ -26,6 +26,7 @@ from torch import nn
 from learner.methods import algorithm, extras
 from learner.methods.contracts import MethodSettings
 from learner.methods.networks import flat_weights
+from learner.methods.reading import ReadingMismatch
 from replay_service.buffer import make_packer
 from replay_service.schema import Schema
 
@@ -70,7 +71,7 @@ def make_modules(algo, spec, settings: LearnerSettings) -> tuple[nn.ModuleDict, 
         read = getattr(nets[name], "reading", None)
         if read is not None and (read.network, read.layout, read.pixels) != (
                 spec.reading.network, spec.reading.layout, spec.reading.pixels):
-            raise ValueError(f"{method.algo}'s network {name!r} reads observations as {read.network} "
+            raise ReadingMismatch(f"{method.algo}'s network {name!r} reads observations as {read.network} "
                              f"{read.layout or 'flat'}{' pixels' if read.pixels else ''}, but the actors read this "
                              f"environment's as {spec.reading.network} {spec.reading.layout or 'flat'}"
                              f"{' pixels' if spec.reading.pixels else ''}: build it with "

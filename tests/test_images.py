@@ -20,9 +20,17 @@ from actors.envs import UnknownEnvError, env_spec, make_env
 from beta_dqn.configuration.cli import parse_config
 from beta_dqn.configuration.compat import read_as_it_ran
 from beta_dqn.configuration.flags import Config, ConfigError, resolve
-from learner.methods.networks import make_network, to_numpy
+from learner.methods.networks import MLP, make_network, to_numpy
 from learner.methods.numpy_net import NumpyNet
-from learner.methods.reading import WARN_PARAMETERS, Reading, ReadingError, choose, parameters, size_warning
+from learner.methods.reading import (
+    WARN_PARAMETERS,
+    Reading,
+    ReadingError,
+    ReadingMismatch,
+    choose,
+    parameters,
+    size_warning,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = "tests.pixel_grid:PixelGrid-v0"
@@ -45,7 +53,8 @@ def _main(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.Comple
     ((10, 10, 4), (np.bool_, 0, 1), "small", "HWC", False),  # MinAtar's channels
     ((10, 10, 10), (np.bool_, 0, 1), "small", "HWC", False),  # equal ends: channels last
     ((7, 7, 3), (np.uint8, 0, 10), "small", "HWC", False),  # codes with bounds of their own: not pixels
-    ((84, 84, 4), (np.float32, 0.0, 1.0), "nature", "HWC", False),  # floats: read as they are
+    ((84, 84, 4), (np.float32, 0.0, 1.0), "small", "HWC", False),  # floats: read as they are, the paper's net
+    ((40, 40, 3), (np.uint8, 0, 10), "small", "HWC", False),  # a large grid of codes: no stride-4 conv over cells
     ((48,), (np.uint8, 0, 1), "mlp", "", False),
 ])
 def test_each_kind_of_observation_gets_its_reading(shape, space, network, layout, pixels):
@@ -55,9 +64,11 @@ def test_each_kind_of_observation_gets_its_reading(shape, space, network, layout
 
 
 def test_the_paper_environments_are_read_as_before():
-    """MinAtar's and MiniGrid's grids: HWC, unscaled (MiniGrid's codes declare their own bounds), the small net."""
-    for name in ("MinAtar/Breakout", "MinAtar/Seaquest", "DoorKey", "LavaCrossing-Hard"):
-        reading = env_spec(name).reading
+    """MinAtar's and MiniGrid's grids: HWC, unscaled (MiniGrid's codes declare their own bounds), the small net,
+    however large the grid is made."""
+    for name, kwargs in (("MinAtar/Breakout", ""), ("MinAtar/Seaquest", ""), ("DoorKey", ""),
+                         ("LavaCrossing-Hard", ""), ("DoorKey", '{"size": 40}')):
+        reading = env_spec(name, kwargs).reading
         assert (reading.network, reading.layout, reading.pixels) == ("small", "HWC", False), name
     assert env_spec("CliffWalk").reading.network == "mlp"
 
@@ -98,6 +109,36 @@ def test_the_actors_numpy_forward_is_the_learners(shape, reading, heads):
     expected = net(torch.from_numpy(obs)).detach().numpy()
     np.testing.assert_allclose(NumpyNet(to_numpy(net), reading)(obs), expected, rtol=1e-4, atol=1e-5)
     assert sum(p.numel() for p in net.parameters()) == parameters(shape, reading or Reading("small", "HWC"), 5, heads)
+
+
+def test_a_method_may_give_an_mlp_to_images_but_not_read_them_otherwise_than_the_actors():
+    """The actors take a network's torso from its parameters (an MLP on a rank-3 observation acts as one); a conv
+    network that reads another layout or scale than the environment's is refused before the run, in one line."""
+    from learner.learner import make_modules
+
+    mlp = MLP((3, 12, 12), 4)
+    obs = np.random.default_rng(0).integers(0, 256, size=(5, 3, 12, 12)).astype(np.uint8)
+    np.testing.assert_allclose(NumpyNet(to_numpy(mlp), env_spec(GRID, '{"layout": "chw"}').reading)(obs),
+                               mlp(torch.from_numpy(obs)).detach().numpy(), rtol=1e-4, atol=1e-4)
+
+    class OwnReading:  # a method of the user's whose Q network ignores the environment's reading
+        def networks(self, spec, method):
+            return {"q": make_network(spec.obs_shape, spec.n_actions)}
+
+        def targets(self, method):
+            return ("q",)
+
+        def acting_networks(self, method):
+            return ("q",)
+
+    class Settings:
+        seed, method = 0, type("Method", (), {"algo": "mine"})()
+
+    spec = env_spec(GRID, '{"layout": "chw"}')
+    with pytest.raises(ReadingMismatch, match="^mine's network 'q' reads observations as small HWC, but the actors "
+                                              "read this environment's as small CHW pixels: build it with "):
+        make_modules(OwnReading(), spec, Settings())
+    make_modules(OwnReading(), env_spec("MinAtar/Breakout"), Settings())  # the paper's reading: the same
 
 
 def test_a_nature_network_has_the_papers_layers():
@@ -201,6 +242,28 @@ def test_wrappers_from_the_python_api_and_a_run_folder_names_no_code_of_its_own(
     agent = load(trained.run_dir, trust_run=True)
     assert agent.spec.obs_shape == (3, 12, 12) and agent.spec.reading.layout == "CHW"
     assert agent.act(np.zeros((3, 12, 12), dtype=np.uint8)) in range(4)
+
+
+def test_a_run_made_before_readings_loads_and_resumes_as_it_ran(tmp_path):
+    """A pixel run whose checkpoint and config.json lack the three flags (as runs made before them do) is loaded
+    and resumed reading its observations as they then were: unscaled."""
+    from beta_dqn import load, train
+    from beta_dqn.driver.resume import resume_config
+
+    run = train(env=GRID, out=str(tmp_path / "old"), **TINY).run_dir
+    assert load(run, env=GRID).spec.reading.pixels  # (made now: pixels)
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    for key in ("obs_layout", "network", "pixels"):
+        del ckpt["config"][key]
+    torch.save(ckpt, run / "checkpoint.pt")
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({k: v for k, v in config.items()
+                                                 if k not in ("obs_layout", "network", "pixels")}))
+    agent = load(run, env=GRID)
+    assert (agent.spec.reading.network, agent.spec.reading.layout, agent.spec.reading.pixels) == ("small", "HWC",
+                                                                                                   False)
+    cfg, _ = resume_config(["--resume", str(run)])
+    assert (cfg.obs_layout, cfg.network, cfg.pixels) == ("hwc", "small", "false")
 
 
 def test_a_run_made_before_readings_is_read_as_it_ran():

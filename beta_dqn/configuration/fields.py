@@ -176,7 +176,7 @@ class Config:
                                    "channels or channels first (a frame stack's); auto: the smaller of the first "
                                    "and last axes holds the channels (docs/running.md#observations)")
     network: str = _opt("auto", f"{', '.join(NETWORKS)}: the conv torso of rank-3 observations, the paper's small "
-                                f"one or Nature-DQN's; auto: Nature-DQN's for frames at least {NATURE_FROM}×"
+                                f"one or Nature-DQN's; auto: Nature-DQN's for pixels at least {NATURE_FROM}×"
                                 f"{NATURE_FROM} (flat observations: the MLP)")
     pixels: str = _opt("auto", f"{', '.join(PIXELS)}: whether rank-3 uint8 observations are pixels, scaled by 1/255 "
                                "to [0, 1] in the network; auto: where the space's bounds are 0 and 255")

@@ -22,7 +22,7 @@ from beta_dqn.driver.cluster import ClusterStartError
 from beta_dqn.driver.outputs import NonFiniteLoss, describe_run
 from beta_dqn.driver.signals import Interrupted, error_chain, interrupt_behind, local_cluster_gone, say_beside
 from beta_dqn.files import open_append
-from learner.methods.reading import size_warning
+from learner.methods.reading import ReadingMismatch, size_warning
 from replay_service.redis_shard import ReplayUnavailable
 from replay_service.redis_urls import RedisSetupError
 
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"python -m learner.main: {getattr(e, 'cause', None) or e}; the run stopped (its last checkpoint, "
                   "if it wrote one, is kept)", file=sys.stderr)
             return 1
-        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError, ClusterStartError)):
+        if not isinstance(e, (NonFiniteLoss, ReplayUnavailable, OutputError, ClusterStartError, ReadingMismatch)):
             raise
         print(f"python -m learner.main: {e}", file=sys.stderr)
         return 1

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from learner.methods.reading import TORSOS, Reading
+from learner.methods.reading import TORSOS, Reading, torso
 
 SMALL_BATCH = 3  # up to this many rows, a row-by-row matrix–vector product beats OpenBLAS's small-M gemm 2x
 
@@ -31,14 +31,16 @@ def unflatten(weights: dict) -> dict[str, dict[str, np.ndarray]]:
 
 
 class NumpyNet:
-    """One network's forward pass from its parameters, read as `reading` says (`learner.methods.reading`; by
-    default the paper's: the small conv net on HWC observations where the parameters have its `conv`, else the
-    MLP)."""
+    """One network's forward pass from its parameters: its torso as they have it (`reading.torso`), the layout and
+    pixels of its input as `reading` says (`learner.methods.reading`; by default HWC, unscaled)."""
 
     def __init__(self, params: dict[str, np.ndarray], reading: Reading | None = None):
-        if reading is None or reading.network == "mlp":
-            reading = Reading("small", "HWC") if "conv.weight" in params else Reading()
-        self.reading = reading
+        # the torso its parameters have (a method may give an MLP to any observation); the layout and the pixels'
+        # scale as `reading` says
+        network = torso(params)
+        given = reading or Reading("small", "HWC")
+        self.reading = reading = Reading() if network == "mlp" else Reading(network, given.layout or "HWC",
+                                                                            given.pixels, given.why)
         self.conv = reading.network != "mlp"
         # each convolution: its weight as a (C·k·k, out) matrix, bias, kernel, stride; the first's weight carries
         # the pixels' 1/255 (one multiply fewer a step)

@@ -7,8 +7,8 @@
   frame stack's): `--obs-layout`, or by default the smaller of the first and last axes is the channels (HWC where
   they are equal). Its torso is the paper's small one, Conv(16, 3×3, stride 1) and 128 hidden units (spec §5), or
   Nature-DQN's (Mnih et al. 2015): Conv(32, 8×8, stride 4) → Conv(64, 4×4, stride 2) → Conv(64, 3×3, stride 1)
-  and 512 hidden units: `--network`, or by default Nature-DQN's where the frame is at least `NATURE_FROM` pixels
-  high and wide (the paper's environments are at most 25×25, and keep the small one).
+  and 512 hidden units: `--network`, or by default Nature-DQN's for pixels at least `NATURE_FROM` high and wide
+  (the paper's environments are grids of codes, and keep the small one).
 - Pixels are scaled by 1/255 to [0, 1] inside the network (the replay keeps the bytes): `--pixels`, or by default a
   uint8 rank-3 space whose bounds are 0 and 255. A space with tighter bounds (codes, as MiniGrid's) is read
   unscaled.
@@ -26,7 +26,7 @@ import numpy as np
 LAYOUTS = ("auto", "hwc", "chw")
 NETWORKS = ("auto", "small", "nature")
 PIXELS = ("auto", "true", "false")
-NATURE_FROM = 36  # frames at least this high and wide get Nature-DQN's torso by default (its smallest input)
+NATURE_FROM = 36  # pixel frames at least this high and wide get Nature-DQN's torso by default (its smallest input)
 WARN_PARAMETERS = 5_000_000  # a network with more parameters than this is said at the run's start
 # each torso's convolutions: (parameter name, output channels, kernel, stride), in order
 TORSOS = {"small": (("conv", 16, 3, 1),),
@@ -38,6 +38,17 @@ NAMES = {"mlp": "MLP (128 hidden units)", "small": "the paper's small conv net (
 
 class ReadingError(ValueError):
     """An observation space the networks cannot read as asked; its text is one line naming the flag."""
+
+
+class ReadingMismatch(ValueError):
+    """A method's acting network reads observations otherwise than the actors will (`learner.learner.make_modules`
+    checks); its text is one line."""
+
+
+def torso(params) -> str:
+    """The torso a network's parameters (or a state dict's keys) have: "small" (`conv`), "nature" (`conv1`), or
+    "mlp" (neither)."""
+    return next((name for name, layers in TORSOS.items() if f"{layers[0][0]}.weight" in params), "mlp")
 
 
 @dataclass(frozen=True)
@@ -117,8 +128,8 @@ def choose(shape: tuple[int, ...], dtype, low, high, layout: str = "auto", netwo
         scaled = pixels == "true"
     reading = Reading("small", "CHW" if chw else "HWC", scaled, why)
     h, w, _ = reading.frame(shape)
-    if network == "auto":
-        network = "nature" if min(h, w) >= NATURE_FROM else "small"
+    if network == "auto":  # (a grid of codes keeps the paper's net however large: a stride-4 conv skips cells)
+        network = "nature" if scaled and min(h, w) >= NATURE_FROM else "small"
     smallest = 3 if network == "small" else NATURE_FROM
     if min(h, w) < smallest:
         raise ReadingError(f"--network {network}: its convolutions need frames at least {smallest}×{smallest}; read "
