@@ -32,12 +32,19 @@ def _import_env_module(name: str) -> str:
     return env_id
 
 
-def make(name: str, kwargs, render_mode: str | None) -> gym.Env:
+def registered(name: str) -> str:
+    """The Gymnasium id of a name this family makes (`module:Id`: its module imported), UnknownEnvError where
+    Gymnasium's registry has none; nothing is made."""
     if name.startswith("MiniGrid-"):
         import minigrid  # noqa: F401  (registers the MiniGrid ids)
     env_id = _import_env_module(name) if ":" in name else name
     if env_id not in gym.registry:
         raise UnknownEnvError(unknown(name))
+    return env_id
+
+
+def make(name: str, kwargs, render_mode: str | None) -> gym.Env:
+    env_id = registered(name)
     return make_registered(name, env_id, kwargs, **({"render_mode": render_mode} if render_mode else {}))
 
 

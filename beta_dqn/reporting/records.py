@@ -16,7 +16,8 @@ import math
 import shlex
 from pathlib import Path
 
-from actors.envs import UnknownEnvError, env_spec
+from actors.envs import UnknownEnvError, domain, env_spec
+from actors.envs.gymnasium_ids import registered
 from beta_dqn.configuration.cli import build_parser
 from beta_dqn.configuration.compat import command_pins
 from beta_dqn.configuration.defaults import env_defaults
@@ -200,8 +201,8 @@ def _recorded_run(root: Path, key: tuple, row: dict, study: dict, commands: list
     """One run of a record, as `load_recorded` says: its numbers, and its configuration from its command."""
     score, rate, steps, wall, train, first = _recorded_numbers(key, row, study, fail)
     if ":" not in key[0]:  # (a module:Id env is the user's: its module need not be importable here)
-        try:
-            env_spec(key[0])
+        try:  # a Gymnasium id by its registration (a record's run may have wrapped it, which is not applied here)
+            registered(key[0]) if domain(key[0]) == "Other" else env_spec(key[0])
         except UnknownEnvError as e:
             raise fail(f"runs.csv names an environment this code does not know: {e}") from None
     if row["metric"] != metric(key[0]):
