@@ -77,15 +77,12 @@ def test_flags_choose_and_refuse_in_one_line():
     r = choose((84, 84, 4), np.uint8, 0, 255, layout="hwc", network="small", pixels="false")
     assert (r.network, r.layout, r.pixels, r.why) == ("small", "HWC", False, "--obs-layout hwc")
     assert choose((84, 84, 4), np.uint8, 0, 10, pixels="true").pixels
-    for kwargs, says in [({"network": "nature"}, "--network nature: its convolutions need frames at least 36×36"),
-                         ({"layout": "sideways"}, "--obs-layout 'sideways': give one of auto, hwc, chw"),
-                         ({"pixels": "true"}, None)]:
-        if says is None:
-            with pytest.raises(ReadingError, match="not uint8"):
-                choose((12, 12, 3), np.float32, 0.0, 1.0, **kwargs)
-            continue
-        with pytest.raises(ReadingError, match=says):
-            choose((12, 12, 3), np.uint8, 0, 255, **kwargs)
+    with pytest.raises(ReadingError, match="--network nature: its convolutions need frames at least 36×36"):
+        choose((12, 12, 3), np.uint8, 0, 255, network="nature")
+    with pytest.raises(ReadingError, match="--obs-layout 'sideways': give one of auto, hwc, chw"):
+        choose((12, 12, 3), np.uint8, 0, 255, layout="sideways")
+    with pytest.raises(ReadingError, match="--pixels true: the observations are float32, not uint8"):
+        choose((12, 12, 3), np.float32, 0.0, 1.0, pixels="true")
     with pytest.raises(ReadingError, match=r"shape \(48,\), not an image"):
         choose((48,), np.float32, 0.0, 1.0, network="nature")
     with pytest.raises(ConfigError, match="^--network: nature: its convolutions need frames at least 36×36; read as "

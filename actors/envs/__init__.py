@@ -33,7 +33,7 @@ from replay_service.plugins import load_plugins
 __all__ = ["MAX_NESTING", "PLUGINS", "EnvFailed", "EnvSpec", "Family", "UnknownEnvError", "canonical_kwargs",
            "canonical_name", "canonical_wrappers", "domain", "env_modules", "env_spec", "families", "family_of",
            "known_names", "make_env", "nesting", "parse_env_kwargs", "register",
-           "scored_by_success", "success_domains", "wrapper_modules"]
+           "scored_by_success", "success_domains"]
 
 _JSON_KINDS = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
                bool: "true or false", type(None): "null"}

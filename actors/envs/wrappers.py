@@ -33,12 +33,10 @@ def _item(item, text: str) -> tuple[str, dict]:
                           f"to its keyword arguments, e.g. {EXAMPLE}; not {json.dumps(item)}")
 
 
-def parse_wrappers(text) -> list[tuple[str, dict]]:
-    """`--wrappers` as [(path, kwargs), ...] ('' or none: []); anything else, one line saying why. (A list, as the
-    Python API and a configuration file give it, is taken as the array.)"""
-    if isinstance(text, list):
-        items = text
-    elif not isinstance(text, str):
+def parse_wrappers(text: str) -> list[tuple[str, dict]]:
+    """`--wrappers` as [(path, kwargs), ...] ('' or none: []); anything else, one line saying why. (The Python API
+    and a configuration file give a list as its JSON.)"""
+    if not isinstance(text, str):
         raise UnknownEnvError(f"--wrappers: {text!r}: give an import path or a JSON array, e.g. {EXAMPLE}")
     elif not text.strip():
         return []
@@ -53,7 +51,7 @@ def parse_wrappers(text) -> list[tuple[str, dict]]:
         items = [text.strip()]
     out = []
     for item in items:
-        path, kwargs = _item(item, text if isinstance(text, str) else json.dumps(text))
+        path, kwargs = _item(item, text)
         if not path or path.strip() != path or not all(p.isidentifier() for p in path.replace(":", ".").split(".")):
             raise UnknownEnvError(f"--wrappers: {path!r} is not an import path (e.g. "
                                   "gymnasium.wrappers.FlattenObservation or mymodule:my_wrapper)")
