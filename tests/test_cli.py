@@ -137,7 +137,8 @@ def test_bad_input_exits_2_with_one_line(argv, message, capfd):
 
 
 @pytest.mark.parametrize("prog,command", [
-    *((f"bench/{name}.py", [f"bench/{name}.py"]) for name in ("breakdown", "cost", "packed", "replay", "throughput")),
+    *((f"bench/{name}.py", [f"bench/{name}.py"]) for name in ("arithmetic", "breakdown", "cost", "packed", "replay",
+                                                                 "throughput")),
     ("python -m learner.report", ["-m", "learner.report", "."]),
 ])
 def test_every_command_says_a_mistake_in_one_line_with_status_2(prog, command):
