@@ -1,4 +1,4 @@
-"""The learner's update and the actors' acting forward against the arithmetic they do, on one thread (issue 69).
+"""The learner's update and the actors' acting forward against the arithmetic they do, on one thread.
 
     python bench/arithmetic.py                              # MinAtar/Breakout, every method
     python bench/arithmetic.py --algos dqn beta_dqn --out /tmp/a.json
