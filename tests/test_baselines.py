@@ -192,13 +192,50 @@ def test_rnd_bonus_normalises_observations_clips_them_and_divides_by_the_errors_
     torch.testing.assert_close(loss.double(), error.mean(), rtol=1e-5, atol=1e-6)
 
 
+def test_rnd_bonus_centred_subtracts_the_errors_running_mean_and_averages_zero():
+    """--rnd-bonus centred (LESSON's code): (e − running mean) / running std; the spec's bonus is e / running std,
+    always positive. Both from the same statistics."""
+    sides = {}
+    for centred in (False, True):
+        torch.manual_seed(0)
+        frozen = {"rnd_target": _Scale(1.0), "obs_norm": RunningMeanStd((2,)), "bonus_norm": RunningMeanStd(())}
+        batches = [torch.as_tensor(np.random.default_rng(i).normal(0.0, 1.0, (64, 2))) for i in range(20)]
+        sides[centred] = torch.cat([rnd.intrinsic_reward(_Scale(2.0), frozen, b, centred)[0] for b in batches])
+        stats = frozen["bonus_norm"]
+    assert sides[False].min() > 0 and sides[True].min() < 0 < sides[True].max()
+    # the last batch's bonus: the same error, less the running mean over the std in the centred one
+    last_std, last_mean = stats.std().item(), stats.mean.item()
+    torch.testing.assert_close(sides[True][-64:].double(), sides[False][-64:].double() - last_mean / last_std,
+                               rtol=1e-5, atol=1e-5)
+    assert abs(sides[True].mean().item()) < 0.2 < sides[False].mean().item()
+
+
+@pytest.mark.parametrize("algo", ["rnd", "lesson"])
+def test_rnd_bonus_flag_reaches_the_bonus_of_rnd_and_lesson(monkeypatch, algo):
+    seen = []
+
+    def bonus(predictor, frozen, next_obs, centred):
+        seen.append(centred)
+        raise StopIteration  # the loss's first step: nothing more is needed
+
+    monkeypatch.setattr(rnd, "intrinsic_reward", bonus)
+    module = rnd if algo == "rnd" else lesson
+    for value in ("std", "centred"):
+        cfg = method_settings(Config.of(algo=algo, loss="mse", rnd_bonus=value))
+        with pytest.raises(StopIteration):
+            module.loss({"rnd_predictor": None}, {}, {"obs": torch.zeros(1, 2), "next_obs": None,
+                                                      "option": torch.zeros(1, dtype=torch.int64)}, 0.9, cfg)
+    assert seen == [False, True]
+
+
 def test_rnd_adds_the_scaled_bonus_to_the_reward_of_the_td_target(monkeypatch):
     torch.manual_seed(0)
     q, target = torch.nn.Linear(4, 2), torch.nn.Linear(4, 2)
     batch = {"obs": torch.rand(3, 4), "next_obs": torch.rand(3, 4), "action": torch.tensor([0, 1, 0]),
              "reward": torch.tensor([1.0, 0.0, -1.0]), "terminated": torch.tensor([False, False, True])}
     bonus = torch.tensor([0.5, 2.0, 1.0])
-    monkeypatch.setattr(rnd, "intrinsic_reward", lambda predictor, frozen, next_obs: (bonus, torch.tensor(0.25)))
+    monkeypatch.setattr(rnd, "intrinsic_reward",
+                        lambda predictor, frozen, next_obs, centred: (bonus, torch.tensor(0.25)))
     loss, metrics = rnd.loss({"q": q, "rnd_predictor": None}, {"q": target}, batch, 0.9, _cfg("rnd"))
     with torch.no_grad():
         q_sa = q(batch["obs"]).gather(1, batch["action"][:, None]).squeeze(1)

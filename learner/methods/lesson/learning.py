@@ -76,7 +76,8 @@ def termination_loss(beta_s, option, q_option_target_s, terminated) -> torch.Ten
 
 def loss(nets, frozen, batch: dict[str, torch.Tensor], gamma: float, cfg) -> tuple[torch.Tensor, dict]:
     n, option = batch["obs"].shape[0], batch["option"]
-    bonus, loss_rnd = rnd.intrinsic_reward(nets["rnd_predictor"], frozen, batch["next_obs"])
+    bonus, loss_rnd = rnd.intrinsic_reward(nets["rnd_predictor"], frozen, batch["next_obs"],
+                                           cfg.others["rnd"].rnd_bonus == "centred")
     loss_q, q_sa = dqn.q_loss(nets["q"], frozen["q"], batch, batch["reward"], gamma, cfg.loss)
     scale = cfg.others["rnd"].rnd_scale  # RND's --rnd-scale
     loss_int, _ = dqn.q_loss(nets["q_int"], frozen["q_int"], batch, scale * bonus, gamma, cfg.loss)
