@@ -28,26 +28,42 @@ Prints a table and writes JSON.
 
 from __future__ import annotations
 
-import json
-import statistics
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
+import os
 
-import numpy as np
-import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # numpy on one thread, as an actor's
+    os.environ[_var] = "1"  # (set before numpy is imported)
+
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch.utils.flop_counter import flop_registry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-if __name__ == "__main__":  # --repo DIR: that checkout's code measured by this script (before and after, one sitting)
-    _at = sys.argv.index("--repo") + 1 if "--repo" in sys.argv[:-1] else 0
-    sys.path.insert(0, str(Path(sys.argv[_at]).resolve() if _at else ROOT))
-    if _at:
-        sys.path.insert(1, str(ROOT))
 
+
+def _repo_argument(argv: list[str]) -> str:
+    """--repo's value (`--repo DIR` or `--repo=DIR`), or ''."""
+    for i, a in enumerate(argv):
+        if a == "--repo" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--repo="):
+            return a.split("=", 1)[1]
+    return ""
+
+
+CODE = Path(_repo_argument(sys.argv[1:]) or ROOT).resolve() if __name__ == "__main__" else ROOT
+if __name__ == "__main__":  # --repo DIR: that checkout's code (and its bench/machine.py) measured by this script
+    sys.path.insert(0, str(CODE))
+
+import learner as learner_package  # noqa: E402
 from bench.machine import machine, write_result  # noqa: E402  (with --repo, that checkout's: its commit recorded)
 from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
 from beta_dqn.configuration.flags import Config, resolve, settings  # noqa: E402
@@ -57,6 +73,16 @@ from learner.methods.numpy_net import NumpyNet, acting_values, unflatten  # noqa
 from replay_service.schema import Schema  # noqa: E402
 
 BATCHES = 16  # distinct batches cycled through while timing
+
+
+def _machine() -> dict:
+    """`machine()` of the code measured, its commit only where that code's folder is a git checkout's top (a copy
+    inside another repository would otherwise be given that repository's commit)."""
+    info = machine()
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=CODE, capture_output=True, text=True)
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != CODE:
+        info["commit"] = None
+    return info
 
 
 class MatrixOps(TorchDispatchMode):
@@ -231,6 +257,14 @@ def main(argv=None) -> int:
     for flag in ("repo", "baseline"):
         if getattr(args, flag) and not (Path(getattr(args, flag)) / "learner" / "learner.py").is_file():
             p.error(f"--{flag} {getattr(args, flag)}: not a checkout of this project (no learner/learner.py)")
+    if args.repo and not args.out:
+        p.error(f"--repo {args.repo}: give --out FILE too (the default is this checkout's own result file)")
+    if not Path(learner_package.__file__).resolve().is_relative_to(CODE):
+        p.error(f"--repo {args.repo}: its code was not the code imported ({Path(learner_package.__file__).parent})")
+    try:
+        resolve(Config.of(env=args.env, algo=args.algos[0], wandb="disabled"))
+    except Exception as e:  # noqa: BLE001 - a bad --env: one line, before any child starts
+        p.error(str(e).splitlines()[0])
     if args.baseline:
         return compare(args, argv)
     torch.set_num_threads(1)
@@ -259,7 +293,7 @@ def main(argv=None) -> int:
         print(f"{r['algo']} | {r['flops_per_step'] / 1e3:.0f} | {r['forward_us']:.0f} | {r['gflops']:.1f} | "
               f"{r['yardstick_gflops']:.1f} | {r['share_of_yardstick']:.0%}")
 
-    result = {"env": args.env, "machine": machine(), "threads": 1, "matmul_1024_gflops": square / 1e9,
+    result = {"env": args.env, "machine": _machine(), "threads": 1, "matmul_1024_gflops": square / 1e9,
               "learner": learner, "actor": actors, "command": "python bench/arithmetic.py " + " ".join(argv)}
     out = Path(args.out or ROOT / "bench" / "results" / f"arithmetic-{result['machine']['cpu_count']}cpu-cpu.json")
     write_result(out, result)
@@ -276,9 +310,16 @@ def compare(args, argv: list[str]) -> int:
         for rep in range(args.repeats):
             for side in ("this", "baseline") if rep % 2 == 0 else ("baseline", "this"):
                 out = Path(tmp) / f"{side}-{rep}.json"
-                subprocess.run([sys.executable, str(ROOT / "bench" / "arithmetic.py"), *common, "--repo",
-                                str(sides[side]), "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
-                runs[side].append(json.loads(out.read_text()))
+                done = subprocess.run([sys.executable, str(ROOT / "bench" / "arithmetic.py"), *common, "--repo",
+                                       str(sides[side]), "--out", str(out)], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True)
+                if done.returncode != 0:
+                    last = (done.stderr.strip().splitlines() or [""])[-1]
+                    raise SystemExit(f"bench/arithmetic.py: the {side} side's run {rep + 1} failed "
+                                     f"({done.returncode}): {last}")
+                run = json.loads(out.read_text())
+                run["command"] = f"python bench/arithmetic.py {' '.join(common)} --repo {side.upper()}"
+                runs[side].append(run)
     print(f"\nupdate ms on one thread, {args.env}: this checkout against the baseline, {args.repeats} runs a side, "
           "ABBA")
     print("algo | this (fastest) | baseline (fastest) | ratio | median of paired ratios")

@@ -1,5 +1,5 @@
 """bench/arithmetic.py counts an update's FLOPs: on CliffWalk's MLP its count equals the products' sizes worked out
-by hand, and its JSON holds what docs/benchmarks.md reads."""
+by hand; --baseline runs each side's code in its own processes and says a failing side in one line."""
 
 from __future__ import annotations
 
@@ -30,3 +30,18 @@ def test_the_bench_counts_a_dqn_update_as_its_matrix_products(tmp_path):
     (actor,) = json.loads(out.read_text())["actor"]
     assert actor["envs"] == 3 and actor["flops_per_step"] == 2 * 3 * d * h + 2 * 3 * h * a
     assert "learner update on one thread" in proc.stdout
+
+
+def test_baseline_runs_both_sides_and_a_bad_flag_is_one_line_before_any_run(tmp_path):
+    out = tmp_path / "c.json"
+    proc = subprocess.run([sys.executable, "bench/arithmetic.py", "--baseline", str(ROOT), "--env", "CliffWalk",
+                           "--algos", "dqn", "--repeats", "1", "--rounds", "1", "--updates", "1", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    (row,) = result["rows"]
+    assert row["algo"] == "dqn" and len(row["this_runs_ms"]) == len(row["baseline_runs_ms"]) == 1
+    assert result["command"].split().count("DIR") == 1 and str(ROOT) not in json.dumps(result["this"])
+    bad = subprocess.run([sys.executable, "bench/arithmetic.py", "--baseline", str(ROOT), "--env", "Nope"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "unknown env 'Nope'" in bad.stderr
