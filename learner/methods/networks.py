@@ -21,8 +21,7 @@ def _add_torso(net: nn.Module, obs_shape: tuple[int, ...], reading: Reading) -> 
 
 
 def _linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """`layer(x)` without the module call's own work (its hooks' bookkeeping): at batch 32 on a CPU, a small update
-    is mostly such fixed costs (bench/arithmetic.py); the arithmetic is the same call."""
+    """`layer(x)` without the module call's own work (its hooks' bookkeeping); the arithmetic is the same call."""
     return F.linear(x, layer.weight, layer.bias)
 
 

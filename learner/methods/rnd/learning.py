@@ -4,7 +4,8 @@ A fixed random target network f and a trained predictor f̂ (the same architectu
 next observation normalised by running mean/std and clipped to [−5, 5]. The intrinsic reward is the
 prediction error e = ‖f̂(x) − f(x)‖² / 128 divided by the running std of those errors (spec §7), or with
 `--rnd-bonus centred` (e − running mean) / running std, as LESSON's code has it: the spec's bonus is always
-positive, so an episode that goes on is paid for each step, the centred one averages zero. The TD target of Q uses
+positive, so an episode that goes on is paid for each step; the centred one averages zero only while the errors
+keep their level (falling errors leave it below zero: results/rnd-bonus-check). The TD target of Q uses
 r + scale · bonus (scale 10). The predictor is trained on the same minibatch. The running statistics
 are updated from each minibatch, by the learner, and saved with the learner's state.
 """
