@@ -37,7 +37,7 @@ def test_the_cells_are_the_plans_runs(runner):
     b = beta + dqn
     assert len(a) == 55 and len(dqn) == len(beta) == 9
     # PLAN.md's deviation of 2026-12-06: stage 1 is 1a, then 1b's DQN runs; 1b's β-DQN runs are asked for apart
-    assert runner.cells("1") == a + dqn and runner.every_cell() == a + dqn + beta
+    assert runner.cells("1") == a + dqn and runner.every_cell()[:73] == a + dqn + beta
     assert {c.method for c in dqn} == {"dqn"} and {c.method for c in beta} == {"beta"}
     assert len({c.name for c in a + b}) == 73 and len({c.grid for c in a + b}) == 73
     assert {c.method for c in a} == {"beta"} and {c.seed for c in a} == set(range(5))
@@ -48,10 +48,72 @@ def test_the_cells_are_the_plans_runs(runner):
     assert {c.steps for c in b} == {5_000_000} and {c.seed for c in b} == {0, 1, 2}
     cell = next(c for c in beta if c.name == "1b/asterix-beta-s0")
     argv = " ".join(cell.argv())
+    # PLAN.md's deviation of 2026-12-07: alone, β's update on the second core (the same math, its Equivalence)
     for flag in ("--algo beta_dqn --bandit-returns raw --beta-epsilon false", "--runtime serial --actors 4",
-                 "--arm-exchange episode --beta-thread false", "--total-steps 5000000", "--seeds 0"):
+                 "--arm-exchange episode --beta-thread true", "--total-steps 5000000", "--seeds 0"):
         assert flag in argv
     assert str(cell.record) == "results/minatar-departure/1b/asterix-beta-s0"
+    assert all("--beta-thread false" in " ".join(c.argv()) and not c.solo for c in a + dqn)
+    assert all(c.solo for c in beta) and not any("--lr" in c.argv() for c in a + b)
+
+
+def test_stage_2a_searches_the_two_other_rates_at_seeds_0_to_2(runner):
+    from beta_dqn.configuration.defaults import env_defaults
+
+    for g in runner.MINATAR:  # the runner's default rates are the code's (unchanged since the study's commit)
+        assert float(runner.rates.default(g)) == env_defaults(f"MinAtar/{g}")[1]
+    search = runner.search_cells()
+    assert len(search) == 60 and len({c.name for c in search}) == 60 and len({c.grid for c in search}) == 60
+    assert {c.seed for c in search} == {0, 1, 2} and {c.steps for c in search} == {1_000_000}
+    for g in runner.MINATAR:
+        for m in ("beta", "dqn"):
+            rates = {c.lr for c in search if c.env == f"MinAtar/{g}" and c.method == m}
+            assert rates == set(runner.rates.RATES) - {runner.rates.default(g)}
+    cell = next(c for c in search if c.name == "2a/asterix-dqn-lr3e-4-s1")
+    assert "--env MinAtar/Asterix --algo dqn --lr 3e-4 --seeds 1 --total-steps 1000000 --runtime serial" in \
+        " ".join(cell.argv())
+    assert str(cell.grid) == "runs/md-2a-asterix-dqn-lr3e-4-s1"
+    assert {c.name for c in runner.every_cell()} >= {c.name for c in search}
+    assert {str(runner.rates.record(c.env.removeprefix("MinAtar/"), c.method, c.seed, c.lr)) for c in search} == \
+        {str(c.record) for c in search}  # the choice reads the records the runner makes
+    assert str(runner.rates.record("Asterix", "dqn", 2, "3e-5")) == "results/table1-protocol/asterix-dqn-s2"
+    assert str(runner.rates.record("Asterix", "beta", 2, "3e-5")) == "results/minatar-departure/1a/asterix-beta-s2"
+
+
+def _record(root, record, score):
+    (root / record).mkdir(parents=True)
+    (root / record / "runs.csv").write_text(f"env,score\nx,{score}\n")
+
+
+def test_stage_2a_chooses_by_the_mean_over_seeds_0_to_2_then_runs_seeds_3_and_4(runner, tmp_path, monkeypatch):
+    clone, home = tmp_path / "clone", tmp_path / "main"
+    monkeypatch.setattr(runner, "ROOT", clone)
+    monkeypatch.setattr(runner, "HOME", home)
+
+    def chosen(game, method):
+        return runner.rates.chosen(game, method, (clone, home))
+
+    def scores(game, method, by_rate):
+        for rate, values in by_rate.items():
+            for seed, v in enumerate(values):
+                where = home if seed % 2 else clone  # a record in either checkout counts
+                _record(where, runner.rates.record(game, method, seed, rate), v)
+
+    assert chosen("Breakout", "dqn") is None and runner.held_out("Breakout", "dqn") == []
+    scores("Breakout", "dqn", {"3e-4": [1, 2, 3], "1e-4": [3, 3, 0]})
+    assert chosen("Breakout", "dqn") is None  # 3e-5's runs are not in yet
+    scores("Breakout", "dqn", {"3e-5": [2, 2.0000001, 2]})
+    assert chosen("Breakout", "dqn") == "3e-5"  # exactly: 2.0000000333 above 2 (twice)
+    assert [c.name for c in runner.held_out("Breakout", "dqn")] == ["2a/breakout-dqn-lr3e-5-s3",
+                                                                     "2a/breakout-dqn-lr3e-5-s4"]
+    assert [c.name for c in runner.cells("2a")[60:]] == ["2a/breakout-dqn-lr3e-5-s3", "2a/breakout-dqn-lr3e-5-s4"]
+    scores("Seaquest", "beta", {"3e-4": [1, 1, 1], "1e-4": [0, 1, 2], "3e-5": [3, 0, 0]})
+    assert chosen("Seaquest", "beta") == "1e-4"  # a three-way tie: the default (1e-4)
+    assert runner.held_out("Seaquest", "beta") == []  # the default's seeds 3-4 exist (stage 1a)
+    scores("Asterix", "beta", {"3e-4": [0, 0, 0], "1e-4": [1, 1, 1], "3e-5": [0, 0, 0.5]})
+    scores("Asterix", "dqn", {"3e-4": [1, 1, 1], "1e-4": [1, 1, 1], "3e-5": [0, 0, 0]})
+    assert chosen("Asterix", "beta") == "1e-4"
+    assert chosen("Asterix", "dqn") == "3e-4"  # tied without the default (3e-5): the larger rate
 
 
 def test_the_runners_arguments_are_checked_in_one_line(runner, capsys):
@@ -191,14 +253,30 @@ def test_a_1b_beta_run_cut_off_continues_from_its_checkpoint_and_its_record_says
     assert not (clone / dqn.record / runner.RESUMES).exists()
 
 
-def test_a_resumable_run_starts_with_less_time_left_than_its_estimate(runner, monkeypatch):
+def test_a_1b_beta_run_starts_only_if_what_is_left_of_it_fits(runner, tmp_path, monkeypatch):
+    """PLAN.md's deviation of 2026-12-07: a machine may not keep runs/ to the next session, so a 1b β-DQN run starts
+    only where its estimate fits, or, resumed, the estimate of what its checkpoint leaves."""
     import time
 
+    import torch
+
+    monkeypatch.setattr(runner, "ROOT", tmp_path)
     ran = []
     monkeypatch.setattr(runner, "run", lambda cell: ran.append(cell.name) or True)
-    a, beta = runner.cells("1a")[0], runner.cells("1b-beta")[0]  # 45 min, and 5M steps (225 min)
-    assert runner.work([a, beta], 1, time.time() + 25 * 60) == 0
-    assert ran == [beta.name]
+    beta, other = runner.cells("1b-beta")[:2]
+    assert beta.minutes == 140 and runner.minutes_left(beta) == 140
+    assert runner.work([beta], 1, time.time() + 100 * 60) == 0 and ran == []  # 140 min do not fit in 100
+    (tmp_path / beta.grid / "run").mkdir(parents=True)
+    torch.save({"counters": {"env_steps": 3_000_000}}, tmp_path / beta.grid / "run" / "checkpoint.pt")
+    assert runner.minutes_left(beta) == pytest.approx(56)
+    assert runner.work([other, beta], 1, time.time() + 100 * 60) == 0 and ran == [beta.name]
+
+
+def test_1b_beta_runs_one_at_a_time(runner, capsys):
+    with pytest.raises(SystemExit) as e:
+        runner.main(["--stage", "1b-beta", "--jobs", "2"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "its runs run one at a time" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_finished_1b_beta_run_is_recorded_not_resumed_and_a_failed_resume_is_not_counted(runner, tmp_path,

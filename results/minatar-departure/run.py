@@ -5,15 +5,17 @@ Run it with the study clone's Python, from main, on the clone (pinned at the stu
     CLONE/.venv/bin/python results/minatar-departure/run.py --repo CLONE --stage 1 --list   # recorded, begun, to do
     CLONE/.venv/bin/python results/minatar-departure/run.py --repo CLONE --check 1a/asterix-beta-s0
 
-Stages: `1a`; `1b` (DQN's 5M runs); `1` (1a, then 1b's DQN runs); `1b-beta` (β-DQN's 5M runs, about 2.9 hours each
-on the 2-core machine: PLAN.md's deviation of 2026-12-06 says when they start). Each run is a one-run grid of its
-own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`), started with the flags PLAN.md fixes.
-A run cut off (its directory there, no record) is moved aside (`...-cut-<time>`) and started again from its
-beginning, never resumed: a serial run then repeats exactly. Stage 1b's β-DQN runs are the exception (PLAN.md's
-deviation of 2026-12-06: 5M env steps take longer than a session): one cut off after its first checkpoint
-continues from it (`--resume`), the env steps of each resume written to `resumes.json` in its directory and then
-in its record (an empty list: never resumed); such a run starts whenever at least RESUMABLE_START minutes are left
-before `--until`. When it ends, `learner.report` (the clone's) records
+Stages: `1a`; `1b` (DQN's 5M runs); `1` (1a, then 1b's DQN runs); `1b-beta` (β-DQN's 5M runs, one at a time,
+each alone on the machine with β's update on the second core: PLAN.md's deviation of 2026-12-07); `2a` (the
+learning-rate search: each method at the two rates of {3e-4, 1e-4, 3e-5} that are not the game's default, seeds
+0-2, then the chosen rate at seeds 3-4 for each game and method whose nine seed 0-2 runs are all recorded). Each run
+is a one-run grid of its own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`), started with
+the flags PLAN.md fixes. A run cut off (its directory there, no record) is moved aside (`...-cut-<time>`) and
+started again from its beginning, never resumed: a serial run then repeats exactly. Stage 1b's β-DQN runs are the
+exception (PLAN.md's deviations of 2026-12-06): one cut off after its first checkpoint continues from it where the
+machine kept it (`--resume`), the env steps of each resume written to `resumes.json` in its directory and then in
+its record (an empty list: never resumed); it starts only if the estimate of what is left of it fits before
+`--until`. When it ends, `learner.report` (the clone's) records
 it under the clone's `results/minatar-departure/<stage>/<cell>/` (a relative path: the record repeats it), and the
 record is copied into this script's checkout (main), where it is committed; a record in either counts, and one the
 clone holds but main lacks is copied at the start. `--until HH:MM` (this machine's local clock, today or, if that
@@ -44,6 +46,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import rates  # noqa: E402 - stage 2a's rates and its choice, beside this file
+
 HOME = Path(__file__).resolve().parents[2]  # this script's checkout (main): its committed records count too
 ROOT = HOME  # the checkout whose code runs (--repo), where runs/ and the new records are made
 RECORDS = Path("results/minatar-departure")
@@ -60,25 +65,30 @@ COMMON = ("--runtime", "serial", "--actors", "4", "--arm-exchange", "episode", "
 METHOD = {"beta": ("--algo", "beta_dqn", "--bandit-returns", "raw", "--beta-epsilon", "false"),
           "dqn": ("--algo", "dqn")}
 # minutes per million env steps of one serial run beside another and beside other work (nice 19), set above what was
-# seen: on a 2-core AMD EPYC, stage 1a's β-DQN ran at about 480 env steps/s a run (35 min for 1M) on MinAtar; Table
-# 1's serial DQN grid took 9-10 min a 1M MinAtar run and 8-23 min a 500k MiniGrid run
-ESTIMATE = {("dqn", "MinAtar"): 20, ("beta", "MinAtar"): 45, ("dqn", "MiniGrid"): 50, ("beta", "MiniGrid"): 100}
-RESUMABLE_START = 20  # minutes: a resumable run starts if it has this long (its next checkpoint is ~4 min away)
+# seen on a 2-core AMD EPYC: stage 1a's β-DQN took 38-72 min a 1M MinAtar run and 11-34 min a 500k MiniGrid run;
+# Table 1's serial DQN grid 8-17 min a 1M MinAtar run and 8-23 min a 500k MiniGrid run
+ESTIMATE = {("dqn", "MinAtar"): 20, ("beta", "MinAtar"): 75, ("dqn", "MiniGrid"): 50, ("beta", "MiniGrid"): 100}
+# a 1b β-DQN run alone, β's update on the second core: about 830 env steps/s (20 min a million) in its first 245k
+# env steps on a quiet 2-core AMD EPYC, evaluations included; set for other work beside it
+SOLO_ESTIMATE = 28
 RESUMES = "resumes.json"  # a resumable run's list of the env steps at which it was resumed
 
 
 @dataclass(frozen=True)
 class Cell:
-    stage: str  # 1a, 1b
+    stage: str  # 1a, 1b, 2a
     env: str  # the --env value
     method: str  # beta, dqn
     seed: int
     steps: int
+    lr: str = ""  # stage 2a's --lr ("": the game's default rate, not named)
 
     @property
     def name(self) -> str:
-        """`1b/breakout-beta-s0`: the record's directory under results/minatar-departure/."""
-        return f"{self.stage}/{self.env.removeprefix('MinAtar/').lower()}-{self.method}-s{self.seed}"
+        """`1b/breakout-beta-s0`, `2a/breakout-dqn-lr1e-4-s0`: the record's directory under
+        results/minatar-departure/."""
+        rate = f"-lr{self.lr}" if self.lr else ""
+        return f"{self.stage}/{self.env.removeprefix('MinAtar/').lower()}-{self.method}{rate}-s{self.seed}"
 
     @property
     def grid(self) -> Path:
@@ -94,21 +104,31 @@ class Cell:
         return self.stage == "1b" and self.method == "beta"
 
     @property
+    def solo(self) -> bool:
+        """Stage 1b's β-DQN runs run alone, β's update on the second core (PLAN.md's deviation of 2026-12-07)."""
+        return self.resumable
+
+    @property
     def minutes(self) -> float:
         domain = "MinAtar" if self.env.startswith("MinAtar/") else "MiniGrid"
-        return ESTIMATE[self.method, domain] * self.steps / 1e6
+        return (SOLO_ESTIMATE if self.solo else ESTIMATE[self.method, domain]) * self.steps / 1e6
 
     def argv(self) -> list[str]:
-        return ["--env", self.env, *METHOD[self.method], "--seeds", str(self.seed), "--total-steps", str(self.steps),
-                *COMMON]
+        common = list(COMMON)
+        if self.solo:  # "the same math" (PLAN.md's Equivalence: golden outputs identical with and without it)
+            common[common.index("--beta-thread") + 1] = "true"
+        rate = ["--lr", self.lr] if self.lr else []
+        return ["--env", self.env, *METHOD[self.method], *rate, "--seeds", str(self.seed), "--total-steps",
+                str(self.steps), *common]
 
 
-STAGES = ("1", "1a", "1b", "1b-beta")
+STAGES = ("1", "1a", "1b", "1b-beta", "2a")
 
 
 def cells(stage: str) -> list[Cell]:
     """The runs of a stage in the order they start (stage 1: 1a, then 1b's DQN runs; PLAN.md's deviation of
-    2026-12-06 holds 1b's β-DQN runs, `1b-beta`, apart)."""
+    2026-12-06 holds 1b's β-DQN runs, `1b-beta`, apart; stage 2a: seeds 0-2, β-DQN's before DQN's, then the held-out
+    seeds of each choice made)."""
     if stage == "1a":
         return ([Cell("1a", f"MinAtar/{g}", "beta", s, 1_000_000) for s in range(5) for g in MINATAR]
                 + [Cell("1a", t, "beta", s, 500_000) for s in range(5) for t in MINIGRID])
@@ -117,11 +137,28 @@ def cells(stage: str) -> list[Cell]:
                 for g in DEPARTING]
     if stage == "1":
         return cells("1a") + cells("1b")
+    if stage == "2a":
+        return search_cells() + [cell for g in MINATAR for m in ("beta", "dqn") for cell in held_out(g, m)]
     raise ValueError(stage)
 
 
+def search_cells() -> list[Cell]:
+    """Stage 2a's seeds 0-2: each method at the game's two rates other than its default."""
+    return [Cell("2a", f"MinAtar/{g}", m, s, 1_000_000, r) for s in range(3) for m in ("beta", "dqn")
+            for g in MINATAR for r in rates.RATES if r != rates.default(g)]
+
+
 def every_cell() -> list[Cell]:
-    return cells("1") + cells("1b-beta")
+    return cells("1") + cells("1b-beta") + cells("2a")
+
+
+def held_out(game: str, method: str) -> list[Cell]:
+    """The chosen rate's runs at seeds 3-4 where it is not the game's default (the default's exist: stage 1a and
+    Table 1's DQN column); none until the choice is made."""
+    rate = rates.chosen(game, method, (ROOT, HOME))
+    if rate is None or rate == rates.default(game):
+        return []
+    return [Cell("2a", f"MinAtar/{game}", method, s, 1_000_000, rate) for s in (3, 4)]
 
 
 def recorded(cell: Cell) -> bool:
@@ -193,6 +230,15 @@ def checkpoint_steps(grid: Path) -> int | None:
     except Exception as e:  # noqa: BLE001 - a damaged checkpoint: the run starts again from its beginning
         say(f"{found[0]} cannot be read ({type(e).__name__}: {e}); its run starts again from its beginning")
         return None
+
+
+def minutes_left(cell: Cell) -> float:
+    """The cell's estimate, less the share a resumable run's checkpoint has done (PLAN.md's deviation of
+    2026-12-07: such a run starts only if what is left of it fits)."""
+    if not cell.resumable or not (ROOT / cell.grid).exists() or run_dir(cell.grid) is not None:
+        return cell.minutes
+    steps = checkpoint_steps(cell.grid) or 0
+    return cell.minutes * max(0.0, 1 - steps / cell.steps)
 
 
 def resumes(grid: Path) -> list[int]:
@@ -298,7 +344,7 @@ def work(todo: list[Cell], jobs: int, end: float | None) -> int:
             if _stopping.is_set():
                 return None
             for cell in todo:
-                need = RESUMABLE_START if cell.resumable else cell.minutes
+                need = minutes_left(cell)
                 if end is None or time.time() + 60 * need <= end:
                     todo.remove(cell)
                     return cell
@@ -394,9 +440,10 @@ def main(argv: list[str] | None = None) -> int:
     global ROOT
     p = OneLine(prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stage", choices=STAGES, help="the stage whose runs to run (1: 1a, then 1b's DQN runs)")
-    p.add_argument("--jobs", type=int, default=2, help="serial runs at once (default 2: one a core)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="serial runs at once (default 2: one a core; stage 1b-beta: 1, each run taking both)")
     p.add_argument("--until", metavar="HH:MM", help="start no run whose estimate would end after this local time "
-                                                    "(a resumable 1b β-DQN run: none with under 20 minutes left)")
+                                                    "(a resumed 1b β-DQN run: the estimate of what is left)")
     p.add_argument("--list", action="store_true", help="list the stage's runs and their state; run nothing")
     p.add_argument("--check", metavar="STAGE/CELL", help="run one recorded cell again and compare its evals.csv")
     p.add_argument("--repo", type=Path, metavar="DIR",
@@ -413,8 +460,12 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError
         except ValueError:
             p.error(f"--until {args.until!r} is not a time; give HH:MM (24-hour clock), e.g. 07:45")
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         p.error(f"--jobs {args.jobs}: give 1 or more")
+    if args.stage == "1b-beta" and args.jobs not in (None, 1):
+        p.error(f"--jobs {args.jobs} with --stage 1b-beta: its runs run one at a time, each alone on the machine "
+                "(PLAN.md's deviation of 2026-12-07); leave --jobs out")
+    jobs = args.jobs or (1 if args.stage == "1b-beta" else 2)
     if args.check:
         return check(args.check)
     if args.stage is None:
@@ -422,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     todo = cells(args.stage)
     if args.list:
         for cell in todo:
-            print(f"{cell.name:32s} {status(cell):9s} {cell.minutes:5.0f} min  {' '.join(cell.argv())}")
+            print(f"{cell.name:34s} {status(cell):9s} {cell.minutes:5.0f} min  {' '.join(cell.argv())}")
         done = sum(recorded(c) for c in todo)
         print(f"{done} of {len(todo)} recorded; estimate left {sum(c.minutes for c in todo if not recorded(c)):.0f} "
               "run-minutes")
@@ -434,12 +485,12 @@ def main(argv: list[str] | None = None) -> int:
         copy_home(cell)
     todo = [c for c in todo if not recorded(c)]
     os.nice(19)  # the lowest CPU priority, for this script and every run it starts (they inherit it)
-    say(f"stage {args.stage}: {len(todo)} runs to do, {args.jobs} at once"
+    say(f"stage {args.stage}: {len(todo)} runs to do, {jobs} at once"
         + (f", none starting unless it fits before {args.until}" if args.until else ""))
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
-        return 1 if work(todo, args.jobs, deadline(args.until)) else 0
+        return 1 if work(todo, jobs, deadline(args.until)) else 0
     except KeyboardInterrupt:
         say("stopped; run the script again to continue")
         return 130

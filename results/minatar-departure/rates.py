@@ -1,0 +1,63 @@
+"""The MinAtar-departure study's stage 2a (PLAN.md beside this file): its learning rates, each game's default, and
+the choice of each method's rate from the records of seeds 0-2. `run.py` adds the held-out runs by it; the report
+of stage 2a reads the same choice."""
+
+from __future__ import annotations
+
+import csv
+from fractions import Fraction
+from pathlib import Path
+
+RATES = ("3e-4", "1e-4", "3e-5")  # as --lr takes them
+RECORDS = Path("results/minatar-departure")
+
+
+def default(game: str) -> str:
+    """The game's learning rate in the defaults at the study's commit (a test checks the code's)."""
+    return {"Asterix": "3e-5", "Seaquest": "1e-4"}.get(game, "3e-4")
+
+
+def record(game: str, method: str, seed: int, rate: str) -> Path:
+    """The record of a run at `rate`: stage 2a's where it is not the game's default; at the default, β-DQN's from
+    stage 1a and DQN's from Table 1's serial column (PLAN.md's "Reused runs")."""
+    if rate != default(game):
+        return RECORDS / f"2a/{game.lower()}-{method}-lr{rate}-s{seed}"
+    if method == "beta":
+        return RECORDS / f"1a/{game.lower()}-beta-s{seed}"
+    return Path(f"results/table1-protocol/{game.lower()}-dqn-s{seed}")
+
+
+def final_score(path: Path, roots) -> Fraction | None:
+    """A record's final score (its runs.csv's one row) as an exact fraction of the decimal written, from the first
+    of `roots` that holds it; None where none does."""
+    for root in roots:
+        csv_path = root / path / "runs.csv"
+        if csv_path.is_file():
+            with open(csv_path, newline="") as f:
+                rows = list(csv.DictReader(f))
+            if len(rows) != 1:
+                raise ValueError(f"{csv_path}: {len(rows)} runs, not one")
+            return Fraction(rows[0]["score"])
+    return None
+
+
+def means(game: str, method: str, roots) -> dict[str, Fraction] | None:
+    """The mean final score over seeds 0-2 at each rate, or None until all nine runs are recorded."""
+    found = {}
+    for rate in RATES:
+        scores = [final_score(record(game, method, s, rate), roots) for s in range(3)]
+        if any(x is None for x in scores):
+            return None
+        found[rate] = sum(scores, Fraction(0)) / 3
+    return found
+
+
+def chosen(game: str, method: str, roots) -> str | None:
+    """PLAN.md's choice: the rate with the highest mean final score over seeds 0-2; where two means are exactly
+    equal, the game's default among them, else the larger rate. None until its nine runs are recorded."""
+    found = means(game, method, roots)
+    if found is None:
+        return None
+    best = max(found.values())
+    tied = [r for r in RATES if found[r] == best]
+    return default(game) if default(game) in tied else max(tied, key=float)
