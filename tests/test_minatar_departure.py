@@ -307,3 +307,18 @@ def test_a_finished_1b_beta_run_is_recorded_not_resumed_and_a_failed_resume_is_n
     assert runner.run(beta)
     assert ["learner.report" in cmd for cmd in launched] == [True]  # recorded, not run again
     assert json.loads((home / beta.record / runner.RESUMES).read_text()) == []
+
+
+def test_holms_correction_and_the_late_bins():
+    table1, late = _load("table1"), _load("late")
+    # Holm: sorted p times (m - i), never below the one before, at most 1
+    assert table1.holm({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx({"a": 0.03, "b": 0.06, "c": 0.06})
+    assert table1.holm({"a": 0.5, "b": 0.9}) == {"a": 1.0, "b": 1.0}
+    rows = [{"env_steps": 50_000, "arm_proportions": [0.5, 0.5], "arm_bonus": [0.2, 0.0], "arms_cov": 0.5,
+             "arms_cor": 0.5, "arms_cor0": 0.0, "q_mean": 1.0},
+            {"env_steps": 100_000, "arm_proportions": [1.0, 0.0], "arm_bonus": [0.4, 0.0], "arms_cov": 1.0,
+             "arms_cor": 0.0, "arms_cor0": 0.0, "q_mean": 3.0},
+            {"env_steps": 100_001, "q_mean": 5.0, "beta_entropy": 0.5}]
+    bins = late.per_bin(rows)  # a bin ends at its env steps: (0, 100k], (100k, 200k]
+    assert bins["cov"] == {100_000: 0.75} and bins["bonus"] == {100_000: pytest.approx(0.25)}
+    assert bins["q_mean"] == {100_000: 2.0, 200_000: 5.0} and bins["beta_entropy"] == {200_000: 0.5}

@@ -1,0 +1,124 @@
+"""What β-DQN does late on MinAtar (PLAN.md beside this file, "What β-DQN does late on MinAtar"): per 100k env steps,
+from the study's records' `metrics.jsonl`, the bandit's window by arm group (π_cov, π_cor with α > 0, π_cor(0)),
+the bonus B (the window's per-arm bonus weighted by the arm shares), β's mean entropy on replay batches, the share
+of next states whose argmax of Q the in-sample mask leaves out, and the mean Q(s, a) on replay batches beside
+DQN's where the study's DQN runs log it (stage 1b, stage 2a; Table 1's DQN column kept no `q_mean`).
+
+    python results/minatar-departure/late.py            # a table per game; figures in results/minatar-departure/late/
+
+A record keeps its run's `metrics.jsonl` thinned: a merged line carries its last line's diagnostics (10-second
+means over the updates of that line), so a bin's figure is the mean of such samples, not of every update. Seeds
+are averaged per bin; stage 1a's runs (1M, default rate) and stage 1b's (5M) are drawn apart."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "late"
+BIN = 100_000
+GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+GROUPS = {"cov": "arms_cov", "cor": "arms_cor", "cor0": "arms_cor0"}  # the window's group shares, as logged
+FIELDS = ("cov", "cor", "cor0", "bonus", "beta_entropy", "mask_drops_argmax", "q_mean")
+
+
+def lines(record: Path) -> list[dict]:
+    (path,) = sorted(record.glob("runs/*/metrics.jsonl"))
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def per_bin(rows: list[dict]) -> dict[str, dict[int, float]]:
+    """Each field's mean over the lines of each 100k bin (keyed by the bin's end, in env steps)."""
+    sums: dict[str, dict[int, list[float]]] = {f: {} for f in FIELDS}
+    for row in rows:
+        end = -(-int(row["env_steps"]) // BIN) * BIN
+        shares = row.get("arm_proportions")
+        values = dict(row)
+        if shares:
+            values.update({group: row[logged] for group, logged in GROUPS.items()})
+            values["bonus"] = float(np.dot(shares, row["arm_bonus"]))
+        for f in FIELDS:
+            if values.get(f) is not None:
+                sums[f].setdefault(end, []).append(float(values[f]))
+    return {f: {end: float(np.mean(v)) for end, v in bins.items()} for f, bins in sums.items()}
+
+
+def gather(stage: str, game: str, method: str) -> dict[str, dict[int, float]]:
+    """Seeds' per-bin figures averaged, over the stage's records of the game and method (default rate)."""
+    runs = [per_bin(lines(r)) for r in sorted((HERE / stage).glob(f"{game.lower()}-{method}-s[0-9]"))
+            if (r / "runs.csv").is_file()]
+    out: dict[str, dict[int, float]] = {}
+    for f in FIELDS:
+        ends = sorted({e for run in runs for e in run[f]})
+        out[f] = {e: float(np.mean([run[f][e] for run in runs if e in run[f]])) for e in ends}
+    out["seeds"] = {0: float(len(runs))}
+    return out
+
+
+def table(stage: str, game: str) -> str:
+    beta, dqn = gather(stage, game, "beta"), gather(stage, game, "dqn")
+    if not beta["seeds"][0]:
+        return ""
+    head = (f"{game}, stage {stage} ({beta['seeds'][0]:.0f} β-DQN seeds, {dqn['seeds'][0]:.0f} DQN seeds with Q "
+            "logged)\n| env steps | π_cov | π_cor (α>0) | π_cor(0) | bonus B | β entropy | mask drops argmax | "
+            "Q β-DQN | Q DQN |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    def cell(d, f, end):
+        return f"{d[f][end]:.3f}" if end in d[f] else "—"
+
+    rows = [f"| {end // 1000}k | " + " | ".join(cell(beta, f, end) for f in FIELDS) + f" | {cell(dqn, 'q_mean', end)} |"
+            for end in sorted(beta["cov"])]
+    return "\n".join([head, *rows])
+
+
+def figure(stage: str, game: str) -> Path | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    beta, dqn = gather(stage, game, "beta"), gather(stage, game, "dqn")
+    if not beta["seeds"][0]:
+        return None
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.2))
+    x = lambda d, f: ([e / 1e6 for e in sorted(d[f])], [d[f][e] for e in sorted(d[f])])  # noqa: E731
+    for f, label, style in (("cov", "π_cov", "-"), ("cor", "π_cor (α>0)", "--"), ("cor0", "π_cor(0)", ":")):
+        axes[0].plot(*x(beta, f), style, label=label)
+    axes[0].set(title="bandit window by group", ylim=(0, 1))
+    axes[1].plot(*x(beta, "bonus"))
+    axes[1].set(title="bonus B (share-weighted)")
+    axes[2].plot(*x(beta, "beta_entropy"), label="β entropy")
+    axes[2].plot(*x(beta, "mask_drops_argmax"), "--", label="mask drops argmax")
+    axes[2].set(title="β on replay batches")
+    axes[3].plot(*x(beta, "q_mean"), label="β-DQN")
+    if dqn["q_mean"]:
+        axes[3].plot(*x(dqn, "q_mean"), "--", label="DQN")
+    axes[3].set(title="mean Q(s, a) on replay batches")
+    for ax in axes:
+        ax.set_xlabel("env steps (M)")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{game}: β-DQN late in training (stage {stage}, mean over seeds)", fontsize=10)
+    fig.tight_layout()
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"{stage}_{game}.png"
+    fig.savefig(path, dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def main() -> int:
+    for stage in ("1a", "1b"):
+        for game in GAMES:
+            text = table(stage, game)
+            if text:
+                print(text + "\n")
+                figure(stage, game)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
