@@ -37,7 +37,7 @@ def test_the_cells_are_the_plans_runs(runner):
     b = beta + dqn
     assert len(a) == 55 and len(dqn) == len(beta) == 9
     # PLAN.md's deviation of 2026-12-06: stage 1 is 1a, then 1b's DQN runs; 1b's β-DQN runs are asked for apart
-    assert runner.cells("1") == a + dqn and runner.every_cell()[:73] == a + dqn + beta
+    assert runner.cells("1") == a + dqn and runner.every_cell() == a + dqn + beta + runner.search_cells()
     assert {c.method for c in dqn} == {"dqn"} and {c.method for c in beta} == {"beta"}
     assert len({c.name for c in a + b}) == 73 and len({c.grid for c in a + b}) == 73
     assert {c.method for c in a} == {"beta"} and {c.seed for c in a} == set(range(5))
@@ -65,6 +65,7 @@ def test_stage_2a_searches_the_two_other_rates_at_seeds_0_to_2(runner):
     search = runner.search_cells()
     assert len(search) == 60 and len({c.name for c in search}) == 60 and len({c.grid for c in search}) == 60
     assert {c.seed for c in search} == {0, 1, 2} and {c.steps for c in search} == {1_000_000}
+    assert all("--beta-thread false" in " ".join(c.argv()) and not c.solo for c in search)
     for g in runner.MINATAR:
         for m in ("beta", "dqn"):
             rates = {c.lr for c in search if c.env == f"MinAtar/{g}" and c.method == m}
@@ -80,9 +81,14 @@ def test_stage_2a_searches_the_two_other_rates_at_seeds_0_to_2(runner):
     assert str(runner.rates.record("Asterix", "beta", 2, "3e-5")) == "results/minatar-departure/1a/asterix-beta-s2"
 
 
-def _record(root, record, score):
-    (root / record).mkdir(parents=True)
-    (root / record / "runs.csv").write_text(f"env,score\nx,{score}\n")
+def _record(root, record, score, episodes=30):
+    """A record as the runner leaves it: runs.csv (rounded to 4 places, as the report writes it) and the run's
+    evals.csv (unrounded) and config.json."""
+    run = root / record / "runs" / "r"
+    run.mkdir(parents=True)
+    (root / record / "runs.csv").write_text(f"env,score\nx,{round(score, 4)}\n")
+    (run / "evals.csv").write_text(f"env_steps,return_mean\n100000,0.0\n1000000,{score!r}\n")
+    (run / "config.json").write_text(json.dumps({"eval_episodes": episodes}))
 
 
 def test_stage_2a_chooses_by_the_mean_over_seeds_0_to_2_then_runs_seeds_3_and_4(runner, tmp_path, monkeypatch):
@@ -102,8 +108,8 @@ def test_stage_2a_chooses_by_the_mean_over_seeds_0_to_2_then_runs_seeds_3_and_4(
     assert chosen("Breakout", "dqn") is None and runner.held_out("Breakout", "dqn") == []
     scores("Breakout", "dqn", {"3e-4": [1, 2, 3], "1e-4": [3, 3, 0]})
     assert chosen("Breakout", "dqn") is None  # 3e-5's runs are not in yet
-    scores("Breakout", "dqn", {"3e-5": [2, 2.0000001, 2]})
-    assert chosen("Breakout", "dqn") == "3e-5"  # exactly: 2.0000000333 above 2 (twice)
+    scores("Breakout", "dqn", {"3e-5": [2, 2 + 1 / 30, 2]})
+    assert chosen("Breakout", "dqn") == "3e-5"  # a mean 1/90 above the two others' 2
     assert [c.name for c in runner.held_out("Breakout", "dqn")] == ["2a/breakout-dqn-lr3e-5-s3",
                                                                      "2a/breakout-dqn-lr3e-5-s4"]
     assert [c.name for c in runner.cells("2a")[60:]] == ["2a/breakout-dqn-lr3e-5-s3", "2a/breakout-dqn-lr3e-5-s4"]
@@ -114,6 +120,14 @@ def test_stage_2a_chooses_by_the_mean_over_seeds_0_to_2_then_runs_seeds_3_and_4(
     scores("Asterix", "dqn", {"3e-4": [1, 1, 1], "1e-4": [1, 1, 1], "3e-5": [0, 0, 0]})
     assert chosen("Asterix", "beta") == "1e-4"
     assert chosen("Asterix", "dqn") == "3e-4"  # tied without the default (3e-5): the larger rate
+    # exact ties that rounding or float sums would break: runs.csv's 4 places read 0.0333 + 0.0333 against 0.0667,
+    # and 0.1 + 0.2 + 0.3 is not 0.3 + 0.2 + 0.1 in floats; the scores are means of 30 whole returns
+    scores("Freeway", "beta", {"3e-4": [1 / 30, 1 / 30, 10], "1e-4": [2 / 30, 0, 10], "3e-5": [0, 0, 0]})
+    assert chosen("Freeway", "beta") == "3e-4"  # tied with 1e-4: the default
+    scores("Freeway", "dqn", {"3e-4": [0, 0, 0], "1e-4": [0.3, 0.2, 0.1], "3e-5": [0.1, 0.2, 0.3]})
+    assert chosen("Freeway", "dqn") == "1e-4"  # tied without the default: the larger rate, though floats differ
+    scores("Seaquest", "dqn", {"3e-4": [4, 4, 4], "1e-4": [1, 1, 1], "3e-5": [4, 4, 4]})
+    assert chosen("Seaquest", "dqn") == "3e-4"  # tied without the default (1e-4): the larger rate, not the last
 
 
 def test_the_runners_arguments_are_checked_in_one_line(runner, capsys):
@@ -264,19 +278,34 @@ def test_a_1b_beta_run_starts_only_if_what_is_left_of_it_fits(runner, tmp_path, 
     ran = []
     monkeypatch.setattr(runner, "run", lambda cell: ran.append(cell.name) or True)
     beta, other = runner.cells("1b-beta")[:2]
-    assert beta.minutes == 140 and runner.minutes_left(beta) == 140
-    assert runner.work([beta], 1, time.time() + 100 * 60) == 0 and ran == []  # 140 min do not fit in 100
+    assert beta.minutes == 170 and runner.minutes_left(beta) == 170
+    assert runner.work([beta], 1, time.time() + 100 * 60) == 0 and ran == []  # 170 min do not fit in 100
     (tmp_path / beta.grid / "run").mkdir(parents=True)
     torch.save({"counters": {"env_steps": 3_000_000}}, tmp_path / beta.grid / "run" / "checkpoint.pt")
-    assert runner.minutes_left(beta) == pytest.approx(56)
+    assert runner.minutes_left(beta) == pytest.approx(170 * 0.4)
     assert runner.work([other, beta], 1, time.time() + 100 * 60) == 0 and ran == [beta.name]
+    (tmp_path / beta.grid / "run" / "summary.json").write_text("{}")  # it ran to its end: only its record is left
+    assert runner.minutes_left(beta) == 1
+    dqn = runner.cells("1b")[0]  # a checkpoint does not shorten a run that is never resumed
+    (tmp_path / dqn.grid / "run").mkdir(parents=True)
+    torch.save({"counters": {"env_steps": 3_000_000}}, tmp_path / dqn.grid / "run" / "checkpoint.pt")
+    assert runner.minutes_left(dqn) == dqn.minutes == 100
 
 
-def test_1b_beta_runs_one_at_a_time(runner, capsys):
+def test_1b_beta_runs_one_at_a_time(runner, capsys, monkeypatch):
     with pytest.raises(SystemExit) as e:
         runner.main(["--stage", "1b-beta", "--jobs", "2"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "its runs run one at a time" in err and len(err.strip().splitlines()) == 1
+    jobs = {}
+    monkeypatch.setattr(runner, "at_study_commit", lambda: "")
+    monkeypatch.setattr(runner, "copy_home", lambda cell: None)
+    monkeypatch.setattr(runner.os, "nice", lambda n: 0)
+    monkeypatch.setattr(runner, "work", lambda todo, n, end: jobs.setdefault(todo[0].stage + str(todo[0].solo), n)
+                        and 0)
+    for stage in ("1b-beta", "2a"):
+        runner.main(["--stage", stage])
+    assert jobs == {"1bTrue": 1, "2aFalse": 2}  # 1b's β-DQN runs one at a time by default, the others two
 
 
 def test_a_finished_1b_beta_run_is_recorded_not_resumed_and_a_failed_resume_is_not_counted(runner, tmp_path,

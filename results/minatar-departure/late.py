@@ -2,13 +2,16 @@
 from the study's records' `metrics.jsonl`, the bandit's window by arm group (π_cov, π_cor with α > 0, π_cor(0)),
 the bonus B (the window's per-arm bonus weighted by the arm shares), β's mean entropy on replay batches, the share
 of next states whose argmax of Q the in-sample mask leaves out, and the mean Q(s, a) on replay batches beside
-DQN's where the study's DQN runs log it (stage 1b, stage 2a; Table 1's DQN column kept no `q_mean`).
+DQN's where the study's DQN runs log it (stage 1b's; Table 1's DQN column kept no `q_mean`; stage 2a's DQN runs,
+at other rates, are not read here).
 
     python results/minatar-departure/late.py            # a table per game; figures in results/minatar-departure/late/
 
 A record keeps its run's `metrics.jsonl` thinned: a merged line carries its last line's diagnostics (10-second
-means over the updates of that line), so a bin's figure is the mean of such samples, not of every update. Seeds
-are averaged per bin; stage 1a's runs (1M, default rate) and stage 1b's (5M) are drawn apart."""
+means over the updates of that line), so a bin's figure is the mean of such samples, not of every update. The
+window's figures describe its last 1,000 episodes (about 140k env steps late in a Seaquest run), so they lag and
+smooth across bins. Seeds are averaged per bin (over those that have it); stage 1a's runs (1M, default rate) and
+stage 1b's (5M) are drawn apart."""
 
 from __future__ import annotations
 
@@ -56,6 +59,7 @@ def gather(stage: str, game: str, method: str) -> dict[str, dict[int, float]]:
         ends = sorted({e for run in runs for e in run[f]})
         out[f] = {e: float(np.mean([run[f][e] for run in runs if e in run[f]])) for e in ends}
     out["seeds"] = {0: float(len(runs))}
+    out["seeds_q"] = {0: float(sum(bool(run["q_mean"]) for run in runs))}
     return out
 
 
@@ -63,7 +67,7 @@ def table(stage: str, game: str) -> str:
     beta, dqn = gather(stage, game, "beta"), gather(stage, game, "dqn")
     if not beta["seeds"][0]:
         return ""
-    head = (f"{game}, stage {stage} ({beta['seeds'][0]:.0f} β-DQN seeds, {dqn['seeds'][0]:.0f} DQN seeds with Q "
+    head = (f"{game}, stage {stage} ({beta['seeds'][0]:.0f} β-DQN seeds, {dqn['seeds_q'][0]:.0f} DQN seeds with Q "
             "logged)\n| env steps | π_cov | π_cor (α>0) | π_cor(0) | bonus B | β entropy | mask drops argmax | "
             "Q β-DQN | Q DQN |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     def cell(d, f, end):

@@ -5,6 +5,7 @@ of stage 2a reads the same choice."""
 from __future__ import annotations
 
 import csv
+import json
 from fractions import Fraction
 from pathlib import Path
 
@@ -28,16 +29,21 @@ def record(game: str, method: str, seed: int, rate: str) -> Path:
 
 
 def final_score(path: Path, roots) -> Fraction | None:
-    """A record's final score (its runs.csv's one row) as an exact fraction of the decimal written, from the first
-    of `roots` that holds it; None where none does."""
+    """A record's final score, exactly: its run's last evaluation (the record's copy of `evals.csv`, unrounded,
+    where `runs.csv` rounds to 4 places), a mean of `eval_episodes` whole MinAtar returns, so k / episodes. From
+    the first of `roots` that holds the record; None where none does."""
     for root in roots:
-        csv_path = root / path / "runs.csv"
-        if csv_path.is_file():
-            with open(csv_path, newline="") as f:
-                rows = list(csv.DictReader(f))
-            if len(rows) != 1:
-                raise ValueError(f"{csv_path}: {len(rows)} runs, not one")
-            return Fraction(rows[0]["score"])
+        if not (root / path / "runs.csv").is_file():
+            continue
+        (run,) = sorted((root / path).glob("runs/*/evals.csv"))
+        with open(run, newline="") as f:
+            last = list(csv.DictReader(f))[-1]
+        episodes = json.loads((run.parent / "config.json").read_text())["eval_episodes"]
+        mean = float(last["return_mean"])
+        exact = Fraction(round(mean * episodes), episodes)
+        if abs(mean - exact) > 1e-9:
+            raise ValueError(f"{run}: the last return_mean {mean!r} is no mean of {episodes} whole returns")
+        return exact
     return None
 
 

@@ -6,21 +6,20 @@ Run it with the study clone's Python, from main, on the clone (pinned at the stu
     CLONE/.venv/bin/python results/minatar-departure/run.py --repo CLONE --check 1a/asterix-beta-s0
 
 Stages: `1a`; `1b` (DQN's 5M runs); `1` (1a, then 1b's DQN runs); `1b-beta` (β-DQN's 5M runs, one at a time,
-each alone on the machine with β's update on the second core: PLAN.md's deviation of 2026-12-07); `2a` (the
-learning-rate search: each method at the two rates of {3e-4, 1e-4, 3e-5} that are not the game's default, seeds
-0-2, then the chosen rate at seeds 3-4 for each game and method whose nine seed 0-2 runs are all recorded). Each run
-is a one-run grid of its own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`), started with
-the flags PLAN.md fixes. A run cut off (its directory there, no record) is moved aside (`...-cut-<time>`) and
-started again from its beginning, never resumed: a serial run then repeats exactly. Stage 1b's β-DQN runs are the
-exception (PLAN.md's deviations of 2026-12-06): one cut off after its first checkpoint continues from it where the
-machine kept it (`--resume`), the env steps of each resume written to `resumes.json` in its directory and then in
-its record (an empty list: never resumed); it starts only if the estimate of what is left of it fits before
-`--until`. When it ends, `learner.report` (the clone's) records
-it under the clone's `results/minatar-departure/<stage>/<cell>/` (a relative path: the record repeats it), and the
-record is copied into this script's checkout (main), where it is committed; a record in either counts, and one the
-clone holds but main lacks is copied at the start. `--until HH:MM` (this machine's local clock, today or, if that
-has passed, tomorrow) starts a run only if its estimate fits before then (ESTIMATE, minutes per million env steps,
-set high on purpose; for scheduling, not a measurement). Ctrl-C or SIGTERM stops the runs in hand.
+each alone with β's update on the second core: PLAN.md's deviation of 2026-12-07); `2a` (the learning-rate search:
+each method at the game's two other rates of {3e-4, 1e-4, 3e-5}, seeds 0-2, then the chosen rate at seeds 3-4 for
+each game and method whose nine seed 0-2 runs were recorded when the script started). Each run is a one-run grid of
+its own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`), with PLAN.md's flags. A run cut
+off (its directory there, no record) is moved aside (`...-cut-<time>`) and started again from its beginning, never
+resumed: a serial run then repeats exactly. Stage 1b's β-DQN runs are the exception (PLAN.md's deviations of
+2026-12-06): one cut off after its first checkpoint continues from it where the machine kept it (`--resume`), the
+env steps of each resume in `resumes.json` in its directory and then in its record (an empty list: never resumed).
+When a run ends, `learner.report` (the clone's) records it under the clone's
+`results/minatar-departure/<stage>/<cell>/` (a relative path: the record repeats it), and the record is copied into
+this script's checkout (main), where it is committed; a record in either counts, and one the clone holds but main
+lacks is copied at the start. `--until HH:MM` (this machine's local clock, today or, if that has passed, tomorrow)
+starts a run only if its estimate (a resumed run: of what is left) fits before then (ESTIMATE, minutes per million
+env steps, set high on purpose; for scheduling, not a measurement). Ctrl-C or SIGTERM stops the runs in hand.
 
 `--check STAGE/CELL` runs that cell again from its beginning into a new directory (`runs/check-...`) with PLAN.md's
 flags, and compares the sha256 of its evals.csv with the record's copy: serial runs are deterministic for a seed on
@@ -64,13 +63,12 @@ COMMON = ("--runtime", "serial", "--actors", "4", "--arm-exchange", "episode", "
           "--progress", "false", "--wandb", "disabled")
 METHOD = {"beta": ("--algo", "beta_dqn", "--bandit-returns", "raw", "--beta-epsilon", "false"),
           "dqn": ("--algo", "dqn")}
-# minutes per million env steps of one serial run beside another and beside other work (nice 19), set above what was
-# seen on a 2-core AMD EPYC: stage 1a's β-DQN took 38-72 min a 1M MinAtar run and 11-34 min a 500k MiniGrid run;
-# Table 1's serial DQN grid 8-17 min a 1M MinAtar run and 8-23 min a 500k MiniGrid run
+# minutes per million env steps of a serial run beside another and other work (nice 19), above what was seen on a
+# 2-core AMD EPYC: stage 1a's β-DQN 38-72 min a 1M MinAtar run, Table 1's serial DQN 8-17 (MiniGrid 500k: 8-34)
 ESTIMATE = {("dqn", "MinAtar"): 20, ("beta", "MinAtar"): 75, ("dqn", "MiniGrid"): 50, ("beta", "MiniGrid"): 100}
-# a 1b β-DQN run alone, β's update on the second core: about 830 env steps/s (20 min a million) in its first 245k
-# env steps on a quiet 2-core AMD EPYC, evaluations included; set for other work beside it
-SOLO_ESTIMATE = 28
+# a 1b β-DQN run alone with β's thread: 830 env steps/s in its first 245k on a quiet 2-core AMD EPYC; whole runs
+# beside other work ran at 0.5-0.9 of their early rate (1a), so 34 (170 min for 5M): it starts as a session begins
+SOLO_ESTIMATE = 34
 RESUMES = "resumes.json"  # a resumable run's list of the env steps at which it was resumed
 
 
@@ -235,8 +233,10 @@ def checkpoint_steps(grid: Path) -> int | None:
 def minutes_left(cell: Cell) -> float:
     """The cell's estimate, less the share a resumable run's checkpoint has done (PLAN.md's deviation of
     2026-12-07: such a run starts only if what is left of it fits)."""
-    if not cell.resumable or not (ROOT / cell.grid).exists() or run_dir(cell.grid) is not None:
+    if not cell.resumable or not (ROOT / cell.grid).exists():
         return cell.minutes
+    if run_dir(cell.grid) is not None:
+        return 1.0  # it ran to its end: its record is made, not the run again
     steps = checkpoint_steps(cell.grid) or 0
     return cell.minutes * max(0.0, 1 - steps / cell.steps)
 
