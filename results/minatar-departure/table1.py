@@ -6,9 +6,10 @@
 It stops (exit 1) while any of stage 1a's 55 records is missing, and refuses (exit 2) a stage 1a record that is not
 at the study's commit. It writes `results/minatar-departure/table1/` with `learner.report` (both β-DQN columns
 against DQN: means, percentile and t intervals, Welch's and Mann–Whitney's p, the IQM and P(β-DQN > DQN) per
-domain), then prints what the report does not compute: Holm's correction per domain for the serial column's calls,
-per environment the Ray column against the serial one (the runtime, with the commits and sittings that differ
-between them), and P(β-DQN > DQN) on MinAtar at each evaluation."""
+domain), then prints, and writes to `results/minatar-departure/table1.txt`, what the report does not compute:
+Holm's correction per domain for the serial column's calls, per environment the Ray column against the serial one
+(the runtime, with the commits and sittings that differ between them), and P(β-DQN > DQN) on MinAtar at each
+evaluation."""
 
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ def _beta_epsilon():
     return module
 
 OUT = Path("results/minatar-departure/table1")
+TEXT = Path("results/minatar-departure/table1.txt")  # what this script prints after the report, kept
+_lines: list[str] = []
+
+
+def say(text: str = "") -> None:
+    print(text)
+    _lines.append(text)
 SERIAL, RAY, DQN = "runtime=serial,bandit-returns=raw", "runtime=ray,bandit-returns=raw", "runtime=serial"
 
 
@@ -79,7 +87,7 @@ def main() -> int:
     from beta_dqn.reporting.stats import difference
 
     envs = sorted({env for env, _ in scores}, key=lambda e: (not e.startswith("MinAtar/"), e))
-    print("\nβ-DQN serial against DQN serial, Holm's correction within each domain (p → adjusted p), each test a "
+    say("\nβ-DQN serial against DQN serial, Holm's correction within each domain (p → adjusted p), each test a "
           "family of its own: Welch's over the environments it can test (— : both sides constant, left out of "
           "its family), the exact Mann–Whitney test over all (its least p at 5 a side is 0.008, 0.040 after Holm "
           "over 5). The table's calls are Welch's.")
@@ -90,16 +98,17 @@ def main() -> int:
         whitney = holm({e: t["mann_whitney_p"] for e, t in tests.items()})
         for e, t in tests.items():
             w = "—" if t["welch_p"] is None else f"{_p(t['welch_p'])} → {_p(welch[e])}"
-            print(f"  {e:24s} {t['difference']:+8.2f}  Welch {w:17s}  Mann–Whitney {_p(t['mann_whitney_p'])} → "
+            say(f"  {e:24s} {t['difference']:+8.2f}  Welch {w:17s}  Mann–Whitney {_p(t['mann_whitney_p'])} → "
                   f"{_p(whitney[e])}")
-    print("\nβ-DQN's Ray column (Table 1's, at 6ec5992, 7adcac3, 51b16f8 and 5f7eb23) minus the serial one (the "
+    say("\nβ-DQN's Ray column (Table 1's, at 6ec5992, 7adcac3, 51b16f8 and 5f7eb23) minus the serial one (the "
           "study's commit): the runtime, with the commits and sittings that differ between the columns; each "
           "environment, 5 seeds a side, no correction:")
     for e in envs:
         t = difference(scores[e, RAY], scores[e, SERIAL])
         w = "—" if t["welch_p"] is None else _p(t["welch_p"])
-        print(f"  {e:24s} {t['difference']:+8.2f}  Welch {w:7s}  Mann–Whitney {_p(t['mann_whitney_p'])}")
+        say(f"  {e:24s} {t['difference']:+8.2f}  Welch {w:7s}  Mann–Whitney {_p(t['mann_whitney_p'])}")
     by_evaluation()
+    (ROOT / TEXT).write_text("\n".join(_lines).lstrip("\n") + "\n")
     return 0
 
 
@@ -117,12 +126,12 @@ def by_evaluation(reps: int = 2000) -> None:
     beta = {(g, s): _curve(run.RECORDS / f"1a/{g.lower()}-beta-s{s}") for g in run.MINATAR for s in range(5)}
     dqn = {(g, s): _curve(Path(f"results/table1-protocol/{g.lower()}-dqn-s{s}")) for g in run.MINATAR
            for s in range(5)}
-    print(f"\nP(β-DQN serial > DQN serial) on MinAtar at each evaluation, five games, seeds 0-4 ({reps} resamples):")
+    say(f"\nP(β-DQN serial > DQN serial) on MinAtar at each evaluation, five games, seeds 0-4 ({reps} resamples):")
     for step in range(100_000, 1_000_001, 100_000):
         x = [[beta[g, s][step] for g in run.MINATAR] for s in range(5)]
         y = [[dqn[g, s][step] for g in run.MINATAR] for s in range(5)]
         p, low, high = improvement(x, y, reps=reps)
-        print(f"  {step // 1000:5d}k  {p:.2f} [{low:.2f}, {high:.2f}]")
+        say(f"  {step // 1000:5d}k  {p:.2f} [{low:.2f}, {high:.2f}]")
 
 
 if __name__ == "__main__":
