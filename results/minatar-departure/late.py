@@ -7,11 +7,11 @@ at other rates, are not read here).
 
     python results/minatar-departure/late.py            # a table per game; figures in results/minatar-departure/late/
 
-A record keeps its run's `metrics.jsonl` thinned: a merged line carries its last line's diagnostics (10-second
-means over the updates of that line), so a bin's figure is the mean of such samples, not of every update. The
-window's figures describe its last 1,000 episodes (about 140k env steps late in a Seaquest run), so they lag and
-smooth across bins. Seeds are averaged per bin (over those that have it); stage 1a's runs (1M, default rate) and
-stage 1b's (5M) are drawn apart."""
+A record keeps its run's `metrics.jsonl` thinned: a merged line carries its last line's diagnostics (10-second means
+over the updates of that line), so a bin's figure is the mean of such samples, not of every update. The window's
+figures describe the bandit's last 1,000 episodes (at 1M: 113-147k env steps in Breakout, 192-525k in Asterix,
+Seaquest and SpaceInvaders; Freeway's 384 episodes never fill it), so they lag and smooth across bins. Seeds are
+averaged per bin (over those that have it); stage 1a's runs (1M, default rate) and stage 1b's (5M) are drawn apart."""
 
 from __future__ import annotations
 
