@@ -14,7 +14,7 @@ import numpy as np
 
 from actors.envs import EnvSpec
 from beta_dqn.configuration.flags import Config, epsilon_plan, method_settings
-from beta_dqn.driver.outputs import Clock, Window, cpu_model, git_commit, package_versions
+from beta_dqn.driver.outputs import Clock, Window, cpu_capability, cpu_model, git_commit, package_versions
 from beta_dqn.driver.state import RunState
 from learner.methods import algorithm
 from learner.methods.contracts import Acting
@@ -107,7 +107,8 @@ class RunReport:
             "state_visits": None if st.visits is None else st.visits.tolist(),
             # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
             "bandit": self.bandit(),
-            "commit": git_commit(), "cpu": cpu_model(), "versions": package_versions(),
+            "commit": git_commit(), "cpu": cpu_model(), "cpu_capability": cpu_capability(),
+            "versions": package_versions(),
             "epsilon": epsilon_plan(cfg),  # the ε schedule it acted by (None: its method acts on none)
             "observations": observations(cfg, self.spec),  # how its networks read them, and their sizes
             "final_eval": {k: _json_number(final.get(k))

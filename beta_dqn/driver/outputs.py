@@ -302,6 +302,18 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def cpu_capability() -> str | None:
+    """The instruction set torch's CPU kernels dispatch to on this host (`torch.backends.cpu.get_cpu_capability()`:
+    DEFAULT, AVX2, AVX512, ...): hosts with one model name can differ in it (AMD EPYC hosts here with and without
+    AVX-512), and a serial run repeats bit for bit only where it matches, so a run's summary records it."""
+    import torch
+
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def process_tree_rss() -> float:
     """Resident memory of this process and all its descendants (Ray's too), in GB."""
     me = psutil.Process()

@@ -23,8 +23,8 @@ env steps, set high on purpose; for scheduling, not a measurement). Ctrl-C or SI
 
 `--check STAGE/CELL` runs that cell again from its beginning into a new directory (`runs/check-...`) with PLAN.md's
 flags, and compares the sha256 of its evals.csv with the record's copy: serial runs are deterministic for a seed on
-one kind of CPU (float kernels differ between AMD and Intel), so the two match bit for bit where the CPU kind and
-the commit are the record's. Exit status 0: identical; 1: different; 2: a bad argument.
+one host, so the two match bit for bit where the commit and the host's CPU model and instruction set are the
+record's (EPYC hosts differ in AVX-512, which the records do not say: PLAN.md). Exit 0 same, 1 different, 2 error.
 
 The script refuses to start runs unless the clone is clean at the study's commit (the commit that added PLAN.md).
 """
