@@ -18,8 +18,8 @@ it records, after the run's own (so they override them), and writes them to `<ou
 the two sides were given different flags. Where a change moves a default on purpose, the code after it given the
 old value (`--flags="--bandit-returns minmax"`) must match the code before it.
 
-Bit-identity holds on one machine: float kernels can differ between CPU kinds (AMD and Intel), so compare
-directories written on the same host, never against outputs recorded elsewhere. It goes through the
+Bit-identity holds on one machine: float kernels can differ between hosts (AMD and Intel, and hosts of one name),
+so compare directories written on the same host, never against outputs recorded elsewhere. It goes through the
 command line only (`python -m learner.main`), so it runs unchanged on either side of a refactor.
 """
 

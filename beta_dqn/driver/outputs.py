@@ -304,8 +304,8 @@ def cpu_model() -> str | None:
 
 def cpu_capability() -> str | None:
     """The instruction set torch's CPU kernels dispatch to on this host (`torch.backends.cpu.get_cpu_capability()`:
-    DEFAULT, AVX2, AVX512, ...): hosts with one model name can differ in it (AMD EPYC hosts here with and without
-    AVX-512), and a serial run repeats bit for bit only where it matches, so a run's summary records it."""
+    DEFAULT, AVX2, AVX512, ...): hosts with one model name can differ in it, and a serial run that repeats bit for
+    bit on one host may not on another, so a run's summary records it."""
     import torch
 
     try:

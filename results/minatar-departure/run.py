@@ -23,8 +23,8 @@ env steps, set high on purpose; for scheduling, not a measurement). Ctrl-C or SI
 
 `--check STAGE/CELL` runs that cell again from its beginning into a new directory (`runs/check-...`) with PLAN.md's
 flags, and compares the sha256 of its evals.csv with the record's copy: serial runs are deterministic for a seed on
-one host, so the two match bit for bit where the commit and the host's CPU model and instruction set are the
-record's (EPYC hosts differ in AVX-512, which the records do not say: PLAN.md). Exit 0 same, 1 different, 2 error.
+one host, and may differ across hosts of one name (a record names only "AMD EPYC": PLAN.md's notes), so a match
+needs the record's commit and a host like its own. Exit status 0: identical; 1: different; 2: a bad argument.
 
 The script refuses to start runs unless the clone is clean at the study's commit (the commit that added PLAN.md).
 """
