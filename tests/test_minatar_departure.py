@@ -93,8 +93,8 @@ def _record(root, record, score, episodes=30):
 
 def test_stage_2a_chooses_by_the_mean_over_seeds_0_to_2_then_runs_seeds_3_and_4(runner, tmp_path, monkeypatch):
     clone, home = tmp_path / "clone", tmp_path / "main"
-    monkeypatch.setattr(runner, "ROOT", clone)
-    monkeypatch.setattr(runner, "HOME", home)
+    monkeypatch.setattr(runner.grids, "ROOT", clone)
+    monkeypatch.setattr(runner.grids, "HOME", home)
 
     def chosen(game, method):
         return runner.rates.chosen(game, method, (clone, home))
@@ -147,11 +147,11 @@ def test_a_record_reaches_main_whole_or_not_at_all(runner, tmp_path, monkeypatch
     cell = runner.cells("1a")[0]
     (clone / cell.record / "runs").mkdir(parents=True)
     (clone / cell.record / "runs.csv").write_text("env,score\n")
-    monkeypatch.setattr(runner, "ROOT", clone)
-    monkeypatch.setattr(runner, "HOME", home)
-    assert runner.recorded(cell)  # the clone's record counts
+    monkeypatch.setattr(runner.grids, "ROOT", clone)
+    monkeypatch.setattr(runner.grids, "HOME", home)
+    assert runner.grids.recorded(cell)  # the clone's record counts
     (home / cell.record).parent.mkdir(parents=True)
-    runner.copy_home(cell)
+    runner.grids.copy_home(cell)
     assert (home / cell.record / "runs.csv").read_text() == "env,score\n"
     assert [p.name for p in (home / cell.record).parent.iterdir()] == [cell.record.name]  # no part left
 
@@ -233,8 +233,8 @@ def test_a_1b_beta_run_cut_off_continues_from_its_checkpoint_and_its_record_says
     import torch
 
     clone, home = tmp_path / "clone", tmp_path / "main"
-    monkeypatch.setattr(runner, "ROOT", clone)
-    monkeypatch.setattr(runner, "HOME", home)
+    monkeypatch.setattr(runner.grids, "ROOT", clone)
+    monkeypatch.setattr(runner.grids, "HOME", home)
     launched = []
 
     def launch(cmd, log):  # the run and its report, as files
@@ -248,12 +248,12 @@ def test_a_1b_beta_run_cut_off_continues_from_its_checkpoint_and_its_record_says
             (clone / grid / "run" / "summary.json").write_text("{}")
         return 0
 
-    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(runner.grids, "launch", launch)
     beta = next(c for c in runner.cells("1b-beta") if c.name == "1b/asterix-beta-s0")
     (clone / beta.grid / "run").mkdir(parents=True)
     torch.save({"counters": {"env_steps": 300_000}}, clone / beta.grid / "run" / "checkpoint.pt")
     (clone / beta.grid / runner.RESUMES).write_text("[100000]\n")  # resumed once before, at 100k
-    assert runner.run(beta)
+    assert runner.grids.run(beta)
     assert launched[0][1:] == ["-m", "learner.main", "--resume", str(beta.grid)]
     assert json.loads((clone / beta.record / runner.RESUMES).read_text()) == [100_000, 300_000]
     assert json.loads((home / beta.record / runner.RESUMES).read_text()) == [100_000, 300_000]  # in main's copy
@@ -261,7 +261,7 @@ def test_a_1b_beta_run_cut_off_continues_from_its_checkpoint_and_its_record_says
     dqn, launched[:] = runner.cells("1b")[0], []
     (clone / dqn.grid / "run").mkdir(parents=True)
     torch.save({"counters": {"env_steps": 300_000}}, clone / dqn.grid / "run" / "checkpoint.pt")
-    assert runner.run(dqn)  # not resumable: moved aside and run from its beginning, no resumes.json
+    assert runner.grids.run(dqn)  # not resumable: moved aside and run from its beginning, no resumes.json
     assert "--resume" not in launched[0] and "--out" in launched[0]
     assert any(p.name.startswith(dqn.grid.name + "-cut-") for p in (clone / dqn.grid).parent.iterdir())
     assert not (clone / dqn.record / runner.RESUMES).exists()
@@ -274,22 +274,22 @@ def test_a_1b_beta_run_starts_only_if_what_is_left_of_it_fits(runner, tmp_path, 
 
     import torch
 
-    monkeypatch.setattr(runner, "ROOT", tmp_path)
+    monkeypatch.setattr(runner.grids, "ROOT", tmp_path)
     ran = []
-    monkeypatch.setattr(runner, "run", lambda cell: ran.append(cell.name) or True)
+    monkeypatch.setattr(runner.grids, "run", lambda cell: ran.append(cell.name) or True)
     beta, other = runner.cells("1b-beta")[:2]
-    assert beta.minutes == 170 and runner.minutes_left(beta) == 170
-    assert runner.work([beta], 1, time.time() + 100 * 60) == 0 and ran == []  # 170 min do not fit in 100
+    assert beta.minutes == 170 and runner.grids.minutes_left(beta) == 170
+    assert runner.grids.work([beta], 1, time.time() + 100 * 60) == 0 and ran == []  # 170 min do not fit in 100
     (tmp_path / beta.grid / "run").mkdir(parents=True)
     torch.save({"counters": {"env_steps": 3_000_000}}, tmp_path / beta.grid / "run" / "checkpoint.pt")
-    assert runner.minutes_left(beta) == pytest.approx(170 * 0.4)
-    assert runner.work([other, beta], 1, time.time() + 100 * 60) == 0 and ran == [beta.name]
+    assert runner.grids.minutes_left(beta) == pytest.approx(170 * 0.4)
+    assert runner.grids.work([other, beta], 1, time.time() + 100 * 60) == 0 and ran == [beta.name]
     (tmp_path / beta.grid / "run" / "summary.json").write_text("{}")  # it ran to its end: only its record is left
-    assert runner.minutes_left(beta) == 1
+    assert runner.grids.minutes_left(beta) == 1
     dqn = runner.cells("1b")[0]  # a checkpoint does not shorten a run that is never resumed
     (tmp_path / dqn.grid / "run").mkdir(parents=True)
     torch.save({"counters": {"env_steps": 3_000_000}}, tmp_path / dqn.grid / "run" / "checkpoint.pt")
-    assert runner.minutes_left(dqn) == dqn.minutes == 100
+    assert runner.grids.minutes_left(dqn) == dqn.minutes == 100
 
 
 def test_1b_beta_runs_one_at_a_time(runner, capsys, monkeypatch):
@@ -299,9 +299,9 @@ def test_1b_beta_runs_one_at_a_time(runner, capsys, monkeypatch):
     assert e.value.code == 2 and "its runs run one at a time" in err and len(err.strip().splitlines()) == 1
     jobs = {}
     monkeypatch.setattr(runner, "at_study_commit", lambda: "")
-    monkeypatch.setattr(runner, "copy_home", lambda cell: None)
-    monkeypatch.setattr(runner.os, "nice", lambda n: 0)
-    monkeypatch.setattr(runner, "work", lambda todo, n, end: jobs.setdefault(todo[0].stage + str(todo[0].solo), n)
+    monkeypatch.setattr(runner.grids, "copy_home", lambda cell: None)
+    monkeypatch.setattr(runner.grids.os, "nice", lambda n: 0)
+    monkeypatch.setattr(runner.grids, "work", lambda todo, n, end: jobs.setdefault(todo[0].stage + str(todo[0].solo), n)
                         and 0)
     for stage in ("1b-beta", "2a"):
         runner.main(["--stage", stage])
@@ -313,8 +313,8 @@ def test_a_finished_1b_beta_run_is_recorded_not_resumed_and_a_failed_resume_is_n
     import torch
 
     clone, home = tmp_path / "clone", tmp_path / "main"
-    monkeypatch.setattr(runner, "ROOT", clone)
-    monkeypatch.setattr(runner, "HOME", home)
+    monkeypatch.setattr(runner.grids, "ROOT", clone)
+    monkeypatch.setattr(runner.grids, "HOME", home)
     launched = []
 
     def launch(cmd, log):
@@ -325,15 +325,15 @@ def test_a_finished_1b_beta_run_is_recorded_not_resumed_and_a_failed_resume_is_n
             return 0
         return 1  # a resume that fails at once
 
-    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(runner.grids, "launch", launch)
     beta = runner.cells("1b-beta")[0]
     (clone / beta.grid / "run").mkdir(parents=True)
     torch.save({"counters": {"env_steps": 300_000}}, clone / beta.grid / "run" / "checkpoint.pt")
-    assert not runner.run(beta)
+    assert not runner.grids.run(beta)
     assert json.loads((clone / beta.grid / runner.RESUMES).read_text()) == []  # it made no progress: not counted
     (clone / beta.grid / "run" / "summary.json").write_text("{}")  # it ran to its end; the record was not made
     launched[:] = []
-    assert runner.run(beta)
+    assert runner.grids.run(beta)
     assert ["learner.report" in cmd for cmd in launched] == [True]  # recorded, not run again
     assert json.loads((home / beta.record / runner.RESUMES).read_text()) == []
 
