@@ -351,3 +351,61 @@ def test_holms_correction_and_the_late_bins():
     bins = late.per_bin(rows)  # a bin ends at its env steps: (0, 100k], (100k, 200k]
     assert bins["cov"] == {100_000: 0.75} and bins["bonus"] == {100_000: pytest.approx(0.25)}
     assert bins["q_mean"] == {100_000: 2.0, 200_000: 5.0} and bins["beta_entropy"] == {200_000: 0.5}
+
+
+def test_stage_2a_report_chooses_holds_out_and_applies_the_default_rule(tmp_path, monkeypatch, capsys):
+    """search.py: a choice and its held-out seeds only on whole sets of runs; a default rate changes only where both
+    methods chose the same other rate and both beat the default at seeds 3-4; P waits for every game."""
+    search = _load("search")
+    monkeypatch.setattr(search, "ROOTS", (tmp_path,))
+    monkeypatch.setattr(search, "TEXT", tmp_path / "search.txt")
+    record = search.rates.record
+
+    def runs(game, method, by_rate, seeds=range(3)):
+        for rate, values in by_rate.items():
+            for seed, v in zip(seeds, values, strict=True):
+                _record(tmp_path, record(game, method, seed, rate), v)
+
+    # Freeway (default 3e-4): both choose 1e-4; at seeds 3-4 both beat the default: it changes
+    for m in ("beta", "dqn"):
+        runs("Freeway", m, {"3e-4": [10, 10, 10], "1e-4": [20, 20, 20], "3e-5": [0, 0, 0]})
+        runs("Freeway", m, {"3e-4": [10, 10], "1e-4": [11, 12]}, seeds=(3, 4))
+    # Breakout (default 3e-4): both choose 3e-5, but DQN's seeds 3-4 do not beat the default: it stays
+    for m, held in (("beta", [5, 6]), ("dqn", [3, 4])):
+        runs("Breakout", m, {"3e-4": [4, 4, 4], "1e-4": [1, 1, 1], "3e-5": [9, 9, 9]})
+        runs("Breakout", m, {"3e-4": [4, 4], "3e-5": held}, seeds=(3, 4))
+    runs("Asterix", "beta", {"3e-4": [1, 1, 1], "1e-4": [2, 2, 2]})  # 3e-5 (the default) missing
+    assert search.default_changes("Freeway") == ("1e-4", "changes to 1e-4: both chose it and both score above the "
+                                                          "default at seeds 3-4")
+    assert search.default_changes("Breakout") == (None, "stays: both chose 3e-5, but at seeds 3-4 DQN does not "
+                                                        "score above the default")
+    assert search.default_changes("Asterix") == (None, "waits for both methods' choices")
+    line, chosen = search.row("Asterix", "beta")
+    assert chosen is None and "0/3 runs*" in line and "waits for its 9 runs" in line
+    line, chosen = search.row("Freeway", "dqn")
+    assert chosen == "1e-4" and "seeds 3-4  11.50 (default  10.00)  seeds 0-4  16.60" in line
+    assert search.main(reps=10) == 0
+    out = capsys.readouterr().out
+    assert "waits for runs" in out and "nan" not in out
+    assert (tmp_path / "search.txt").read_text() == out
+
+
+def test_table1_passes_its_commit_check_on_the_committed_records(monkeypatch):
+    """table1.py reads the study's commit through the runner it shares; on the committed records it gets past the
+    check to the report (stopped there: the report takes minutes)."""
+    table1 = _load("table1")
+
+    class Reached(Exception):
+        pass
+
+    real = table1.subprocess.run
+
+    def report(cmd, **kw):  # git answers (the runner's commit check); the report is where it stops
+        if cmd[0] == "git":
+            return real(cmd, **kw)
+        raise Reached(cmd)
+
+    monkeypatch.setattr(table1.subprocess, "run", report)
+    with pytest.raises(Reached) as e:
+        table1.main()
+    assert "learner.report" in e.value.args[0]

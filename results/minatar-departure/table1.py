@@ -66,7 +66,7 @@ def main() -> int:
         print(f"table1.py: {len(missing)} of stage 1a's 55 records are missing ({', '.join(missing[:4])} ...); "
               "the table waits for them", file=sys.stderr)
         return 1
-    study = run.git(ROOT, "log", "--diff-filter=A", "--format=%H", "--", str(run.RECORDS / "PLAN.md")).split()[-1]
+    study = run.grids.git(ROOT, "log", "--diff-filter=A", "--format=%H", "--", str(run.RECORDS / "PLAN.md")).split()[-1]
     for c in a:
         with open(ROOT / c.record / "runs.csv", newline="") as f:
             (row,) = csv.DictReader(f)
