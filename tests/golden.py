@@ -61,7 +61,7 @@ def runs() -> dict[str, list[str]]:
 
 # what a summary records of the machine, the software and the configuration: nothing the run computed
 TIMING = ("wall_seconds", "env_steps_per_s", "peak_rss_gb", "throughput", "commit", "cpu", "cpu_capability",
-          "placement", "replay_servers", "versions", "epsilon", "observations")
+          "cpu_kernels", "placement", "replay_servers", "versions", "epsilon", "observations")
 # measurements added since (no run computes anything from them), left out so that outputs of code from before
 # them compare: the bandit's count of reports and the lag of its arms, the run's seconds in its checkpoint
 MEASURED = {"arm_source": ("reported",), "bandit": ("lag",), "counters": ("wall_seconds",)}

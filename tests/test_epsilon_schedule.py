@@ -35,6 +35,8 @@ def test_a_5000_step_run_decays_over_1000_steps_and_says_so(tmp_path):
     assert summary["versions"]["beta-dqn"]  # our own version, installed by deploy/install.sh
     # the instruction set its kernels dispatched to (a serial run that repeats on one host may not on another)
     assert summary["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and summary["cpu_capability"]
+    kernels = summary["cpu_kernels"]  # and numpy's and OpenBLAS's (the actors' forward passes)
+    assert kernels["torch"] == summary["cpu_capability"] and kernels["numpy"] and "openblas" in kernels
     config = json.loads((out / "config.json").read_text())
     assert (config["eps_decay_steps"], config["eps_decay_fraction"]) == (1000, 0.2)
     assert "--eps-decay-steps 1000" in run_command(config)  # its command says the decay it ran with

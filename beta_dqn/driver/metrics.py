@@ -14,7 +14,7 @@ import numpy as np
 
 from actors.envs import EnvSpec
 from beta_dqn.configuration.flags import Config, epsilon_plan, method_settings
-from beta_dqn.driver.outputs import Clock, Window, cpu_capability, cpu_model, git_commit, package_versions
+from beta_dqn.driver.outputs import Clock, Window, cpu_capability, cpu_kernels, cpu_model, git_commit, package_versions
 from beta_dqn.driver.state import RunState
 from learner.methods import algorithm
 from learner.methods.contracts import Acting
@@ -108,6 +108,7 @@ class RunReport:
             # β-DQN: the meta-controller's window at the end (what the report's selection tables show)
             "bandit": self.bandit(),
             "commit": git_commit(), "cpu": cpu_model(), "cpu_capability": cpu_capability(),
+            "cpu_kernels": cpu_kernels(),
             "versions": package_versions(),
             "epsilon": epsilon_plan(cfg),  # the ε schedule it acted by (None: its method acts on none)
             "observations": observations(cfg, self.spec),  # how its networks read them, and their sizes

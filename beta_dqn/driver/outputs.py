@@ -314,6 +314,59 @@ def cpu_capability() -> str | None:
         return None
 
 
+# the environment variables that steer which CPU kernels the libraries pick (recorded where set): torch's ATen, its
+# oneDNN and MKL, numpy's SIMD dispatch, OpenBLAS's core
+KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "NPY_DISABLE_CPU_FEATURES",
+                    "NPY_ENABLE_CPU_FEATURES", "OPENBLAS_CORETYPE")
+
+
+def cpu_kernels() -> dict[str, str | None]:
+    """The CPU kernels a run's arithmetic dispatched to: torch's capability (the learner), numpy's enabled SIMD
+    dispatch targets and the core OpenBLAS chose (numpy's BLAS: the actors' forward passes), and any of
+    KERNEL_VARIABLES that is set. A serial run repeats bit for bit on a host whose kernels are the same: a stage-1a
+    record made on an AMD EPYC without AVX-512 repeated on an AVX-512 one only with these held to AVX2
+    (docs/reproducing.md). None where a library does not say."""
+    found: dict[str, str | None] = {"torch": cpu_capability(), "numpy": numpy_simd(), "openblas": openblas_core()}
+    found.update({name: os.environ[name] for name in KERNEL_VARIABLES if name in os.environ})
+    return found
+
+
+def numpy_simd() -> str | None:
+    """numpy's SIMD dispatch targets enabled on this host (`X86_V3 X86_V4 AVX512_ICL`), from its own tables."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:
+        return None
+    return " ".join(name for name in __cpu_dispatch__ if __cpu_features__.get(name)) or "baseline"
+
+
+def openblas_core() -> str | None:
+    """The core OpenBLAS chose at load (`SkylakeX`, `Zen`, `Haswell`), asked of the library numpy loaded (Linux:
+    its path in /proc/self/maps); None where there is none or it does not say."""
+    import ctypes
+
+    import numpy  # noqa: F401 - loads its BLAS
+
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and ".so" in line})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
+                       "openblas_get_corename"):
+            get = getattr(lib, symbol, None)
+            if get is not None:
+                get.restype = ctypes.c_char_p
+                name = get()
+                return name.decode() if name else None
+    return None
+
+
 def process_tree_rss() -> float:
     """Resident memory of this process and all its descendants (Ray's too), in GB."""
     me = psutil.Process()
