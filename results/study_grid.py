@@ -2,10 +2,11 @@
 of its own in the clone that runs the study's code (`--repo`, pinned at the study's commit), recorded by the
 clone's `learner.report` as it ends and copied into main (this file's checkout), where records are committed.
 
-A study's runner is a module that gives `STAGES`, `cells(stage)`, `every_cell()`, `at_study_commit()` ("" where
-the clone may make the study's runs, else why not) and `jobs(stage, asked)` (the runs at once, or a one-line reason
-to refuse), and whose cells give `name`, `grid`, `record`, `minutes`, `resumable` and `argv()`; `main(study, argv)`
-is its command line. What the runner does with a cell:
+A study's runner is a module with a docstring (its `--help`, before this one) that gives `STAGES`, `STAGE_HELP`,
+`JOBS_HELP`, `cells(stage)`, `every_cell()`, `at_study_commit()` ("" where the clone may make the study's runs, else
+why not) and `jobs(stage, asked)` (the runs at once, or a one-line reason to refuse), and whose cells give `name`,
+`grid`, `record`, `steps`, `minutes`, `resumable` and `argv()`; `main(study, argv)` is its command line. What the
+runner does with a cell:
 
 - A run cut off (its directory there, no record) is moved aside (`...-cut-<time>`) and started again from its
   beginning, never resumed: a serial run then repeats exactly. A `resumable` cell is the exception: cut off after
@@ -15,10 +16,11 @@ is its command line. What the runner does with a cell:
 - `--until HH:MM` (this machine's local clock, today or, if that has passed, tomorrow) starts a run only if its
   estimate (a resumed run: of what is left) fits before then (the study's estimates, set high on purpose: for
   scheduling, not measurements). Ctrl-C or SIGTERM stops the runs in hand.
-- `--check STAGE/CELL` runs a recorded cell again from its beginning into `runs/check-...` and compares the sha256
-  of its evals.csv with the record's copy: serial runs are deterministic for a seed on one host, and may differ
-  across hosts of one name, so a match needs the record's commit and a host like its own. Exit status 0: identical;
-  1: different; 2: a bad argument.
+- `--check CELL` runs a recorded cell again from its beginning into `runs/check-...` and compares the sha256 of
+  its evals.csv with the record's copy: serial runs are deterministic for a seed on one host, and may differ
+  across hosts of one name (the CPU kernels torch, numpy and OpenBLAS pick, `cpu_kernels` in a run's summary), so a
+  match needs the record's commit and a host like its own. Exit status 0: identical; 1: different; 2: a bad
+  argument.
 """
 
 from __future__ import annotations
@@ -69,8 +71,9 @@ _stopping = threading.Event()  # set by `stop`: no run starts after it
 _started = threading.Lock()  # held while a child starts
 
 
-def launch(cmd: list[str], log: Path) -> int:
-    """`cmd` (at this script's priority, which `main` lowers to the lowest), its output to `log`; its exit status.
+def launch(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> int:
+    """`cmd` (at this script's priority, which `main` lowers to the lowest; `env` added to this script's
+    environment), its output to `log`; its exit status.
     It runs in a session of its own, so a terminal's Ctrl-C reaches this script alone, which passes it on once
     (`stop`): a run stops at its next step."""
     (ROOT / log).parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +81,8 @@ def launch(cmd: list[str], log: Path) -> int:
         with _started:  # a stop sees every child started before it, and none starts after it
             if _stopping.is_set():
                 return 130
-            child = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            child = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=None if env is None else {**os.environ, **env})
             _children.add(child)
         try:
             return child.wait()
@@ -259,8 +263,22 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def check(study, name: str) -> int:
-    """Runs a recorded cell again from its beginning and compares its evals.csv with the record's."""
+def avx2_kernels() -> dict[str, str]:
+    """The environment that holds torch (ATen, oneDNN, MKL), numpy's SIMD dispatch and OpenBLAS to AVX2 kernels on an
+    AVX-512 host, as on a host without AVX-512: numpy's targets above AVX2 that this host enables are disabled by
+    name (numpy refuses a name it does not dispatch)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    above = [n for n in __cpu_dispatch__ if ("AVX512" in n or n == "X86_V4") and __cpu_features__.get(n)]
+    env = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+           "OPENBLAS_CORETYPE": "Haswell"}
+    return {**env, "NPY_DISABLE_CPU_FEATURES": " ".join(above)} if above else env
+
+
+def check(study, name: str, kernels: str = "host") -> int:
+    """Runs a recorded cell again from its beginning and compares its evals.csv with the record's; `kernels`
+    "avx2": with the libraries held to AVX2 kernels (`avx2_kernels`), to check a record made on a host without
+    AVX-512 on one with it."""
     cell = next((c for c in study.every_cell() if c.name == name), None)
     if cell is None:
         example = study.every_cell()[0].name
@@ -275,9 +293,15 @@ def check(study, name: str) -> int:
         print(f"run.py: error: --check {name}: its record holds no copy of the run's evals.csv", file=sys.stderr)
         return 2
     summary = json.loads((copies[0].parent / "summary.json").read_text())
-    grid = RUNS / f"check-{cell.name.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
-    say(f"check  {cell.name}: running it again into {grid} (estimate {cell.minutes:.0f} min)")
-    rc = launch([sys.executable, "-m", "learner.main", *cell.argv(), "--out", str(grid)], grid.with_suffix(".log"))
+    stamp = f"check-{cell.name.replace('/', '-')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    grid, n = RUNS / stamp, 1
+    while (ROOT / grid).exists():  # another check of the cell in the same second
+        grid, n = RUNS / f"{stamp}-{n}", n + 1
+    env = avx2_kernels() if kernels == "avx2" else None
+    say(f"check  {cell.name}: running it again into {grid} (estimate {cell.minutes:.0f} min)"
+        + ("" if env is None else f", with {' '.join(f'{k}={v!r}' for k, v in env.items())}"))
+    rc = launch([sys.executable, "-m", "learner.main", *cell.argv(), "--out", str(grid)], grid.with_suffix(".log"),
+                env)
     again = run_dir(grid)
     if rc != 0 or again is None:
         print(f"run.py: error: the run again failed (exit {rc}); see {grid.with_suffix('.log')}", file=sys.stderr)
@@ -285,14 +309,22 @@ def check(study, name: str) -> int:
     now = json.loads((ROOT / again / "summary.json").read_text())
     a, b = digest(copies[0]), digest(ROOT / again / "evals.csv")
     shown = cell.record / copies[0].relative_to(record_dir(cell))
-    print(f"record {shown}: sha256 {a} (commit {summary.get('commit')}, {summary.get('cpu')})")
-    print(f"again  {again / 'evals.csv'}: sha256 {b} (commit {now.get('commit')}, {now.get('cpu')})")
+    print(f"record {shown}: sha256 {a} (commit {summary.get('commit')}, {host(summary)})")
+    print(f"again  {again / 'evals.csv'}: sha256 {b} (commit {now.get('commit')}, {host(now)})")
     if a == b:
         print("identical")
         return 0
-    cpu = "" if summary.get("cpu") == now.get("cpu") else " (the CPUs differ: float kernels may too)"
+    cpu = "" if host(summary) == host(now) else " (the hosts differ: float kernels may too)"
     print(f"DIFFERENT{cpu}")
     return 1
+
+
+def host(summary: dict) -> str:
+    """A run's CPU as its summary names it: the model, and the kernels torch, numpy and OpenBLAS chose where it
+    records them (`cpu_capability` from 75479b4 on, `cpu_kernels` later; "?" where it does not)."""
+    kernels = summary.get("cpu_kernels") or {"torch": summary.get("cpu_capability")}
+    named = ", ".join(f"{k} {v}" for k, v in kernels.items() if v) or "kernels ?"
+    return f"{summary.get('cpu')}; {named}"
 
 
 def git(root: Path, *args: str) -> str:
@@ -319,13 +351,18 @@ class OneLine(argparse.ArgumentParser):
 def main(study, argv: list[str] | None = None) -> int:
     """The study's command line: `--stage` (its runs to run or `--list`), `--check`, `--jobs`, `--until`, `--repo`."""
     global ROOT
-    p = OneLine(prog="run.py", description=study.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLine(prog="run.py", description=f"{study.__doc__}\n{__doc__}",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stage", choices=study.STAGES, help=study.STAGE_HELP)
     p.add_argument("--jobs", type=int, default=None, help=study.JOBS_HELP)
     p.add_argument("--until", metavar="HH:MM", help="start no run whose estimate would end after this local time "
                                                     "(a resumed run: the estimate of what is left)")
     p.add_argument("--list", action="store_true", help="list the stage's runs and their state; run nothing")
-    p.add_argument("--check", metavar="STAGE/CELL", help="run one recorded cell again and compare its evals.csv")
+    p.add_argument("--check", metavar="CELL", help="run one recorded cell again and compare its evals.csv (a cell as "
+                                                   "--list names it)")
+    p.add_argument("--kernels", choices=("host", "avx2"), default="host",
+                   help="with --check: the host's own CPU kernels, or torch's, numpy's and OpenBLAS's held to AVX2 "
+                        "(a record made on a host without AVX-512, checked on one with it)")
     p.add_argument("--repo", type=Path, metavar="DIR",
                    help="the clone at the study's commit whose code runs, where runs/ and new records go")
     args = p.parse_args(argv)
@@ -345,13 +382,15 @@ def main(study, argv: list[str] | None = None) -> int:
     jobs = study.jobs(args.stage, args.jobs)
     if isinstance(jobs, str):
         p.error(jobs)
+    if args.kernels != "host" and not args.check:
+        p.error(f"--kernels {args.kernels} goes with --check CELL (the study's runs use the host's own kernels)")
     if args.check:
-        return check(study, args.check)
+        return check(study, args.check, args.kernels)
     if args.stage is None:
-        p.error(f"give --stage {', '.join(study.STAGES)} (or --check STAGE/CELL)")
+        p.error(f"give --stage {', '.join(study.STAGES)} (or --check CELL)")
     todo = study.cells(args.stage)
     if args.list:
-        width = max(34, *(len(c.name) + 1 for c in todo))
+        width = max([34, *(len(c.name) + 1 for c in todo)])
         for cell in todo:
             print(f"{cell.name:{width}s} {status(cell):9s} {cell.minutes:5.0f} min  {' '.join(cell.argv())}")
         done = sum(recorded(c) for c in todo)

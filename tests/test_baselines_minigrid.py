@@ -2,6 +2,7 @@
 serial DQN column and each method's own at their defaults; it runs at the commit PLAN.md names and nowhere else."""
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,25 +41,92 @@ def test_each_cell_resolves_to_the_dqn_columns_settings_and_its_methods_defaults
     from beta_dqn.configuration.resolution import resolve
 
     algo = {"boot": "bootstrapped_dqn", "ez": "ez_greedy", "rnd": "rnd", "lesson": "lesson", "rnd-centred": "rnd"}
-    for cell in runner.cells("minigrid")[:13]:  # seed 0 of DoorKey, Unlock and SimpleCrossing-Easy: every arm
+    for cell in runner.cells("minigrid"):
         cfg, _ = resolve(parse_config(cell.argv()))
         assert (cfg.algo, cfg.seeds, cfg.total_steps) == (algo[cell.arm], str(cell.seed), 500_000)
         assert (cfg.runtime, cfg.actors, cfg.envs_per_actor, cfg.wandb) == ("serial", 4, 4, "disabled")
-        assert cfg.lr == (1e-4 if cell.env == "SimpleCrossing-Easy" else 3e-4)  # the defaults' rate per task
+        # the defaults' rate per task (PLAN.md: SimpleCrossing-Easy and LavaCrossing-Hard 1e-4, the others 3e-4)
+        assert cfg.lr == (1e-4 if cell.env in ("SimpleCrossing-Easy", "LavaCrossing-Hard") else 3e-4)
         assert cfg.eps_decay_steps == 100_000 and cfg.eps_end == 0.01  # DQN's schedule, over 20% of the run
         if cell.arm.startswith("rnd"):
             assert cfg.value("rnd_bonus") == ("centred" if cell.arm == "rnd-centred" else "std")
 
 
-def test_it_runs_only_at_the_commit_plan_md_names(runner, capsys):
+def test_it_runs_only_at_the_commit_plan_md_names(runner, capsys, monkeypatch):
     commit = runner.STUDY_COMMIT
-    assert len(commit) == 40 and commit[:7] in (STUDY / "PLAN.md").read_text()
+    assert f"**The study's commit is {commit[:7]}** ({commit})" in (STUDY / "PLAN.md").read_text()
     kind = subprocess.run(["git", "cat-file", "-t", commit], cwd=ROOT, capture_output=True, text=True)
     if kind.returncode == 0:  # (a shallow clone may lack it)
         assert kind.stdout.strip() == "commit"
+    started = []
+    monkeypatch.setattr(runner.grids, "work", lambda *a: started.append(a) or 0)
+    monkeypatch.setattr(runner.grids.os, "nice", lambda n: 0)
     with pytest.raises(SystemExit) as e:
         runner.main(["--stage", "minigrid"])  # this checkout is main, not a clone at the study's commit
     err = capsys.readouterr().err
     assert e.value.code == 2 and "not the study's commit" in err and len(err.strip().splitlines()) == 1, err
+    assert started == []
     assert runner.main(["--check", "doorkey-dqn-s0"]) == 2
     assert "is not a cell of the study" in capsys.readouterr().err
+
+
+def test_a_clone_is_accepted_clean_at_its_commit_and_refused_otherwise(runner, tmp_path, monkeypatch):
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("1\n")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "one")
+    head = git("rev-parse", "HEAD")
+    monkeypatch.setattr(runner.grids, "ROOT", tmp_path)
+    assert runner.grids.at_commit(head) == ""
+    assert "not the study's commit" in runner.grids.at_commit("0" * 40)
+    (tmp_path / "a.txt").write_text("2\n")
+    assert "uncommitted changes" in runner.grids.at_commit(head)
+
+
+def test_list_names_every_run_and_its_state(runner, capsys):
+    assert runner.main(["--stage", "minigrid", "--list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 79 and re.fullmatch(r"\d+ of 78 recorded; estimate left \d+ run-minutes", lines[-1])
+    assert lines[0].startswith("doorkey-boot-s0 ") and " 60 min  --env DoorKey --algo bootstrapped_dqn" in lines[0]
+
+
+def test_check_compares_a_cell_with_its_record_and_can_hold_the_kernels_to_avx2(runner, tmp_path, monkeypatch,
+                                                                                capsys):
+    """--check runs the cell again (the launch faked here: it writes the run's files) and compares evals.csv's
+    digest with the record's; --kernels avx2 gives the run the environment that holds torch, numpy and OpenBLAS to
+    AVX2 (a record made without AVX-512, checked on a host with it), and is refused without --check."""
+    grids = runner.grids
+    monkeypatch.setattr(grids, "ROOT", tmp_path)
+    monkeypatch.setattr(grids, "HOME", tmp_path)
+    cell = runner.cells("minigrid")[0]
+    run = tmp_path / cell.record / "runs" / "r"
+    run.mkdir(parents=True)
+    (tmp_path / cell.record / "runs.csv").write_text("env,score\n")
+    (run / "evals.csv").write_text("env_steps,return_mean\n500000,0.5\n")
+    (run / "summary.json").write_text('{"commit": "c3a16448e61e", "cpu": "AMD EPYC", "cpu_kernels": '
+                                      '{"torch": "AVX2", "numpy": "X86_V3", "openblas": "Haswell"}}')
+    envs = []
+
+    def launch(cmd, log, env=None):
+        envs.append(env)
+        out = tmp_path / cmd[cmd.index("--out") + 1] / "r"
+        out.mkdir(parents=True)
+        (out / "evals.csv").write_text("env_steps,return_mean\n500000,0.5\n" if len(envs) == 1 else "x\n")
+        (out / "summary.json").write_text('{"commit": "c3a16448e61e", "cpu": "AMD EPYC"}')
+        return 0
+
+    monkeypatch.setattr(grids, "launch", launch)
+    assert runner.main(["--check", cell.name, "--kernels", "avx2"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().endswith("identical") and "torch AVX2, numpy X86_V3, openblas Haswell" in out
+    assert envs[0]["ATEN_CPU_CAPABILITY"] == "avx2" and envs[0]["OPENBLAS_CORETYPE"] == "Haswell"
+    assert runner.main(["--check", cell.name]) == 1 and envs[1] is None  # the host's own kernels: no environment
+    assert capsys.readouterr().out.strip().endswith("DIFFERENT (the hosts differ: float kernels may too)")
+    with pytest.raises(SystemExit) as e:
+        runner.main(["--stage", "minigrid", "--kernels", "avx2"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--kernels avx2 goes with --check CELL" in err and len(err.strip().splitlines()) == 1

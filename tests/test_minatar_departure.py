@@ -390,10 +390,34 @@ def test_stage_2a_report_chooses_holds_out_and_applies_the_default_rule(tmp_path
     assert (tmp_path / "search.txt").read_text() == out
 
 
+def test_stage_2a_report_compares_the_methods_over_the_five_games(tmp_path, monkeypatch):
+    """P(β-DQN > DQN) reads runs × games: at seeds 0-4 β-DQN wins four games outright and loses the fifth in every
+    pairing (P = 4/5), at seeds 3-4 at the chosen rates (each the default here) the same."""
+    search = _load("search")
+    monkeypatch.setattr(search, "ROOTS", (tmp_path,))
+    for game in search.GAMES:
+        default = search.rates.default(game)
+        for method in ("beta", "dqn"):
+            ahead = (method == "beta") != (game == "Seaquest")
+            for seed in range(5):
+                for rate in search.rates.RATES:
+                    # games far apart: a games × runs reading would compare across games (P = 14/25 at seeds 0-4)
+                    score = 100 * search.GAMES.index(game) + (10 if ahead else 0) + seed + (rate == default)
+                    _record(tmp_path, search.rates.record(game, method, seed, rate), score)
+    chosen = {(g, m): search.rates.chosen(g, m, search.ROOTS) for g in search.GAMES for m in search.METHODS}
+    assert set(chosen.values()) == {"3e-5", "1e-4", "3e-4"} and all(r == search.rates.default(g)
+                                                                     for (g, _), r in chosen.items())
+    for seeds in ((3, 4), tuple(range(5))):
+        p, low, high = search.improvement(chosen, seeds, reps=10)
+        assert p == pytest.approx(4 / 5) and low <= p <= high
+
+
 def test_table1_passes_its_commit_check_on_the_committed_records(monkeypatch):
     """table1.py reads the study's commit through the runner it shares; on the committed records it gets past the
     check to the report (stopped there: the report takes minutes)."""
     table1 = _load("table1")
+    if not table1.run.grids.git(ROOT, "log", "--format=%H", "--", "results/minatar-departure/PLAN.md"):
+        pytest.skip("this clone lacks the history that names the study's commit (a shallow clone)")
 
     class Reached(Exception):
         pass

@@ -12,8 +12,8 @@ Each run is a one-run grid of its own under the clone's `runs/bm-<cell>/` (its l
 flags, recorded under `results/baselines-minigrid/<cell>/` and copied into main, where it is committed. A run cut
 off is started again from its beginning, never resumed. `--until HH:MM` starts a run only if its estimate
 (ESTIMATE, minutes per million env steps) fits before then. `--check CELL` runs a recorded cell again and compares
-its evals.csv with the record's, bit for bit (a match needs a host like the record's, whose `cpu_capability` its
-summary.json names). What the runner does with a cell, its records and its checks: `results/study_grid.py`.
+its evals.csv with the record's, bit for bit (a match needs a host like the record's, whose kernels (`cpu_kernels`) its
+summary.json names). What the runner does with a cell, its records and its checks: `results/study_grid.py` (below).
 
 The script refuses to start runs unless the clone is clean at the study's commit.
 """
@@ -40,9 +40,9 @@ ARMS = {"boot": ("--algo", "bootstrapped_dqn"), "ez": ("--algo", "ez_greedy"), "
 COMMON = ("--runtime", "serial", "--actors", "4", "--progress", "false", "--wandb", "disabled")
 STEPS = 500_000
 # minutes per million env steps beside another run and other work (nice 19): the MinAtar study's 50 for a serial DQN
-# MiniGrid run (seen: 16-68 for 1M) times bench/cost.py's ratio on Breakout (Bootstrapped DQN 5.3, LESSON 4.2, RND
-# 2.0, εz-greedy 1.0), rounded up; for scheduling, not a measurement
-ESTIMATE = {"boot": 270, "ez": 50, "rnd": 100, "lesson": 210, "rnd-centred": 100}
+# MiniGrid run (seen: 16-68 for 1M) times bench/cost.py's ratio on DoorKey (PLAN.md's note: Bootstrapped DQN 2.2,
+# LESSON 2.8, RND 1.6, εz-greedy 1.0), rounded up; for scheduling, not a measurement
+ESTIMATE = {"boot": 120, "ez": 50, "rnd": 90, "lesson": 150, "rnd-centred": 90}
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ its own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`),
 under `results/minatar-departure/<stage>/<cell>/` and copied into main, where it is committed. A run cut off is
 started again from its beginning, never resumed; stage 1b's β-DQN runs are the exception (PLAN.md's deviations of
 2026-12-06): one cut off after its first checkpoint continues from it. `--until HH:MM` starts a run only if its
-estimate (ESTIMATE, minutes per million env steps) fits before then. `--check STAGE/CELL` runs a recorded cell again
-and compares its evals.csv with the record's, bit for bit (a match needs a host like the record's: PLAN.md's
-notes). What the runner does with a cell, its resumes, its records and its checks: `results/study_grid.py`.
+estimate (ESTIMATE, minutes per million env steps) fits before then. `--check CELL` (as --list names it) runs a
+recorded cell again and compares its evals.csv with the record's, bit for bit (a match needs a host like the
+record's: PLAN.md's notes). What the runner does with a cell, its resumes, its records and its checks:
+`results/study_grid.py` (below).
 
 The script refuses to start runs unless the clone is clean at the study's commit (the commit that added PLAN.md).
 """

@@ -7,8 +7,9 @@ default rates. Run from anywhere, at any point of the stage:
 
     python results/minatar-departure/search.py      # prints the report and writes results/minatar-departure/search.txt
 
-A cell whose runs are not all recorded says what it waits for (`k/9 runs`, `k/2 held out`); nothing is chosen or
-compared on part of its runs. Final scores are exact (k / 30, `rates.final_score`), printed to two places."""
+A cell whose runs are not all recorded says what it waits for (`k/3 runs` at a rate, `seeds 3-4 waiting`); nothing
+is chosen or compared on part of its runs. Final scores are exact (k / 30, `rates.final_score`), printed to two
+places."""
 
 from __future__ import annotations
 
@@ -102,6 +103,7 @@ def improvement(at: dict[tuple[str, str], str], seeds, reps: int) -> tuple[float
 
 
 def main(reps: int = 2000) -> int:
+    _lines.clear()
     say("Stage 2a: mean final score over seeds 0-2 at each rate (* the game's default rate: β-DQN's runs from "
         "stage 1a, DQN's from Table 1's serial column), the rate chosen by PLAN.md's rule, and at the chosen rate "
         "the held-out seeds 3-4 (the reported score) beside the default rate's seeds 3-4, and seeds 0-4 "
