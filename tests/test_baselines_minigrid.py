@@ -130,3 +130,39 @@ def test_check_compares_a_cell_with_its_record_and_can_hold_the_kernels_to_avx2(
         runner.main(["--stage", "minigrid", "--kernels", "avx2"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--kernels avx2 goes with --check CELL" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_table_applies_the_plans_rule_to_each_pattern(tmp_path, monkeypatch):
+    """table.py on records made up here: a pattern is called (agrees, departs) only under Holm's correction within
+    the column's tasks; a column short of seeds on a task is shown, not tested; aggregates need every task."""
+    spec = importlib.util.spec_from_file_location("bm_table", STUDY / "table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    monkeypatch.setattr(table, "ROOT", tmp_path)
+    monkeypatch.setattr(table, "COSTS", {k: str(ROOT / v) for k, v in table.COSTS.items()})
+    (tmp_path / table.HERE).mkdir(parents=True)
+
+    def runs(column, task, values):
+        for seed, v in enumerate(values):
+            record = tmp_path / table.COLUMNS[column][0].format(task=task.lower(), seed=seed)
+            record.mkdir(parents=True)
+            (record / "runs.csv").write_text(f"env,score,metric\n{task},{v},success_rate\n")
+
+    for task in table.TASKS:
+        runs("DQN", task, [0.2, 0.3, 0.25, 0.35, 0.3])
+        runs("β-DQN", task, [0.9, 0.8, 0.85, 0.95, 0.9])
+        runs("RND", task, [0.9, 0.95, 1.0])
+        runs("Bootstrapped DQN", task, [0.9, 0.8, 0.85])
+    runs("εz-greedy", "DoorKey", [0.0, 0.0, 0.0])
+    runs("εz-greedy", "Unlock", [0.3, 0.2])  # two seeds: shown, not tested
+    assert table.main(reps=20) == 0
+    text = (tmp_path / table.HERE / "table.md").read_text()
+    assert "- εz-greedy below DQN on DoorKey: agrees" in text
+    assert "- εz-greedy below DQN on Unlock: not tested (fewer than 3 seeds)" in text
+    assert "- RND above DQN on DoorKey: agrees" in text and "- Bootstrapped DQN below DQN on DoorKey: departs" in text
+    assert "| Unlock | εz-greedy | 2 | 0.25" in text
+    assert "| εz-greedy | — | — | — |" in text and "| RND | 0.95 [" in text  # εz-greedy lacks tasks: no aggregate
+    assert "| RND | 161% | 201% | 153% | 0.59 |" in text  # its average over DoorKey's cost
+    assert (tmp_path / table.HERE / "profile.png").is_file()
+    assert table.pattern("above", 0.3, 0.2) == "points the paper's way, not shown"
+    assert table.pattern("below", 0.3, None) == "points the other way, not shown"
