@@ -8,7 +8,8 @@ NeurIPS 2021): every interval is its stratified bootstrap over runs (seeds), per
 - `improvement`: the probability that a run of X scores above a run of Y in the same environment, averaged over
   the environments (Mann–Whitney, a tie counts half), with its interval; `exact_improvement` the same as exact
   fractions, for a rule that compares a bound with 0.5;
-- `profile`: the performance profile, the share of runs whose score is above τ, for each τ.
+- `profile`: the performance profile, the share of runs whose score is above τ, for each τ;
+- `holm`: Holm's step-down adjustment of a family of p-values (the studies' tables).
 
 rliable pulls in SciPy, pandas and arch (2.4–6 s to import on 2 cores): it is imported at the first interval,
 so that `learner.report --help` and a mistaken path answer at once, and the run loop never imports it.
@@ -205,6 +206,16 @@ def difference(x, y) -> dict:
         whitney = extreme / splits
     return {"difference": float(a.mean() - b.mean()), "welch_p": welch, "mann_whitney_p": whitney,
             "mann_whitney_least_p": min(1.0, 2 / splits)}
+
+
+def holm(ps: dict[str, float]) -> dict[str, float]:
+    """Holm's step-down adjusted p-values of one family of tests (name: p): sorted, the i-th (from 0) times the
+    number of tests less i, never below the one before it, at most 1."""
+    order, out, running = sorted(ps, key=ps.get), {}, 0.0
+    for i, name in enumerate(order):
+        running = max(running, min(1.0, (len(order) - i) * ps[name]))
+        out[name] = running
+    return out
 
 
 def profile(matrices: dict[str, np.ndarray], taus, reps: int | None = None

@@ -67,15 +67,6 @@ def scores(pattern: str, seeds, task: str) -> list[float]:
     return [x for x in found if x is not None]
 
 
-def holm(ps: dict[str, float]) -> dict[str, float]:
-    """Holm's step-down adjusted p-values of one family."""
-    order, out, running = sorted(ps, key=ps.get), {}, 0.0
-    for i, name in enumerate(order):
-        running = max(running, min(1.0, (len(order) - i) * ps[name]))
-        out[name] = running
-    return out
-
-
 def pattern(side: str, difference: float, adjusted: float | None) -> str:
     """PLAN.md's rule for one of the paper's patterns, from the Holm-adjusted Welch p."""
     way = (difference < 0) if side == "below" else (difference > 0)
@@ -91,7 +82,7 @@ def _p(p: float | None) -> str:
 
 
 def main(reps: int = 2000) -> int:
-    from beta_dqn.reporting.stats import aggregates, difference, improvement, mean_ci, profile, t_interval
+    from beta_dqn.reporting.stats import aggregates, difference, holm, improvement, mean_ci, profile, t_interval
 
     found = {c: {t: scores(p, seeds, t) for t in TASKS} for c, (p, seeds) in COLUMNS.items()}
     side = {t: scores(SIDE[1], SIDE[2], t) for t in SIDE[3]}

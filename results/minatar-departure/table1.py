@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run  # noqa: E402 - the study's cells
 
+from beta_dqn.reporting.stats import holm  # noqa: E402
+
 
 def _beta_epsilon():
     """results/beta-epsilon/verdict.py, whose records() are Table 1's (by path: this study has a verdict.py too)."""
@@ -44,15 +46,6 @@ def say(text: str = "") -> None:
     print(text)
     _lines.append(text)
 SERIAL, RAY, DQN = "runtime=serial,bandit-returns=raw", "runtime=ray,bandit-returns=raw", "runtime=serial"
-
-
-def holm(ps: dict[str, float]) -> dict[str, float]:
-    """Holm's step-down adjusted p-values of one family."""
-    order, out, running = sorted(ps, key=ps.get), {}, 0.0
-    for i, name in enumerate(order):
-        running = max(running, min(1.0, (len(order) - i) * ps[name]))
-        out[name] = running
-    return out
 
 
 def _p(p: float) -> str:
