@@ -27,8 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import study_grid as grids  # noqa: E402 - the runner every study shares, in results/
 
-# the study's commit (PLAN.md's note of 2026-12-07): golden outputs equal to f7c4e83's, the DQN column's commit
-STUDY_COMMIT = "c3a16448e61e84c8196e88a3dcb45c1b514d9ca1"
+# the study's commit (PLAN.md's second note of 2026-12-07): its runs record every library's CPU kernels, and its
+# golden outputs equal f7c4e83's (the DQN column's commit) for DQN and β-DQN
+STUDY_COMMIT = "5e336962c37541f2256f585621031a1888a202e5"
 RECORDS = Path("results/baselines-minigrid")
 TASKS = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "LavaCrossing-Easy", "LavaCrossing-Hard")
 SIDE_TASKS = ("DoorKey", "Unlock")  # the RND side arm's: where the paper's RND is strongest
