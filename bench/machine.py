@@ -16,6 +16,7 @@ import psutil
 import ray
 import torch
 
+from beta_dqn.driver.outputs import cpu_kernels
 from beta_dqn.files import write_atomically, write_error
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,9 @@ def machine() -> dict:
     return {"cpu": cpu, "cpu_count": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
             "gpu": gpu, "python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__,
             "numpy": numpy.__version__, "gymnasium": gymnasium.__version__, "commit": commit,
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"),
+            # the kernels torch, numpy and OpenBLAS dispatch to: an update's time differs with them between hosts
+            "cpu_kernels": cpu_kernels()}
 
 
 def run_main(prog: str, what: str, args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
