@@ -36,7 +36,9 @@ def test_a_5000_step_run_decays_over_1000_steps_and_says_so(tmp_path):
     # the instruction set its kernels dispatched to (a serial run that repeats on one host may not on another)
     assert summary["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and summary["cpu_capability"]
     kernels = summary["cpu_kernels"]  # and numpy's and OpenBLAS's (the actors' forward passes)
-    assert kernels["torch"] == summary["cpu_capability"] and kernels["numpy"] and "openblas" in kernels
+    assert kernels["torch"] == summary["cpu_capability"] and kernels["numpy"]
+    if "openblas" in np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]:
+        assert kernels["openblas"]  # the core it chose, asked of the library numpy loaded
     config = json.loads((out / "config.json").read_text())
     assert (config["eps_decay_steps"], config["eps_decay_fraction"]) == (1000, 0.2)
     assert "--eps-decay-steps 1000" in run_command(config)  # its command says the decay it ran with
@@ -106,3 +108,27 @@ def test_beta_epsilon_puts_a_uniform_action_on_every_arm_and_off_draws_nothing()
     for _ in range(50):  # without the flag: the policy's action, from the same rng draws as before the flag
         assert off.act(Ep(), np.zeros(3), values, 0, a) == act_beta_dqn(arm, q, beta, 0.05, b, None, "augment", None)
     assert a.random() == b.random()
+
+
+def test_the_kernels_never_stop_a_summary(tmp_path, monkeypatch):
+    """cpu_kernels reads /proc/self/maps as bytes (a mapped file whose name is not UTF-8 is no error), and a library
+    that fails to say gives None instead of failing the summary at a run's end."""
+    import mmap
+
+    from beta_dqn.driver import outputs
+
+    odd = tmp_path / "kernels-\udcff.bin"  # the byte 0xff in the name, as the filesystem holds it
+    odd.write_bytes(b"0" * 4096)
+    with open(odd, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ):
+        before = outputs.cpu_kernels()
+    assert set(before) >= {"torch", "numpy", "openblas"}
+
+    def fails():
+        raise RuntimeError("a library that fails to say")
+
+    monkeypatch.setattr(outputs, "openblas_core", fails)
+    monkeypatch.setattr(outputs, "numpy_simd", fails)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    after = outputs.cpu_kernels()
+    assert after["openblas"] is None and after["numpy"] is None and after["torch"] == before["torch"]
+    assert after["OPENBLAS_CORETYPE"] == "Haswell"  # the variables that steer them, where set

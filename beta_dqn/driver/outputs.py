@@ -321,18 +321,26 @@ KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INS
 
 
 def cpu_kernels() -> dict[str, str | None]:
-    """The CPU kernels a run's arithmetic dispatched to: torch's capability (the learner), numpy's enabled SIMD
-    dispatch targets and the core OpenBLAS chose (numpy's BLAS: the actors' forward passes), and any of
-    KERNEL_VARIABLES that is set. A serial run repeats bit for bit on a host whose kernels are the same: a stage-1a
-    record made on an AMD EPYC without AVX-512 repeated on an AVX-512 one only with these held to AVX2
-    (docs/reproducing.md). None where a library does not say."""
-    found: dict[str, str | None] = {"torch": cpu_capability(), "numpy": numpy_simd(), "openblas": openblas_core()}
+    """The CPU kernels a run's arithmetic dispatched to, as far as the libraries say: torch's capability (the
+    learner), numpy's enabled SIMD dispatch targets and the core OpenBLAS chose (numpy's BLAS: the actors' forward
+    passes), and any of KERNEL_VARIABLES that is set (MKL's and oneDNN's own choice is not recorded, only the
+    variables that steer it). Hosts of one model name can differ here, and a serial run may then not repeat: a
+    stage-1a record (its host believed to lack AVX-512) repeated on an AVX-512 host with all three held to AVX2, and
+    not with the host's own kernels (docs/reproducing.md). A library that does not say, or fails to, gives None:
+    this never stops a run from writing its summary."""
+    found: dict[str, str | None] = {}
+    for name, ask in (("torch", cpu_capability), ("numpy", numpy_simd), ("openblas", openblas_core)):
+        try:
+            found[name] = ask()
+        except Exception:  # noqa: BLE001 - machine information only; a run's summary must not fail on it
+            found[name] = None
     found.update({name: os.environ[name] for name in KERNEL_VARIABLES if name in os.environ})
     return found
 
 
 def numpy_simd() -> str | None:
-    """numpy's SIMD dispatch targets enabled on this host (`X86_V3 X86_V4 AVX512_ICL`), from its own tables."""
+    """numpy's SIMD dispatch targets enabled on this host (`X86_V3 X86_V4 AVX512_ICL`), from its own tables
+    (numpy 2's private module; None where it has none)."""
     try:
         from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     except ImportError:
@@ -342,19 +350,19 @@ def numpy_simd() -> str | None:
 
 def openblas_core() -> str | None:
     """The core OpenBLAS chose at load (`SkylakeX`, `Zen`, `Haswell`), asked of the library numpy loaded (Linux:
-    its path in /proc/self/maps); None where there is none or it does not say."""
+    its path in /proc/self/maps, read as bytes); None where there is none or it does not say."""
     import ctypes
 
     import numpy  # noqa: F401 - loads its BLAS
 
     try:
-        with open("/proc/self/maps") as f:
-            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower() and ".so" in line})
+        with open("/proc/self/maps", "rb") as f:
+            paths = sorted({line.split()[-1] for line in f if b"openblas" in line.lower() and b".so" in line})
     except OSError:
         return None
     for path in paths:
         try:
-            lib = ctypes.CDLL(path)
+            lib = ctypes.CDLL(os.fsdecode(path))
         except OSError:
             continue
         for symbol in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
@@ -363,7 +371,7 @@ def openblas_core() -> str | None:
             if get is not None:
                 get.restype = ctypes.c_char_p
                 name = get()
-                return name.decode() if name else None
+                return name.decode(errors="replace") if name else None
     return None
 
 
