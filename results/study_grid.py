@@ -265,10 +265,14 @@ def digest(path: Path) -> str:
 
 def avx2_kernels() -> dict[str, str]:
     """The environment that holds torch (ATen, oneDNN, MKL), numpy's SIMD dispatch and OpenBLAS to AVX2 kernels on an
-    AVX-512 host, as on a host without AVX-512: numpy's targets above AVX2 that this host enables are disabled by
-    name (numpy refuses a name it does not dispatch)."""
-    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-
+    AVX-512 host: numpy's targets above AVX2 that this host enables are disabled by name (numpy refuses a name it
+    does not dispatch), OpenBLAS takes its Haswell core (its Zen core, which an AMD host without AVX-512 picks, is
+    the Haswell kernels in numpy's build: it reports "Haswell" for both). Tested on one record (RESULTS.md, "Checking
+    a cell"); an approximation of a host without AVX-512, not a copy of one."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # numpy 1 keeps them elsewhere; its dispatch is then left as the host has it
+        __cpu_dispatch__, __cpu_features__ = [], {}
     above = [n for n in __cpu_dispatch__ if ("AVX512" in n or n == "X86_V4") and __cpu_features__.get(n)]
     env = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
            "OPENBLAS_CORETYPE": "Haswell"}
@@ -323,7 +327,8 @@ def host(summary: dict) -> str:
     """A run's CPU as its summary names it: the model, and the kernels torch, numpy and OpenBLAS chose where it
     records them (`cpu_capability` from 75479b4 on, `cpu_kernels` later; "?" where it does not)."""
     kernels = summary.get("cpu_kernels") or {"torch": summary.get("cpu_capability")}
-    named = ", ".join(f"{k} {v}" for k, v in kernels.items() if v) or "kernels ?"
+    named = ", ".join(f"{k} {kernels.get(k)}" for k in ("torch", "numpy", "openblas") if kernels.get(k)) \
+        or "kernels ?"
     return f"{summary.get('cpu')}; {named}"
 
 

@@ -2,6 +2,8 @@
 serial DQN column and each method's own at their defaults; it runs at the commit PLAN.md names and nowhere else."""
 
 import importlib.util
+import json
+import os
 import re
 import subprocess
 import sys
@@ -145,8 +147,12 @@ def test_the_table_applies_the_plans_rule_to_each_pattern(tmp_path, monkeypatch)
     def runs(column, task, values):
         for seed, v in enumerate(values):
             record = tmp_path / table.COLUMNS[column][0].format(task=task.lower(), seed=seed)
-            record.mkdir(parents=True)
+            (record / "runs" / "r").mkdir(parents=True)
             (record / "runs.csv").write_text(f"env,score,metric\n{task},{v},success_rate\n")
+            resumed = column == "β-DQN" and task == "Unlock" and seed == 2
+            (record / "runs" / "r" / "config.json").write_text(json.dumps({"resume": "r" if resumed else ""}))
+            (record / "runs" / "r" / "summary.json").write_text('{"cpu": "Made-up CPU", "cpu_kernels": {"torch": '
+                                                                '"AVX2"}}')
 
     for task in table.TASKS:
         runs("DQN", task, [0.2, 0.3, 0.25, 0.35, 0.3])
@@ -155,14 +161,35 @@ def test_the_table_applies_the_plans_rule_to_each_pattern(tmp_path, monkeypatch)
         runs("Bootstrapped DQN", task, [0.9, 0.8, 0.85])
     runs("εz-greedy", "DoorKey", [0.0, 0.0, 0.0])
     runs("εz-greedy", "Unlock", [0.3, 0.2])  # two seeds: shown, not tested
+    runs("εz-greedy", "SimpleCrossing-Easy", [0.15, 0.2, 0.1])  # Welch p 0.021 alone; × 6 under Holm: not shown
     assert table.main(reps=20) == 0
     text = (tmp_path / table.HERE / "table.md").read_text()
     assert "- εz-greedy below DQN on DoorKey: agrees" in text
     assert "- εz-greedy below DQN on Unlock: not tested (fewer than 3 seeds)" in text
     assert "- RND above DQN on DoorKey: agrees" in text and "- Bootstrapped DQN below DQN on DoorKey: departs" in text
     assert "| Unlock | εz-greedy | 2 | 0.25" in text
+    # the family is the column's six tasks, though only two are tested yet: 0.021 → 0.103 (the second smallest × 5)
+    assert "| SimpleCrossing-Easy | εz-greedy | 3 | 0.15" in text and "-0.13: 0.021 → 0.103 |" in text
     assert "| εz-greedy | — | — | — |" in text and "| RND | 0.95 [" in text  # εz-greedy lacks tasks: no aggregate
     assert "| RND | 161% | 201% | 153% | 0.59 |" in text  # its average over DoorKey's cost
     assert (tmp_path / table.HERE / "profile.png").is_file()
+    assert "- DQN: Made-up CPU (torch AVX2) × 30" in text and "- LESSON: no runs yet" in text
+    assert "| Unlock | β-DQN | 5 (seed 2 resumed) |" in text
     assert table.pattern("above", 0.3, 0.2) == "points the paper's way, not shown"
     assert table.pattern("below", 0.3, None) == "points the other way, not shown"
+
+
+def test_the_avx2_environment_is_taken_by_every_library(runner):
+    """--kernels avx2's environment, in a fresh process: torch dispatches to AVX2, numpy enables no AVX-512 target
+    (it accepts the names it is given), OpenBLAS takes its Haswell core; a host without AVX2 cannot hold to it."""
+    import torch
+
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("this host's torch dispatches below AVX2")
+    env = {**os.environ, **runner.grids.avx2_kernels()}
+    out = subprocess.run([sys.executable, "-c", "import json; from beta_dqn.driver.outputs import cpu_kernels; "
+                          "print(json.dumps(cpu_kernels()))"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120, check=True)
+    kernels = json.loads(out.stdout)
+    assert kernels["torch"] == "AVX2" and "AVX512" not in kernels["numpy"] and "X86_V4" not in kernels["numpy"]
+    assert kernels["openblas"] in (None, "Haswell")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -67,12 +68,29 @@ def scores(pattern: str, seeds, task: str) -> list[float]:
     return [x for x in found if x is not None]
 
 
+def runs_of(pattern: str, seeds, task: str) -> list[dict]:
+    """The recorded runs' configurations and summaries (the record's copies), for their hosts and resumes."""
+    found = []
+    for s in seeds:
+        for run in sorted((ROOT / pattern.format(task=task.lower(), seed=s)).glob("runs/*/config.json")):
+            summary = run.parent / "summary.json"
+            found.append({"seed": s, "config": json.loads(run.read_text()),
+                          "summary": json.loads(summary.read_text()) if summary.is_file() else {}})
+    return found
+
+
+def host(summary: dict) -> str:
+    kernels = summary.get("cpu_kernels") or {"torch": summary.get("cpu_capability")}
+    named = ", ".join(f"{k} {kernels[k]}" for k in ("torch", "numpy", "openblas") if kernels.get(k))
+    return f"{summary.get('cpu') or '?'}" + (f" ({named})" if named else " (kernels not recorded)")
+
+
 def pattern(side: str, difference: float, adjusted: float | None) -> str:
     """PLAN.md's rule for one of the paper's patterns, from the Holm-adjusted Welch p."""
     way = (difference < 0) if side == "below" else (difference > 0)
     if adjusted is not None and adjusted < 0.05:
         return "agrees" if way else "departs"
-    if difference == 0:
+    if difference == 0:  # no sign to read (PLAN.md's note of 2026-12-07)
         return "no difference, not shown"
     return "points the paper's way, not shown" if way else "points the other way, not shown"
 
@@ -95,7 +113,10 @@ def main(reps: int = 2000) -> int:
         for t in TASKS:
             if len(found[c][t]) >= MIN_SEEDS and len(found["DQN"][t]) >= MIN_SEEDS:
                 tests[c][t] = difference(found[c][t], found["DQN"][t])
-    adjusted = {c: holm({t: d["welch_p"] for t, d in tests[c].items() if d["welch_p"] is not None}) for c in NEW}
+    # Holm over the column's six tasks always: a task not tested (yet) or one Welch cannot test (both sides
+    # constant) enters at p = 1, so a call never rests on a smaller family
+    adjusted = {c: holm({t: (tests[c][t]["welch_p"] if t in tests[c] else None) or 1.0 for t in TASKS})
+                for c in NEW}
     lines += ["| task | column | n | mean [bootstrap] t[interval] | paper | vs DQN: Welch → Holm | Mann–Whitney |",
               "| --- | --- | ---: | --- | ---: | --- | --- |"]
     for i, t in enumerate(TASKS):
@@ -111,7 +132,9 @@ def main(reps: int = 2000) -> int:
             versus = "" if test is None else \
                 f"{test['difference']:+.2f}: {_p(test['welch_p'])} → {_p(adjusted[c].get(t))}"
             whitney = "" if test is None else _p(test["mann_whitney_p"])
-            lines.append(f"| {t} | {c} | {len(x)} | {cell} | {PAPER[c][i]} | {versus} | {whitney} |")
+            resumed = sorted(r["seed"] for r in runs_of(*COLUMNS[c], t) if r["config"].get("resume"))
+            n = f"{len(x)}" + (f" (seed {', '.join(map(str, resumed))} resumed)" if resumed else "")
+            lines.append(f"| {t} | {c} | {n} | {cell} | {PAPER[c][i]} | {versus} | {whitney} |")
     lines += ["", f"{SIDE[0]}, under no rule: " + "; ".join(
         f"{t} {np.mean(side[t]):.2f} (n = {len(side[t])})" if side[t] else f"{t}: none yet" for t in SIDE[3]), ""]
     lines += ["Over the six tasks: the IQM of raw success rates and P(column > DQN), each with a 95% stratified "
@@ -126,7 +149,7 @@ def main(reps: int = 2000) -> int:
             lines.append(f"| {c} | — | — | — | {PAPER_AVERAGE[c]:.2f} |")
             continue
         iqm = aggregates(matrices[c], reps)["IQM"]
-        p = "" if c == "DQN" or "DQN" not in matrices else \
+        p = "" if c == "DQN" else "—" if "DQN" not in matrices else \
             "{:.2f} [{:.2f}, {:.2f}]".format(*improvement(matrices[c], matrices["DQN"], reps))
         lines.append(f"| {c} | {iqm[0]:.2f} [{iqm[1]:.2f}, {iqm[2]:.2f}] | {p} | {matrices[c].mean():.2f} | "
                      f"{PAPER_AVERAGE[c]:.2f} |")
@@ -139,6 +162,10 @@ def main(reps: int = 2000) -> int:
         door, breakout = cost["DoorKey"][ALGO[c]], cost["Breakout"][ALGO[c]]
         per = f"{matrices[c].mean() / (door / 100):.2f}" if c in matrices else "—"
         lines.append(f"| {c} | {door:.0f}% | {breakout:.0f}% | {PAPER_COST[c]}% | {per} |")
+    lines += ["", "Hosts, per column (each run's CPU and the kernels its summary records):", ""]
+    for c, (pattern_, seeds) in COLUMNS.items():
+        hosts = Counter(host(r["summary"]) for t in TASKS for r in runs_of(pattern_, seeds, t))
+        lines.append(f"- {c}: " + ("; ".join(f"{h} × {n}" for h, n in sorted(hosts.items())) or "no runs yet"))
     lines += ["", "The paper's patterns (PLAN.md's rule: agrees / departs where the Holm-adjusted Welch p is below "
               "0.05, else the sign of the difference, not shown):", ""]
     for c, t, where in PATTERNS:
