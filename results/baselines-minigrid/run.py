@@ -29,7 +29,7 @@ import study_grid as grids  # noqa: E402 - the runner every study shares, in res
 
 # the study's commit (PLAN.md's second note of 2026-12-07): its runs record every library's CPU kernels, and its
 # golden outputs equal f7c4e83's (the DQN column's commit) for DQN and β-DQN
-STUDY_COMMIT = "5e336962c37541f2256f585621031a1888a202e5"
+STUDY_COMMIT = "64211d99f2633fb8fdf402c28d40b166573571ac"
 RECORDS = Path("results/baselines-minigrid")
 TASKS = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "LavaCrossing-Easy", "LavaCrossing-Hard")
 SIDE_TASKS = ("DoorKey", "Unlock")  # the RND side arm's: where the paper's RND is strongest
