@@ -16,7 +16,7 @@ import psutil
 import ray
 import torch
 
-from beta_dqn.driver.outputs import cpu_kernels
+from beta_dqn.driver.host import cpu_kernels
 from beta_dqn.files import write_atomically, write_error
 
 ROOT = Path(__file__).resolve().parents[1]

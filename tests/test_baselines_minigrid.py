@@ -187,7 +187,7 @@ def test_the_avx2_environment_is_taken_by_every_library(runner):
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         pytest.skip("this host's torch dispatches below AVX2")
     env = {**os.environ, **runner.grids.avx2_kernels()}
-    out = subprocess.run([sys.executable, "-c", "import json; from beta_dqn.driver.outputs import cpu_kernels; "
+    out = subprocess.run([sys.executable, "-c", "import json; from beta_dqn.driver.host import cpu_kernels; "
                           "print(json.dumps(cpu_kernels()))"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120, check=True)
     kernels = json.loads(out.stdout)

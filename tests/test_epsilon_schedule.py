@@ -115,20 +115,20 @@ def test_the_kernels_never_stop_a_summary(tmp_path, monkeypatch):
     that fails to say gives None instead of failing the summary at a run's end."""
     import mmap
 
-    from beta_dqn.driver import outputs
+    from beta_dqn.driver import host
 
     odd = tmp_path / "kernels-\udcff.bin"  # the byte 0xff in the name, as the filesystem holds it
     odd.write_bytes(b"0" * 4096)
     with open(odd, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ):
-        before = outputs.cpu_kernels()
+        before = host.cpu_kernels()
     assert set(before) >= {"torch", "numpy", "openblas"}
 
     def fails():
         raise RuntimeError("a library that fails to say")
 
-    monkeypatch.setattr(outputs, "openblas_core", fails)
-    monkeypatch.setattr(outputs, "numpy_simd", fails)
+    monkeypatch.setattr(host, "openblas_core", fails)
+    monkeypatch.setattr(host, "numpy_simd", fails)
     monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
-    after = outputs.cpu_kernels()
+    after = host.cpu_kernels()
     assert after["openblas"] is None and after["numpy"] is None and after["torch"] == before["torch"]
     assert after["OPENBLAS_CORETYPE"] == "Haswell"  # the variables that steer them, where set

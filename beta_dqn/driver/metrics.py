@@ -14,7 +14,8 @@ import numpy as np
 
 from actors.envs import EnvSpec
 from beta_dqn.configuration.flags import Config, epsilon_plan, method_settings
-from beta_dqn.driver.outputs import Clock, Window, cpu_capability, cpu_kernels, cpu_model, git_commit, package_versions
+from beta_dqn.driver.host import cpu_capability, cpu_kernels, cpu_model
+from beta_dqn.driver.outputs import Clock, Window, git_commit, package_versions
 from beta_dqn.driver.state import RunState
 from learner.methods import algorithm
 from learner.methods.contracts import Acting

@@ -211,7 +211,7 @@ def difference(x, y) -> dict:
 def holm(ps: dict[str, float]) -> dict[str, float]:
     """Holm's step-down adjusted p-values of one family of tests (name: p): sorted, the i-th (from 0) times the
     number of tests less i, never below the one before it, at most 1."""
-    order, out, running = sorted(ps, key=ps.get), {}, 0.0
+    order, out, running = sorted(ps, key=lambda name: ps[name]), {}, 0.0
     for i, name in enumerate(order):
         running = max(running, min(1.0, (len(order) - i) * ps[name]))
         out[name] = running

@@ -100,14 +100,10 @@ def _p(p: float | None) -> str:
 
 
 def main(reps: int = 2000) -> int:
-    from beta_dqn.reporting.stats import aggregates, difference, holm, improvement, mean_ci, profile, t_interval
+    from beta_dqn.reporting.stats import difference, holm, profile
 
     found = {c: {t: scores(p, seeds, t) for t in TASKS} for c, (p, seeds) in COLUMNS.items()}
     side = {t: scores(SIDE[1], SIDE[2], t) for t in SIDE[3]}
-    lines = ["# The paper's six columns on MiniGrid (500k env steps; the paper's at 5M)", "",
-             "Final success rate, mean [95% percentile bootstrap] t[95% t interval] (n: seeds), and the paper's; "
-             "each new column against DQN: Welch's p → Holm-adjusted over the column's tasks (the call), exact "
-             "Mann–Whitney p beside it.", ""]
     tests: dict[str, dict[str, dict]] = {c: {} for c in NEW}
     for c in NEW:
         for t in TASKS:
@@ -117,55 +113,11 @@ def main(reps: int = 2000) -> int:
     # constant) enters at p = 1, so a call never rests on a smaller family
     adjusted = {c: holm({t: (tests[c][t]["welch_p"] if t in tests[c] else None) or 1.0 for t in TASKS})
                 for c in NEW}
-    lines += ["| task | column | n | mean [bootstrap] t[interval] | paper | vs DQN: Welch → Holm | Mann–Whitney |",
-              "| --- | --- | ---: | --- | ---: | --- | --- |"]
-    for i, t in enumerate(TASKS):
-        for c in COLUMNS:
-            x = found[c][t]
-            if not x:
-                lines.append(f"| {t} | {c} | 0 | — | {PAPER[c][i]} | | |")
-                continue
-            m, lo, hi = mean_ci(x, reps)
-            tl, th = t_interval(x)
-            cell = f"{m:.2f} [{lo:.2f}, {hi:.2f}] t[{tl:.2f}, {th:.2f}]" if len(x) > 1 else f"{m:.2f}"
-            test = tests.get(c, {}).get(t)
-            versus = "" if test is None else \
-                f"{test['difference']:+.2f}: {_p(test['welch_p'])} → {_p(adjusted[c].get(t))}"
-            whitney = "" if test is None else _p(test["mann_whitney_p"])
-            resumed = sorted(r["seed"] for r in runs_of(*COLUMNS[c], t) if r["config"].get("resume"))
-            n = f"{len(x)}" + (f" (seed {', '.join(map(str, resumed))} resumed)" if resumed else "")
-            lines.append(f"| {t} | {c} | {n} | {cell} | {PAPER[c][i]} | {versus} | {whitney} |")
+    lines = task_lines(found, tests, adjusted, reps)
     lines += ["", f"{SIDE[0]}, under no rule: " + "; ".join(
         f"{t} {np.mean(side[t]):.2f} (n = {len(side[t])})" if side[t] else f"{t}: none yet" for t in SIDE[3]), ""]
-    lines += ["Over the six tasks: the IQM of raw success rates and P(column > DQN), each with a 95% stratified "
-              "bootstrap interval; — where a task lacks the column's full seeds.", "",
-              "| column | IQM | P(column > DQN) | average | paper's average |", "| --- | --- | --- | ---: | ---: |"]
-    matrices = {}
-    for c, (_, seeds) in COLUMNS.items():
-        if all(len(found[c][t]) == len(seeds) for t in TASKS):
-            matrices[c] = np.array([[found[c][t][s] for t in TASKS] for s in range(len(seeds))])
-    for c in COLUMNS:
-        if c not in matrices:
-            lines.append(f"| {c} | — | — | — | {PAPER_AVERAGE[c]:.2f} |")
-            continue
-        iqm = aggregates(matrices[c], reps)["IQM"]
-        p = "" if c == "DQN" else "—" if "DQN" not in matrices else \
-            "{:.2f} [{:.2f}, {:.2f}]".format(*improvement(matrices[c], matrices["DQN"], reps))
-        lines.append(f"| {c} | {iqm[0]:.2f} [{iqm[1]:.2f}, {iqm[2]:.2f}] | {p} | {matrices[c].mean():.2f} | "
-                     f"{PAPER_AVERAGE[c]:.2f} |")
-    lines += ["", "Cost, wall-clock seconds per env step against DQN's (`bench/cost.py`, serial, one core, AMD EPYC; "
-              "PLAN.md's note), and performance per cost (the average over cost / 100, DoorKey's cost):", "",
-              "| column | cost, DoorKey | cost, Breakout | the paper's | average / cost (DoorKey) |",
-              "| --- | ---: | ---: | ---: | ---: |"]
-    cost = {env: json.loads((ROOT / path).read_text())["cost_percent"] for env, path in COSTS.items()}
-    for c in COLUMNS:
-        door, breakout = cost["DoorKey"][ALGO[c]], cost["Breakout"][ALGO[c]]
-        per = f"{matrices[c].mean() / (door / 100):.2f}" if c in matrices else "—"
-        lines.append(f"| {c} | {door:.0f}% | {breakout:.0f}% | {PAPER_COST[c]}% | {per} |")
-    lines += ["", "Hosts, per column (each run's CPU and the kernels its summary records):", ""]
-    for c, (pattern_, seeds) in COLUMNS.items():
-        hosts = Counter(host(r["summary"]) for t in TASKS for r in runs_of(pattern_, seeds, t))
-        lines.append(f"- {c}: " + ("; ".join(f"{h} × {n}" for h, n in sorted(hosts.items())) or "no runs yet"))
+    more, matrices = aggregate_lines(found, reps)
+    lines += more + cost_and_host_lines(matrices)
     lines += ["", "The paper's patterns (PLAN.md's rule: agrees / departs where the Holm-adjusted Welch p is below "
               "0.05, else the sign of the difference, not shown):", ""]
     for c, t, where in PATTERNS:
@@ -183,6 +135,77 @@ def main(reps: int = 2000) -> int:
     print(text, end="")
     (ROOT / HERE / "table.md").write_text(text)
     return 0
+
+
+def task_lines(found, tests, adjusted, reps: int) -> list[str]:
+    """The per-task table: every column's seeds, intervals and the paper's; each new column against DQN."""
+    from beta_dqn.reporting.stats import mean_ci, t_interval
+
+    lines = ["# The paper's six columns on MiniGrid (500k env steps; the paper's at 5M)", "",
+             "Final success rate, mean [95% percentile bootstrap] t[95% t interval] (n: seeds), and the paper's; "
+             "each new column against DQN: Welch's p → Holm-adjusted over the column's tasks (the call), exact "
+             "Mann–Whitney p beside it.", "",
+             "| task | column | n | mean [bootstrap] t[interval] | paper | vs DQN: Welch → Holm | Mann–Whitney |",
+             "| --- | --- | ---: | --- | ---: | --- | --- |"]
+    for i, t in enumerate(TASKS):
+        for c in COLUMNS:
+            x = found[c][t]
+            if not x:
+                lines.append(f"| {t} | {c} | 0 | — | {PAPER[c][i]} | | |")
+                continue
+            m, lo, hi = mean_ci(x, reps)
+            tl, th = t_interval(x)
+            cell = f"{m:.2f} [{lo:.2f}, {hi:.2f}] t[{tl:.2f}, {th:.2f}]" if len(x) > 1 else f"{m:.2f}"
+            test = tests.get(c, {}).get(t)
+            versus = "" if test is None else \
+                f"{test['difference']:+.2f}: {_p(test['welch_p'])} → {_p(adjusted[c].get(t))}"
+            whitney = "" if test is None else _p(test["mann_whitney_p"])
+            resumed = sorted(r["seed"] for r in runs_of(*COLUMNS[c], t) if r["config"].get("resume"))
+            n = f"{len(x)}" + (f" (seed {', '.join(map(str, resumed))} resumed)" if resumed else "")
+            lines.append(f"| {t} | {c} | {n} | {cell} | {PAPER[c][i]} | {versus} | {whitney} |")
+    return lines
+
+
+def aggregate_lines(found, reps: int) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The IQM and P(column > DQN) over the six tasks, for the columns with every task at their full seeds (their
+    matrices, seeds × tasks, returned for the profile and the cost row)."""
+    from beta_dqn.reporting.stats import aggregates, improvement
+
+    lines = ["Over the six tasks: the IQM of raw success rates and P(column > DQN), each with a 95% stratified "
+             "bootstrap interval; — where a task lacks the column's full seeds.", "",
+             "| column | IQM | P(column > DQN) | average | paper's average |", "| --- | --- | --- | ---: | ---: |"]
+    matrices = {}
+    for c, (_, seeds) in COLUMNS.items():
+        if all(len(found[c][t]) == len(seeds) for t in TASKS):
+            matrices[c] = np.array([[found[c][t][s] for t in TASKS] for s in range(len(seeds))])
+    for c in COLUMNS:
+        if c not in matrices:
+            lines.append(f"| {c} | — | — | — | {PAPER_AVERAGE[c]:.2f} |")
+            continue
+        iqm = aggregates(matrices[c], reps)["IQM"]
+        p = "" if c == "DQN" else "—" if "DQN" not in matrices else \
+            "{:.2f} [{:.2f}, {:.2f}]".format(*improvement(matrices[c], matrices["DQN"], reps))
+        lines.append(f"| {c} | {iqm[0]:.2f} [{iqm[1]:.2f}, {iqm[2]:.2f}] | {p} | {matrices[c].mean():.2f} | "
+                     f"{PAPER_AVERAGE[c]:.2f} |")
+    return lines, matrices
+
+
+def cost_and_host_lines(matrices: dict[str, np.ndarray]) -> list[str]:
+    """The cost rows (PLAN.md's note), performance per cost, and each column's hosts."""
+    lines = ["", "Cost, wall-clock seconds per env step against DQN's (`bench/cost.py`, serial, one core, AMD EPYC; "
+             "PLAN.md's note), and performance per cost (the average over cost / 100, DoorKey's cost):", "",
+             "| column | cost, DoorKey | cost, Breakout | the paper's | average / cost (DoorKey) |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    cost = {env: json.loads((ROOT / path).read_text())["cost_percent"] for env, path in COSTS.items()}
+    for c in COLUMNS:
+        door, breakout = cost["DoorKey"][ALGO[c]], cost["Breakout"][ALGO[c]]
+        per = f"{matrices[c].mean() / (door / 100):.2f}" if c in matrices else "—"
+        lines.append(f"| {c} | {door:.0f}% | {breakout:.0f}% | {PAPER_COST[c]}% | {per} |")
+    lines += ["", "Hosts, per column (each run's CPU and the kernels its summary records):", ""]
+    for c, (records, seeds) in COLUMNS.items():
+        hosts = Counter(host(r["summary"]) for t in TASKS for r in runs_of(records, seeds, t))
+        lines.append(f"- {c}: " + ("; ".join(f"{h} × {n}" for h, n in sorted(hosts.items())) or "no runs yet"))
+    return lines
 
 
 def _figure(taus, curves: dict, intervals: dict, path: Path) -> None:
