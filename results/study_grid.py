@@ -4,7 +4,8 @@ clone's `learner.report` as it ends and copied into main (this file's checkout),
 
 A study's runner is a module with a docstring (its `--help`, before this one) that gives `STAGES`, `STAGE_HELP`,
 `JOBS_HELP`, `cells(stage)`, `every_cell()`, `at_study_commit()` ("" where the clone may make the study's runs, else
-why not) and `jobs(stage, asked)` (the runs at once, or a one-line reason to refuse), and whose cells give `name`,
+why not) and `jobs(stage, asked)` (the runs at once, or a one-line reason to refuse), and may give `waiting(stage)`
+(why a stage has no runs yet, said where it has none; "" else), and whose cells give `name`,
 `grid`, `record`, `steps`, `minutes`, `resumable` and `argv()`; `main(study, argv)` is its command line. What the
 runner does with a cell:
 
@@ -394,6 +395,9 @@ def main(study, argv: list[str] | None = None) -> int:
     if args.stage is None:
         p.error(f"give --stage {', '.join(study.STAGES)} (or --check CELL)")
     todo = study.cells(args.stage)
+    why_none = getattr(study, "waiting", lambda stage: "")(args.stage)
+    if why_none and not todo:
+        print(why_none)
     if args.list:
         width = max([34, *(len(c.name) + 1 for c in todo)])
         for cell in todo:

@@ -433,3 +433,85 @@ def test_table1_passes_its_commit_check_on_the_committed_records(monkeypatch):
     with pytest.raises(Reached) as e:
         table1.main()
     assert "learner.report" in e.value.args[0]
+
+
+@pytest.mark.parametrize("rule", [None, False, "a record does not read"])
+def test_stage_2b_has_no_runs_until_stage_1bs_rule_says_it_runs(runner, monkeypatch, capsys, rule):
+    monkeypatch.setattr(runner, "stage_1b_rule", lambda: rule)
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: "1e-4")
+    assert runner.cells("2b") == [] and runner.waiting("2b") and runner.waiting("2a") == ""
+    assert {c.stage for c in runner.every_cell()} == {"1a", "1b", "2a"}
+    assert runner.main(["--stage", "2b", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("stage 2b ") and ("is the budget" in out) == (rule is False) and "0 of 0 recorded" in out
+
+
+def test_stage_2b_runs_each_reading_at_the_chosen_rate_seeds_3_to_5(runner, monkeypatch):
+    """PLAN.md's note of 2026-12-06: 4 readings × 5 games × seeds 3-5 at the method's chosen rate, and the default
+    flags at seed 5 (10 runs): 70; a game and method whose choice is not made has none; each reading's flag is the
+    one PLAN.md's table names, and the run resolves to stage 2b's plan (readings.py checks its records by it)."""
+    from beta_dqn.configuration.cli import parse_config
+    from beta_dqn.configuration.flags import public, resolve
+    from beta_dqn.reporting.results import RunData
+
+    monkeypatch.setattr(runner, "stage_1b_rule", lambda: True)
+    choice = {("Asterix", "beta"): "3e-5", ("Asterix", "dqn"): "1e-4"}
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: choice.get((game, method), "3e-4"))
+    assert runner.waiting("2b") == ""
+    cells = runner.cells("2b")
+    assert len(cells) == 70 and len({c.name for c in cells}) == 70 and {c.seed for c in cells} == {3, 4, 5}
+    assert [c.seed for c in cells] == sorted(c.seed for c in cells)  # seed by seed
+    assert {c.reading for c in cells if c.seed < 5} == {"eps", "target4k", "nocount"}
+    assert sum(c.reading == "" for c in cells) == 10 and all(c.seed == 5 for c in cells if not c.reading)
+    assert {c.name for c in runner.every_cell()} >= {c.name for c in cells}
+    by_name = {c.name: c for c in cells}
+    names = ("2b/asterix-beta-eps-lr3e-5-s3", "2b/asterix-dqn-target4k-lr1e-4-s4", "2b/breakout-beta-nocount-lr3e-4-s5",
+             "2b/breakout-beta-lr3e-4-s5")
+    argv = {n: " ".join(by_name[n].argv()) for n in names}
+    assert "--algo beta_dqn --bandit-returns raw --beta-epsilon true --lr 3e-5 --seeds 3" in argv[
+        "2b/asterix-beta-eps-lr3e-5-s3"]
+    assert argv["2b/asterix-dqn-target4k-lr1e-4-s4"].endswith("--wandb disabled --target-update 4000")
+    assert argv["2b/breakout-beta-nocount-lr3e-4-s5"].endswith("--count-mode off")
+    assert "--beta-epsilon false --lr 3e-4" in argv["2b/breakout-beta-lr3e-4-s5"]  # the default's rate named too
+    assert all("--beta-thread false" in a and "--total-steps 1000000" in a for a in argv.values())
+    readings = _load("readings")
+    commit = "13af96b" + "0" * 33
+    for cell in cells:
+        args = ["--seed" if a == "--seeds" else a for a in cell.argv()]
+        config = public(resolve(parse_config(args))[0])
+        run = RunData(cell.name, config, {"commit": commit[:12]}, [])
+        plan = readings.plan(cell.method, cell.reading, cell.lr)
+        assert readings.verdict.off_plan(run, commit, plan, games=(cell.env,), seeds=(3, 4, 5)) == "", cell.name
+        if cell.reading:  # without its reading's flag the run is off the plan
+            field, value = readings.FIELD[runner.READINGS[cell.method, cell.reading][0]]
+            plain = RunData(cell.name, {**config, field: public(resolve(parse_config(["--env", cell.env, "--algo",
+                            config["algo"]]))[0])[field]}, run.summary, [])
+            assert field in readings.verdict.off_plan(plain, commit, plan, games=(cell.env,), seeds=(3, 4, 5))
+
+
+def test_stage_2b_report_applies_its_rule_once_per_reading(monkeypatch, capsys, tmp_path):
+    """readings.py: a reading passes only on a lower bound above 0.5 over the five games; the target period changes
+    only if both target4k readings pass; a reading with runs missing is not decided."""
+    readings = _load("readings")
+    monkeypatch.setattr(readings.runner, "waiting", lambda stage: "")
+    monkeypatch.setattr(readings.verdict, "study_commit", lambda: "0" * 40)
+    monkeypatch.setattr(readings.rates, "chosen", lambda game, method, roots: "1e-4")
+    monkeypatch.setattr(readings, "TEXT", tmp_path / "readings.txt")
+    ahead = {"eps": 5.0, "nocount": -5.0, ("beta", "target4k"): 5.0, ("dqn", "target4k"): 0.0}
+
+    def score(game, method, reading, seed, rate, commit):
+        shift = ahead.get((method, reading), ahead.get(reading, 0.0)) if reading else 0.0
+        return 10.0 * readings.GAMES.index(game) + seed + shift
+
+    monkeypatch.setattr(readings, "score", score)
+    assert readings.main(reps=200) == 0
+    out = capsys.readouterr().out
+    assert "eps (β-DQN)" in out and out.count(": passes") == 2 and out.count("does not pass") == 2
+    assert "eps (β-DQN) changes; nocount (β-DQN) stays; the target period stays" in out
+    assert "NOT the rule" in out and (tmp_path / "readings.txt").read_text() == out
+    monkeypatch.setattr(readings, "score", lambda g, m, r, s, rate, c: None if r == "nocount" and s == 5 else
+                        score(g, m, r, s, rate, c))
+    assert readings.main(reps=200) == 0
+    out = capsys.readouterr().out
+    assert "nocount (β-DQN)    waits: 10/15 of its runs and 15/15 of the default's" in out
+    assert out.count(": passes") == 2 and "Defaults for" not in out

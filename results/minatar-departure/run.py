@@ -8,7 +8,9 @@ Run it with the study clone's Python, from main, on the clone (pinned at the stu
 Stages: `1a`; `1b` (DQN's 5M runs); `1` (1a, then 1b's DQN runs); `1b-beta` (β-DQN's 5M runs, one at a time,
 each alone with β's update on the second core: PLAN.md's deviation of 2026-12-07); `2a` (the learning-rate search:
 each method at the game's two other rates of {3e-4, 1e-4, 3e-5}, seeds 0-2, then the chosen rate at seeds 3-4 for
-each game and method whose nine seed 0-2 runs were recorded when the script started). Each run is a one-run grid of
+each game and method whose nine seed 0-2 runs were recorded when the script started); `2b` (the other readings, only
+once stage 1b's rule, `verdict.py`, says they run: each at its method's chosen rate, seeds 3-5, and the default flags
+at seed 5; PLAN.md's note of 2026-12-06). Each run is a one-run grid of
 its own under the clone's `runs/md-<stage>-<cell>/` (its log beside it, `.log`), with PLAN.md's flags, recorded
 under `results/minatar-departure/<stage>/<cell>/` and copied into main, where it is committed. A run cut off is
 started again from its beginning, never resumed; stage 1b's β-DQN runs are the exception (PLAN.md's deviations of
@@ -23,6 +25,7 @@ The script refuses to start runs unless the clone is clean at the study's commit
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +49,12 @@ COMMON = ("--runtime", "serial", "--actors", "4", "--arm-exchange", "episode", "
           "--progress", "false", "--wandb", "disabled")
 METHOD = {"beta": ("--algo", "beta_dqn", "--bandit-returns", "raw", "--beta-epsilon", "false"),
           "dqn": ("--algo", "dqn")}
+# stage 2b's readings (PLAN.md's "Stage 2b's runs"): (method, reading) -> the flag and the value it gives over the
+# method's default flags (eps: DQN's ε schedule on every arm; target4k: a target copy every 1,000 updates; nocount:
+# no episodic count augmentation in π_cov, a [decided] reading)
+READINGS = {("beta", "eps"): ("--beta-epsilon", "true"), ("beta", "target4k"): ("--target-update", "4000"),
+            ("beta", "nocount"): ("--count-mode", "off"), ("dqn", "target4k"): ("--target-update", "4000")}
+READING_SEEDS = (3, 4, 5)  # PLAN.md's note of 2026-12-06: fresh seeds; the default flags' seed 5 runs here too
 # minutes per million env steps of a serial run beside another and other work (nice 19), above what was seen on a
 # 2-core AMD EPYC: stage 1a's β-DQN 38-72 min a 1M MinAtar run, Table 1's serial DQN 8-17 (MiniGrid 500k: 8-34)
 ESTIMATE = {("dqn", "MinAtar"): 20, ("beta", "MinAtar"): 75, ("dqn", "MiniGrid"): 50, ("beta", "MiniGrid"): 100}
@@ -61,14 +70,17 @@ class Cell:
     method: str  # beta, dqn
     seed: int
     steps: int
-    lr: str = ""  # stage 2a's --lr ("": the game's default rate, not named)
+    lr: str = ""  # stage 2a's and 2b's --lr ("": the game's default rate, not named)
+    reading: str = ""  # stage 2b's reading (READINGS; "": the method's default flags)
 
     @property
     def name(self) -> str:
-        """`1b/breakout-beta-s0`, `2a/breakout-dqn-lr1e-4-s0`: the record's directory under
-        results/minatar-departure/."""
+        """`1b/breakout-beta-s0`, `2a/breakout-dqn-lr1e-4-s0`, `2b/breakout-beta-nocount-lr1e-4-s3`: the record's
+        directory under results/minatar-departure/."""
+        reading = f"-{self.reading}" if self.reading else ""
         rate = f"-lr{self.lr}" if self.lr else ""
-        return f"{self.stage}/{self.env.removeprefix('MinAtar/').lower()}-{self.method}{rate}-s{self.seed}"
+        return (f"{self.stage}/{self.env.removeprefix('MinAtar/').lower()}-{self.method}{reading}{rate}"
+                f"-s{self.seed}")
 
     @property
     def grid(self) -> Path:
@@ -98,11 +110,18 @@ class Cell:
         if self.solo:  # "the same math" (PLAN.md's Equivalence: golden outputs identical with and without it)
             common[common.index("--beta-thread") + 1] = "true"
         rate = ["--lr", self.lr] if self.lr else []
-        return ["--env", self.env, *METHOD[self.method], *rate, "--seeds", str(self.seed), "--total-steps",
+        argv = ["--env", self.env, *METHOD[self.method], *rate, "--seeds", str(self.seed), "--total-steps",
                 str(self.steps), *common]
+        if self.reading:  # its flag's value in place of the method's, or added
+            flag, value = READINGS[self.method, self.reading]
+            if flag in argv:
+                argv[argv.index(flag) + 1] = value
+            else:
+                argv += [flag, value]
+        return argv
 
 
-STAGES = ("1", "1a", "1b", "1b-beta", "2a")
+STAGES = ("1", "1a", "1b", "1b-beta", "2a", "2b")
 
 
 def cells(stage: str) -> list[Cell]:
@@ -119,6 +138,8 @@ def cells(stage: str) -> list[Cell]:
         return cells("1a") + cells("1b")
     if stage == "2a":
         return search_cells() + [cell for g in MINATAR for m in ("beta", "dqn") for cell in held_out(g, m)]
+    if stage == "2b":
+        return [] if waiting("2b") else reading_cells()
     raise ValueError(stage)
 
 
@@ -129,7 +150,7 @@ def search_cells() -> list[Cell]:
 
 
 def every_cell() -> list[Cell]:
-    return cells("1") + cells("1b-beta") + cells("2a")
+    return cells("1") + cells("1b-beta") + cells("2a") + cells("2b")
 
 
 def held_out(game: str, method: str) -> list[Cell]:
@@ -139,6 +160,51 @@ def held_out(game: str, method: str) -> list[Cell]:
     if rate is None or rate == rates.default(game):
         return []
     return [Cell("2a", f"MinAtar/{game}", method, s, 1_000_000, rate) for s in (3, 4)]
+
+
+@functools.cache
+def stage_1b_rule() -> bool | str | None:
+    """Stage 1b's rule as `verdict.py` computes it (PLAN.md's 50,000 resamples, once a process): True where stage 2b
+    runs, False where it does not (the budget), None while stage 1b's runs are not all recorded; a string where a
+    record does not read or departs from the plan (why)."""
+    import verdict  # beside this file: it reads main's records with main's reporting code
+
+    try:
+        return verdict.stage_2b_runs()
+    except verdict.ReportError as e:
+        return str(e)
+
+
+def waiting(stage: str) -> str:
+    """Why the stage has no runs to make yet ("" where it may have some): stage 2b's runs exist only once stage 1b's
+    rule says they run (PLAN.md), at each method's rate chosen in stage 2a."""
+    if stage != "2b":
+        return ""
+    rule = stage_1b_rule()
+    if rule is None:
+        return "stage 2b waits for stage 1b's rule (verdict.py): stage 1b's 18 runs are not all recorded"
+    if isinstance(rule, str):
+        return f"stage 2b waits: stage 1b's rule cannot be computed: {rule}"
+    if not rule:
+        return "stage 2b is not run: stage 1b's rule says the MinAtar departure at 1M is the budget (verdict.py)"
+    return ""
+
+
+def reading_cells() -> list[Cell]:
+    """Stage 2b's runs (PLAN.md's note of 2026-12-06), seed by seed (3-5): each reading of each game at its method's
+    rate chosen in stage 2a (none for a game and method until its choice is made), and at seed 5 the method's default
+    flags at that rate too (seeds 3-4 of those exist: stage 2a's held-out runs, or stage 1a and Table 1's DQN column
+    where the chosen rate is the game's default). Each names its rate (`--lr`), the default's included."""
+    out = []
+    for seed in READING_SEEDS:
+        for method in ("beta", "dqn"):
+            for game in MINATAR:
+                rate = rates.chosen(game, method, (grids.ROOT, grids.HOME))
+                if rate is None:
+                    continue
+                readings = ([""] if seed == 5 else []) + [r for m, r in READINGS if m == method]
+                out += [Cell("2b", f"MinAtar/{game}", method, seed, 1_000_000, rate, r) for r in readings]
+    return out
 
 
 STAGE_HELP = "the stage whose runs to run (1: 1a, then 1b's DQN runs)"

@@ -68,20 +68,21 @@ def collect() -> dict[tuple[str, str, int], object]:
     return chosen
 
 
-def off_plan(run, commit: str) -> str:
+def off_plan(run, commit: str, plan: dict = PLAN, games=GAMES, seeds=SEEDS) -> str:
     """How a run departs from PLAN.md ("" when it does not): its game, method and seed; every field that changes
-    what a run computes and that its method reads, against the defaults with PLAN's values over them (the game's
-    own learning rate and γ, as config.json has them resolved); and its commit, the study's, clean."""
+    what a run computes and that its method reads, against the defaults with `plan`'s values over them (the game's
+    own learning rate and γ, as config.json has them resolved, unless `plan` names them: stage 2b's runs); and its
+    commit, the study's, clean."""
     from beta_dqn.configuration.defaults import env_defaults
     from beta_dqn.configuration.fields import AXES, FIELDS, reads
 
-    if run.env not in GAMES or run.algo not in METHODS:
-        return f"{run.env} {run.algo} is not a stage-1b cell"
-    if run.config.get("seed") not in SEEDS:
-        return f"its seed is {run.config.get('seed')!r}, not one of {SEEDS}"
+    if run.env not in games or run.algo not in METHODS:
+        return f"{run.env} {run.algo} is not a cell of the stage"
+    if run.config.get("seed") not in seeds:
+        return f"its seed is {run.config.get('seed')!r}, not one of {seeds}"
     gamma, lr = env_defaults(run.env)
-    want = {**{k: f.default for k, f in FIELDS.items()}, **PLAN, "gamma": gamma, "lr": lr}
-    for key in sorted((AXES | set(PLAN)) - {"env", "algo"}):
+    want = {**{k: f.default for k, f in FIELDS.items()}, "gamma": gamma, "lr": lr, **plan}
+    for key in sorted((AXES | set(plan)) - {"env", "algo"}):
         if key in AXES and not reads(run.algo, key, run.config):
             continue
         got, value = config_value(run, key), want[key]
@@ -109,8 +110,35 @@ def matrix(runs, algo: str, games=GAMES, at: int | None = None) -> np.ndarray:
     return np.array([[score(runs[g, algo, s]) for g in games] for s in SEEDS], dtype=np.float64)
 
 
+def the_budget(low: Fraction) -> bool:
+    """The rule: the departure at 1M is the budget where the bound is above 0.5, exactly."""
+    return low > Fraction(1, 2)
+
+
+def checked() -> dict[tuple[str, str, int], object]:
+    """Stage 1b's recorded runs, each on PLAN.md's flags and commit (a ReportError names those that are not)."""
+    runs = collect()
+    commit = study_commit()
+    wrong = [f"{g} {a} seed {s}: {why}" for (g, a, s), run in sorted(runs.items()) for why in [off_plan(run, commit)]
+             if why]
+    if wrong:
+        raise ReportError(f"runs that do not follow PLAN.md: {'; '.join(wrong)}")
+    return runs
+
+
+def stage_2b_runs() -> bool | None:
+    """The rule's outcome as the study's runner reads it: True (stage 2b runs), False (it does not: the budget), None
+    while stage 1b's runs are not all recorded; the preregistered computation (REPS resamples). A ReportError for a
+    run off the plan."""
+    runs = checked()
+    if missing(runs):
+        return None
+    _, low, _ = stats.exact_improvement(matrix(runs, "beta_dqn"), matrix(runs, "dqn"), REPS)
+    return not the_budget(low)
+
+
 def decide(low: Fraction) -> str:
-    if low > Fraction(1, 2):
+    if the_budget(low):
         return ("the lower bound is above 0.5: the MinAtar departure at 1M is the budget; the docs say so, and stage "
                 "2b is not run (stage 2a runs either way)")
     return "the lower bound is not above 0.5: stage 2b runs (and stage 2a, which runs either way)"
@@ -149,15 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verdict.py: error: --reps {args.reps}: give 100 to {stats.MAX_REPS:,} resamples", file=sys.stderr)
         return 2
     try:
-        runs = collect()
-        commit = study_commit()
+        runs = checked()
     except ReportError as e:
         print(f"verdict.py: error: {e}", file=sys.stderr)
-        return 2
-    wrong = [f"{g} {a} seed {s}: {why}" for (g, a, s), run in sorted(runs.items()) for why in [off_plan(run, commit)]
-             if why]
-    if wrong:
-        print(f"verdict.py: error: runs that do not follow PLAN.md: {'; '.join(wrong)}", file=sys.stderr)
         return 2
     left = missing(runs)
     if left:
