@@ -134,7 +134,7 @@ def test_check_compares_a_cell_with_its_record_and_can_hold_the_kernels_to_avx2(
     assert e.value.code == 2 and "--kernels avx2 goes with --check CELL" in err and len(err.strip().splitlines()) == 1
 
 
-def test_the_table_applies_the_plans_rule_to_each_pattern(tmp_path, monkeypatch):
+def test_the_table_applies_the_plans_rule_to_each_pattern(tmp_path, monkeypatch, capsys):
     """table.py on records made up here: a pattern is called (agrees, departs) only under Holm's correction within
     the column's tasks; a column short of seeds on a task is shown, not tested; aggregates need every task."""
     spec = importlib.util.spec_from_file_location("bm_table", STUDY / "table.py")
@@ -173,10 +173,18 @@ def test_the_table_applies_the_plans_rule_to_each_pattern(tmp_path, monkeypatch)
     assert "| εz-greedy | — | — | — |" in text and "| RND | 0.95 [" in text  # εz-greedy lacks tasks: no aggregate
     assert "| RND | 161% | 201% | 153% | 0.59 |" in text  # its average over DoorKey's cost
     assert (tmp_path / table.HERE / "profile.png").is_file()
-    assert "- DQN: Made-up CPU (torch AVX2) × 30" in text and "- LESSON: no runs yet" in text
+    assert "- DQN: Made-up CPU; torch AVX2 × 30" in text and "- LESSON: no runs yet" in text
     assert "| Unlock | β-DQN | 5 (seed 2 resumed) |" in text
     assert table.pattern("above", 0.3, 0.2) == "points the paper's way, not shown"
     assert table.pattern("below", 0.3, None) == "points the other way, not shown"
+    # a record of another environment in a column's place: a one-line error, nothing written
+    (tmp_path / table.HERE / "table.md").unlink()
+    bad = tmp_path / table.COLUMNS["RND"][0].format(task="unlock", seed=1) / "runs.csv"
+    bad.write_text("env,score,metric\nMinAtar/Breakout,12.5,return_mean\n")
+    assert table.main(reps=20) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unlock-rnd-s1: its score is return_mean, not a success rate" in err
+    assert not (tmp_path / table.HERE / "table.md").exists()
 
 
 def test_the_avx2_environment_is_taken_by_every_library(runner):

@@ -24,6 +24,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "results"))
+from study_grid import host  # noqa: E402 - a run's CPU and kernels as its summary names them
 
 HERE = Path("results/baselines-minigrid")
 TASKS = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "LavaCrossing-Easy", "LavaCrossing-Hard")
@@ -51,6 +53,10 @@ PATTERNS = (("εz-greedy", "DoorKey", "below"), ("εz-greedy", "Unlock", "below"
 MIN_SEEDS = 3
 
 
+class NotSuccess(ValueError):
+    """A record whose score is not a MiniGrid success rate (a record of another environment in a column's place)."""
+
+
 def score(record: str) -> float | None:
     """A record's final success rate (its runs.csv), or None where it is not recorded."""
     path = ROOT / record / "runs.csv"
@@ -59,7 +65,7 @@ def score(record: str) -> float | None:
     with open(path, newline="") as f:
         (row,) = csv.DictReader(f)
     if row["metric"] != "success_rate":
-        raise ValueError(f"{record}: its score is {row['metric']}, not a success rate")
+        raise NotSuccess(f"{record}: its score is {row['metric']}, not a success rate")
     return float(row["score"])
 
 
@@ -79,12 +85,6 @@ def runs_of(pattern: str, seeds, task: str) -> list[dict]:
     return found
 
 
-def host(summary: dict) -> str:
-    kernels = summary.get("cpu_kernels") or {"torch": summary.get("cpu_capability")}
-    named = ", ".join(f"{k} {kernels[k]}" for k in ("torch", "numpy", "openblas") if kernels.get(k))
-    return f"{summary.get('cpu') or '?'}" + (f" ({named})" if named else " (kernels not recorded)")
-
-
 def pattern(side: str, difference: float, adjusted: float | None) -> str:
     """PLAN.md's rule for one of the paper's patterns, from the Holm-adjusted Welch p."""
     way = (difference < 0) if side == "below" else (difference > 0)
@@ -102,8 +102,12 @@ def _p(p: float | None) -> str:
 def main(reps: int = 2000) -> int:
     from beta_dqn.reporting.stats import difference, holm, profile
 
-    found = {c: {t: scores(p, seeds, t) for t in TASKS} for c, (p, seeds) in COLUMNS.items()}
-    side = {t: scores(SIDE[1], SIDE[2], t) for t in SIDE[3]}
+    try:
+        found = {c: {t: scores(p, seeds, t) for t in TASKS} for c, (p, seeds) in COLUMNS.items()}
+        side = {t: scores(SIDE[1], SIDE[2], t) for t in SIDE[3]}
+    except NotSuccess as e:
+        print(f"table.py: error: {e}", file=sys.stderr)
+        return 2
     tests: dict[str, dict[str, dict]] = {c: {} for c in NEW}
     for c in NEW:
         for t in TASKS:
