@@ -515,3 +515,16 @@ def test_stage_2b_report_applies_its_rule_once_per_reading(monkeypatch, capsys, 
     out = capsys.readouterr().out
     assert "nocount (β-DQN)    waits: 10/15 of its runs and 15/15 of the default's" in out
     assert out.count(": passes") == 2 and "Defaults for" not in out
+
+
+def test_a_rule_that_cannot_be_computed_leaves_stage_2b_empty_and_the_others_running(runner, monkeypatch):
+    import types
+
+    def fails():
+        raise FileNotFoundError("results/minatar-departure/1b/x/runs.csv")
+
+    monkeypatch.setitem(sys.modules, "verdict", types.SimpleNamespace(stage_2b_runs=fails))
+    said = runner.stage_1b_rule.__wrapped__()  # (uncached)
+    assert said == "FileNotFoundError: results/minatar-departure/1b/x/runs.csv"
+    monkeypatch.setattr(runner, "stage_1b_rule", lambda: said)
+    assert runner.cells("2b") == [] and said in runner.waiting("2b") and len(runner.every_cell()) == 133

@@ -166,13 +166,14 @@ def held_out(game: str, method: str) -> list[Cell]:
 def stage_1b_rule() -> bool | str | None:
     """Stage 1b's rule as `verdict.py` computes it (PLAN.md's 50,000 resamples, once a process): True where stage 2b
     runs, False where it does not (the budget), None while stage 1b's runs are not all recorded; a string where a
-    record does not read or departs from the plan (why)."""
-    import verdict  # beside this file: it reads main's records with main's reporting code
-
+    record does not read or departs from the plan (why). Any failure is that string: every stage's runner lists
+    stage 2b's cells (`every_cell`), and a record half copied must not stop stage 1's or 2a's runs."""
     try:
+        import verdict  # beside this file: it reads main's records with main's reporting code
+
         return verdict.stage_2b_runs()
-    except verdict.ReportError as e:
-        return str(e)
+    except Exception as e:  # noqa: BLE001 - said where stage 2b's runs are asked for, never fatal to the others
+        return f"{type(e).__name__}: {e}"
 
 
 def waiting(stage: str) -> str:
