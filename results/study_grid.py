@@ -330,7 +330,7 @@ def host(summary: dict) -> str:
     kernels = summary.get("cpu_kernels") or {"torch": summary.get("cpu_capability")}
     named = ", ".join(f"{k} {kernels.get(k)}" for k in ("torch", "numpy", "openblas") if kernels.get(k)) \
         or "kernels ?"
-    return f"{summary.get('cpu')}; {named}"
+    return f"{summary.get('cpu') or '?'}; {named}"
 
 
 def git(root: Path, *args: str) -> str:

@@ -32,7 +32,9 @@ def verdict():
     return _load("verdict")
 
 
-def test_the_cells_are_the_plans_runs(runner):
+def test_the_cells_are_the_plans_runs(runner, monkeypatch):
+    monkeypatch.setattr(runner, "stage_1b_rule", lambda: None)  # (whatever the records hold by now)
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: None)
     a, dqn, beta = runner.cells("1a"), runner.cells("1b"), runner.cells("1b-beta")
     b = beta + dqn
     assert len(a) == 55 and len(dqn) == len(beta) == 9
@@ -167,7 +169,7 @@ def test_the_rule_compares_exact_fractions(verdict):
 
 
 def test_missing_runs_are_listed_not_decided(verdict, capsys, monkeypatch):
-    monkeypatch.setattr(verdict, "collect", lambda: {})
+    monkeypatch.setattr(verdict, "collect", lambda homes=None: {})
     monkeypatch.setattr(verdict, "study_commit", lambda: "13af96b" + "0" * 33)
     assert verdict.main(["--reps", "100"]) == 1
     assert "18 of stage 1b's 18 runs are not in the records yet" in capsys.readouterr().out
@@ -192,7 +194,7 @@ def test_the_rule_reads_beta_against_dqn_the_right_way_round(verdict, capsys, mo
     """β-DQN's runs all above DQN's: P = 1, the departure is the budget; the other way round: stage 2b runs."""
     high, low = (lambda seed: 10.0 + seed), (lambda seed: 1.0 + seed)
     runs = _runs(verdict, high if beta_ahead else low, low if beta_ahead else high)
-    monkeypatch.setattr(verdict, "collect", lambda: runs)
+    monkeypatch.setattr(verdict, "collect", lambda homes=None: runs)
     monkeypatch.setattr(verdict, "study_commit", lambda: "0" * 40)
     monkeypatch.setattr(verdict, "off_plan", lambda run, commit: "")
     assert verdict.main(["--reps", "200"]) == 0
@@ -359,6 +361,7 @@ def test_stage_2a_report_chooses_holds_out_and_applies_the_default_rule(tmp_path
     search = _load("search")
     monkeypatch.setattr(search, "ROOTS", (tmp_path,))
     monkeypatch.setattr(search, "TEXT", tmp_path / "search.txt")
+    monkeypatch.setattr(search.verdict, "check_record", lambda *args: None)  # (made-up records: no run to check)
     record = search.rates.record
 
     def runs(game, method, by_rate, seeds=range(3)):
@@ -395,6 +398,7 @@ def test_stage_2a_report_compares_the_methods_over_the_five_games(tmp_path, monk
     pairing (P = 4/5), at seeds 3-4 at the chosen rates (each the default here) the same."""
     search = _load("search")
     monkeypatch.setattr(search, "ROOTS", (tmp_path,))
+    monkeypatch.setattr(search.verdict, "check_record", lambda *args: None)  # (made-up records: no run to check)
     for game in search.GAMES:
         default = search.rates.default(game)
         for method in ("beta", "dqn"):
@@ -491,30 +495,75 @@ def test_stage_2b_runs_each_reading_at_the_chosen_rate_seeds_3_to_5(runner, monk
 
 def test_stage_2b_report_applies_its_rule_once_per_reading(monkeypatch, capsys, tmp_path):
     """readings.py: a reading passes only on a lower bound above 0.5 over the five games; the target period changes
-    only if both target4k readings pass; a reading with runs missing is not decided."""
+    only if both target4k readings pass; a reading with runs missing is not decided and names them."""
     readings = _load("readings")
-    monkeypatch.setattr(readings.runner, "waiting", lambda stage: "")
+    monkeypatch.setattr(readings.verdict, "stage_2b_runs", lambda homes=None: True)
     monkeypatch.setattr(readings.verdict, "study_commit", lambda: "0" * 40)
     monkeypatch.setattr(readings.rates, "chosen", lambda game, method, roots: "1e-4")
     monkeypatch.setattr(readings, "TEXT", tmp_path / "readings.txt")
-    ahead = {"eps": 5.0, "nocount": -5.0, ("beta", "target4k"): 5.0, ("dqn", "target4k"): 0.0}
+    ahead = {("beta", "eps"): 5.0, ("beta", "nocount"): -5.0, ("beta", "target4k"): 5.0, ("dqn", "target4k"): 0.0}
 
     def score(game, method, reading, seed, rate, commit):
-        shift = ahead.get((method, reading), ahead.get(reading, 0.0)) if reading else 0.0
-        return 10.0 * readings.GAMES.index(game) + seed + shift
+        return 10.0 * (1 + readings.GAMES.index(game)) + seed + (ahead[method, reading] if reading else 0.0)
 
     monkeypatch.setattr(readings, "score", score)
     assert readings.main(reps=200) == 0
     out = capsys.readouterr().out
     assert "eps (β-DQN)" in out and out.count(": passes") == 2 and out.count("does not pass") == 2
     assert "eps (β-DQN) changes; nocount (β-DQN) stays; the target period stays" in out
-    assert "NOT the rule" in out and (tmp_path / "readings.txt").read_text() == out
+    assert out.count("NOT the rule: 200 resamples") == 2 and (tmp_path / "readings.txt").read_text() == out
+    # DQN's target4k against its own default flags: the same scores, so the same IQM over DQN's mean (1.0 here)
+    assert "IQM over DQN's default-flag mean: reading 1.000 [" in out
+    ahead["dqn", "target4k"] = 5.0
+    assert readings.main(reps=200) == 0
+    assert "; the target period changes" in capsys.readouterr().out
     monkeypatch.setattr(readings, "score", lambda g, m, r, s, rate, c: None if r == "nocount" and s == 5 else
                         score(g, m, r, s, rate, c))
     assert readings.main(reps=200) == 0
     out = capsys.readouterr().out
-    assert "nocount (β-DQN)    waits: 10/15 of its runs and 15/15 of the default's" in out
-    assert out.count(": passes") == 2 and "Defaults for" not in out
+    assert ("nocount (β-DQN)    waits for 5 runs: minatar-departure/2b/asterix-beta-nocount-lr1e-4-s5, "
+            "minatar-departure/2b/breakout-beta-nocount-lr1e-4-s5") in out
+    assert out.count(": passes") == 3 and "Defaults for" not in out
+    monkeypatch.setattr(readings.verdict, "stage_2b_runs", lambda homes=None: None)
+    assert readings.main(reps=200) == 1 and "waits for stage 1b's rule" in capsys.readouterr().out
+
+
+def test_stage_2b_report_checks_every_run_it_reads(monkeypatch, capsys, tmp_path):
+    """readings.score on the study's own records, copied: the reused default-flag runs read (stage 1a's at the
+    study's commit, Table 1's DQN column's at f7c4e83); a stage-2b record off its reading's flag, under another
+    seed's name, made at another commit or of the other method is an error naming it."""
+    import shutil
+
+    readings = _load("readings")
+    monkeypatch.setattr(readings, "ROOT", tmp_path)
+    commit = readings.verdict.study_commit()
+    beta, dqn = "results/minatar-departure/1a/asterix-beta-s3", "results/table1-protocol/asterix-dqn-s3"
+    for record in (beta, dqn):
+        shutil.copytree(ROOT / record, tmp_path / record)
+    assert readings.score("Asterix", "beta", "", 3, "3e-5", commit) == pytest.approx(13.7666666)
+    assert readings.score("Asterix", "dqn", "", 3, "3e-5", commit) == pytest.approx(15.4333333)
+    assert readings.score("Asterix", "beta", "", 4, "3e-5", commit) is None  # not copied: unrecorded
+
+    def as_2b(source, name, **config):
+        target = tmp_path / "results/minatar-departure/2b" / name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(ROOT / source, target)
+        (path,) = target.glob("runs/*/config.json")
+        path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
+
+    as_2b(beta, "asterix-beta-nocount-lr3e-5-s3")
+    with pytest.raises(readings.verdict.ReportError, match="nocount-lr3e-5-s3: count_mode is 'augment', not 'off'"):
+        readings.score("Asterix", "beta", "nocount", 3, "3e-5", commit)
+    as_2b(beta, "asterix-beta-nocount-lr3e-5-s3", count_mode="off")
+    assert readings.score("Asterix", "beta", "nocount", 3, "3e-5", commit) == pytest.approx(13.7666666)
+    as_2b(beta, "asterix-beta-nocount-lr3e-5-s4", count_mode="off")  # seed 3's run under seed 4's name
+    with pytest.raises(readings.verdict.ReportError, match="its seed is 3, not one of"):
+        readings.score("Asterix", "beta", "nocount", 4, "3e-5", commit)
+    with pytest.raises(readings.verdict.ReportError, match="not the study's"):  # made at another commit
+        readings.score("Asterix", "beta", "nocount", 3, "3e-5", readings.verdict.DQN_COLUMN)
+    as_2b(dqn, "asterix-beta-nocount-lr3e-5-s3", count_mode="off")  # DQN's run under β-DQN's name
+    with pytest.raises(readings.verdict.ReportError, match="its method is dqn, not beta_dqn"):
+        readings.score("Asterix", "beta", "nocount", 3, "3e-5", commit)
 
 
 def test_a_rule_that_cannot_be_computed_leaves_stage_2b_empty_and_the_others_running(runner, monkeypatch):
@@ -523,8 +572,54 @@ def test_a_rule_that_cannot_be_computed_leaves_stage_2b_empty_and_the_others_run
     def fails():
         raise FileNotFoundError("results/minatar-departure/1b/x/runs.csv")
 
-    monkeypatch.setitem(sys.modules, "verdict", types.SimpleNamespace(stage_2b_runs=fails))
+    monkeypatch.setitem(sys.modules, "verdict", types.SimpleNamespace(stage_2b_runs=lambda homes: fails()))
     said = runner.stage_1b_rule.__wrapped__()  # (uncached)
     assert said == "FileNotFoundError: results/minatar-departure/1b/x/runs.csv"
     monkeypatch.setattr(runner, "stage_1b_rule", lambda: said)
-    assert runner.cells("2b") == [] and said in runner.waiting("2b") and len(runner.every_cell()) == 133
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: None)
+    assert runner.cells("2b") == [] and said in runner.waiting("2b")
+    assert runner.every_cell() == runner.cells("1") + runner.cells("1b-beta") + runner.cells("2a")
+
+
+def test_stage_2b_waits_for_stage_2as_choices_and_the_rule_reads_the_clones_records_too(runner, verdict, tmp_path,
+                                                                                       monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(runner, "stage_1b_rule", lambda: True)
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: None)
+    assert runner.cells("2b") == [] and "waits for stage 2a's choices" in runner.waiting("2b")
+    # a record the clone holds and main does not counts; one both hold counts once
+    record = ROOT / "results/minatar-departure/1b/asterix-beta-s0"
+    main, clone = tmp_path / "main", tmp_path / "clone"
+    shutil.copytree(record, clone / "1b" / record.name)
+    assert list(verdict.collect((main, clone))) == [("MinAtar/Asterix", "beta_dqn", 0)]
+    shutil.copytree(record, main / "1b" / record.name)
+    assert list(verdict.collect((main, clone))) == [("MinAtar/Asterix", "beta_dqn", 0)]
+    assert verdict.checked((main, clone)) and verdict.stage_2b_runs((main, clone)) is None  # 17 missing
+
+
+def test_stage_2a_report_refuses_a_run_off_the_plan_in_one_line(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    search = _load("search")
+    monkeypatch.setattr(search, "ROOTS", (tmp_path,))
+    monkeypatch.setattr(search, "TEXT", tmp_path / "search.txt")
+    record = "results/minatar-departure/2a/asterix-dqn-lr1e-4-s0"  # holding the run at 3e-4
+    shutil.copytree(ROOT / record.replace("lr1e-4", "lr3e-4"), tmp_path / record)
+    assert search.main(reps=10) == 2
+    err = capsys.readouterr().err
+    assert err == f"search.py: error: {record}: lr is 0.0003, not 0.0001\n" and not (tmp_path / "search.txt").exists()
+
+
+def test_the_calibrations_bootstrap_is_rliables():
+    """calibration.py's numpy resampling gives rliable's lower bound of P(X > Y) (to resampling noise) on one
+    dataset, ties included; and with every score equal it never fires."""
+    from beta_dqn.reporting import stats
+
+    calibration = _load("calibration")
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(0.5, 1, size=(3, 5)).round(1), rng.normal(0, 1, size=(3, 5)).round(1)
+    ours = calibration.lower_bounds(x, y, 20_000, np.random.default_rng(0))
+    theirs = stats.improvement(x, y, reps=3_000, seed=0)[1]
+    assert abs(ours - theirs) < 0.02 and 0.3 < ours < 0.7
+    assert calibration.lower_bounds(np.ones((3, 5)), np.ones((3, 5)), 500, rng) == 0.5

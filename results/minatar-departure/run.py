@@ -165,13 +165,14 @@ def held_out(game: str, method: str) -> list[Cell]:
 @functools.cache
 def stage_1b_rule() -> bool | str | None:
     """Stage 1b's rule as `verdict.py` computes it (PLAN.md's 50,000 resamples, once a process): True where stage 2b
-    runs, False where it does not (the budget), None while stage 1b's runs are not all recorded; a string where a
-    record does not read or departs from the plan (why). Any failure is that string: every stage's runner lists
+    runs, False where it does not (the budget), None while stage 1b's runs are not all recorded (in main or in the
+    clone: a record the clone holds is copied to main only after the cells are listed); a string where a record does
+    not read or departs from the plan (why). Any failure is that string: every stage's runner lists
     stage 2b's cells (`every_cell`), and a record half copied must not stop stage 1's or 2a's runs."""
     try:
         import verdict  # beside this file: it reads main's records with main's reporting code
 
-        return verdict.stage_2b_runs()
+        return verdict.stage_2b_runs((grids.HOME / RECORDS, grids.ROOT / RECORDS))  # main's, then the clone's
     except Exception as e:  # noqa: BLE001 - said where stage 2b's runs are asked for, never fatal to the others
         return f"{type(e).__name__}: {e}"
 
@@ -188,6 +189,8 @@ def waiting(stage: str) -> str:
         return f"stage 2b waits: stage 1b's rule cannot be computed: {rule}"
     if not rule:
         return "stage 2b is not run: stage 1b's rule says the MinAtar departure at 1M is the budget (verdict.py)"
+    if not reading_cells():
+        return "stage 2b waits for stage 2a's choices: no method's rate is chosen on any game yet (search.py)"
     return ""
 
 

@@ -9,7 +9,9 @@ default rates. Run from anywhere, at any point of the stage:
 
 A cell whose runs are not all recorded says what it waits for (`k/3 runs` at a rate, `seeds 3-4 waiting`); nothing
 is chosen or compared on part of its runs. Final scores are exact (k / 30, `rates.final_score`), printed to two
-places."""
+places. Every run it reads is checked first (`verdict.check_record`: its method, seed, the plan's flags at 1M and the
+rate, and its commit, the study's or Table 1's DQN column's for its reused runs); one that departs is a one-line error
+(exit status 2)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rates  # noqa: E402 - the stage's rates, records and choice
+import verdict  # noqa: E402 - the plan's flags and the check of a record against them
 
 GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
 METHODS = {"beta": "β-DQN", "dqn": "DQN"}
@@ -35,9 +38,24 @@ def say(text: str = "") -> None:
     _lines.append(text)
 
 
+ALGO = {"beta": "beta_dqn", "dqn": "dqn"}
+_checked: set[Path] = set()
+
+
+def final(game: str, method: str, seed: int, rate: str) -> Fraction | None:
+    """A run's final score, exactly (None while unrecorded), once its record is checked against the plan."""
+    path = rates.record(game, method, seed, rate)
+    for root in ROOTS:
+        if (root / path / "runs.csv").is_file() and root / path not in _checked:
+            verdict.check_record(path, root, ALGO[method], f"MinAtar/{game}", seed, verdict.at_1m(rate),
+                                 verdict.study_commit())
+            _checked.add(root / path)
+    return rates.final_score(path, ROOTS)
+
+
 def scores(game: str, method: str, rate: str, seeds) -> list[Fraction] | None:
     """The final scores of the seeds at the rate, or None while any is unrecorded."""
-    found = [rates.final_score(rates.record(game, method, s, rate), ROOTS) for s in seeds]
+    found = [final(game, method, s, rate) for s in seeds]
     return None if any(x is None for x in found) else found  # type: ignore[return-value]
 
 
@@ -69,7 +87,7 @@ def row(game: str, method: str) -> tuple[str, str | None]:
     """One line of the table and the chosen rate (None until its nine runs are recorded)."""
     cells = []
     for rate in rates.RATES:
-        got = [rates.final_score(rates.record(game, method, s, rate), ROOTS) for s in range(3)]
+        got = [final(game, method, s, rate) for s in range(3)]
         done = [x for x in got if x is not None]
         mark = "*" if rate == rates.default(game) else " "
         cells.append(f"{float(mean(done)):7.2f}{mark}" if len(done) == 3 else f"{len(done)}/3 runs{mark}")
@@ -103,6 +121,14 @@ def improvement(at: dict[tuple[str, str], str], seeds, reps: int) -> tuple[float
 
 
 def main(reps: int = 2000) -> int:
+    try:
+        return report(reps)
+    except (verdict.ReportError, ValueError, OSError) as e:
+        print(f"search.py: error: {e}", file=sys.stderr)
+        return 2
+
+
+def report(reps: int) -> int:
     _lines.clear()
     say("Stage 2a: mean final score over seeds 0-2 at each rate (* the game's default rate: β-DQN's runs from "
         "stage 1a, DQN's from Table 1's serial column), the rate chosen by PLAN.md's rule, and at the chosen rate "

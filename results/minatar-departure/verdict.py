@@ -16,6 +16,7 @@ not read, or a run off the plan.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import subprocess
 import sys
@@ -45,6 +46,32 @@ PLAN = {"runtime": "serial", "actors": 4, "envs_per_actor": 4, "arm_exchange": "
         "eps_decay_steps": STEPS // 5, "bandit_returns": "raw", "beta_epsilon": False}
 
 
+DQN_COLUMN = "f7c4e83e63f001085fcaed50285fbbc7de86d808"  # Table 1's serial DQN column, reused by stages 2a and 2b
+
+
+def at_1m(rate: str, **flags) -> dict:
+    """PLAN.md's flags for a run of stages 2a and 2b (1M env steps, ε over its first 20%) at the learning rate, with
+    a reading's fields over them."""
+    return {**PLAN, "total_steps": 1_000_000, "eps_decay_steps": 200_000, "lr": float(rate), **flags}
+
+
+def check_record(path: Path, root: Path, algo: str, env: str, seed: int, plan: dict, commit: str) -> None:
+    """A record (`path` under `root`) holds one run of `algo` on `env` at `seed`, on `plan`'s flags (`off_plan`), made
+    at `commit` (Table 1's DQN column's records, which the plan reuses: at DQN_COLUMN); a ReportError naming how it
+    departs."""
+    runs, _ = load_all(root / path)
+    if len(runs) != 1:
+        raise ReportError(f"{path}: {len(runs)} runs in the record, not 1")
+    (run,) = runs
+    if run.algo != algo:
+        raise ReportError(f"{path}: its method is {run.algo}, not {algo}")
+    made = DQN_COLUMN if Path(path).parts[:2] == ("results", "table1-protocol") else commit
+    why = off_plan(run, made, plan, games=(env,), seeds=(seed,))
+    if why:
+        raise ReportError(f"{path}: {why}")
+
+
+@functools.cache
 def study_commit() -> str:
     """The commit that added PLAN.md (PLAN.md: the study's commit), abbreviated as a run's summary has it."""
     out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", "results/minatar-departure/PLAN.md"],
@@ -55,9 +82,15 @@ def study_commit() -> str:
     return out[-1]
 
 
-def collect() -> dict[tuple[str, str, int], object]:
-    """Every stage-1b run once, keyed (game, algo, seed)."""
-    roots = sorted(p.parent for p in (HERE / "1b").glob("*/runs.csv"))
+def collect(homes=(HERE,)) -> dict[tuple[str, str, int], object]:
+    """Every stage-1b run once, keyed (game, algo, seed), from the records under each of `homes` (a study's
+    records directory; a record of one name from the first that holds it: the runner's clone holds records that
+    main does not yet)."""
+    found: dict[str, Path] = {}
+    for home in homes:
+        for record in sorted(p.parent for p in (Path(home) / "1b").glob("*/runs.csv")):
+            found.setdefault(record.name, record)
+    roots = [found[name] for name in sorted(found)]
     runs, _ = load_all(*roots) if roots else ([], [])
     chosen: dict[tuple[str, str, int], object] = {}
     for run in runs:
@@ -115,9 +148,9 @@ def the_budget(low: Fraction) -> bool:
     return low > Fraction(1, 2)
 
 
-def checked() -> dict[tuple[str, str, int], object]:
+def checked(homes=(HERE,)) -> dict[tuple[str, str, int], object]:
     """Stage 1b's recorded runs, each on PLAN.md's flags and commit (a ReportError names those that are not)."""
-    runs = collect()
+    runs = collect(homes)
     commit = study_commit()
     wrong = [f"{g} {a} seed {s}: {why}" for (g, a, s), run in sorted(runs.items()) for why in [off_plan(run, commit)]
              if why]
@@ -126,11 +159,11 @@ def checked() -> dict[tuple[str, str, int], object]:
     return runs
 
 
-def stage_2b_runs() -> bool | None:
-    """The rule's outcome as the study's runner reads it: True (stage 2b runs), False (it does not: the budget), None
-    while stage 1b's runs are not all recorded; the preregistered computation (REPS resamples). A ReportError for a
-    run off the plan."""
-    runs = checked()
+def stage_2b_runs(homes=(HERE,)) -> bool | None:
+    """The rule's outcome as the study's runner and stage 2b's report read it: True (stage 2b runs), False (it does
+    not: the budget), None while stage 1b's runs are not all recorded; the preregistered computation (REPS
+    resamples). A ReportError for a run off the plan."""
+    runs = checked(homes)
     if missing(runs):
         return None
     _, low, _ = stats.exact_improvement(matrix(runs, "beta_dqn"), matrix(runs, "dqn"), REPS)
