@@ -34,7 +34,7 @@ def verdict():
 
 def test_the_cells_are_the_plans_runs(runner, monkeypatch):
     monkeypatch.setattr(runner, "stage_1b_rule", lambda: None)  # (whatever the records hold by now)
-    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: None)
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots, check=None: None)
     a, dqn, beta = runner.cells("1a"), runner.cells("1b"), runner.cells("1b-beta")
     b = beta + dqn
     assert len(a) == 55 and len(dqn) == len(beta) == 9
@@ -442,7 +442,7 @@ def test_table1_passes_its_commit_check_on_the_committed_records(monkeypatch):
 @pytest.mark.parametrize("rule", [None, False, "a record does not read"])
 def test_stage_2b_has_no_runs_until_stage_1bs_rule_says_it_runs(runner, monkeypatch, capsys, rule):
     monkeypatch.setattr(runner, "stage_1b_rule", lambda: rule)
-    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: "1e-4")
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots, check=None: "1e-4")
     assert runner.cells("2b") == [] and runner.waiting("2b") and runner.waiting("2a") == ""
     assert {c.stage for c in runner.every_cell()} == {"1a", "1b", "2a"}
     assert runner.main(["--stage", "2b", "--list"]) == 0
@@ -460,7 +460,8 @@ def test_stage_2b_runs_each_reading_at_the_chosen_rate_seeds_3_to_5(runner, monk
 
     monkeypatch.setattr(runner, "stage_1b_rule", lambda: True)
     choice = {("Asterix", "beta"): "3e-5", ("Asterix", "dqn"): "1e-4"}
-    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: choice.get((game, method), "3e-4"))
+    monkeypatch.setattr(runner.rates, "chosen",
+                        lambda game, method, roots, check=None: choice.get((game, method), "3e-4"))
     assert runner.waiting("2b") == ""
     cells = runner.cells("2b")
     assert len(cells) == 70 and len({c.name for c in cells}) == 70 and {c.seed for c in cells} == {3, 4, 5}
@@ -499,7 +500,7 @@ def test_stage_2b_report_applies_its_rule_once_per_reading(monkeypatch, capsys, 
     readings = _load("readings")
     monkeypatch.setattr(readings.verdict, "stage_2b_runs", lambda homes=None: True)
     monkeypatch.setattr(readings.verdict, "study_commit", lambda: "0" * 40)
-    monkeypatch.setattr(readings.rates, "chosen", lambda game, method, roots: "1e-4")
+    monkeypatch.setattr(readings.rates, "chosen", lambda game, method, roots, check=None: "1e-4")
     monkeypatch.setattr(readings, "TEXT", tmp_path / "readings.txt")
     ahead = {("beta", "eps"): 5.0, ("beta", "nocount"): -5.0, ("beta", "target4k"): 5.0, ("dqn", "target4k"): 0.0}
 
@@ -511,7 +512,9 @@ def test_stage_2b_report_applies_its_rule_once_per_reading(monkeypatch, capsys, 
     out = capsys.readouterr().out
     assert "eps (β-DQN)" in out and out.count(": passes") == 2 and out.count("does not pass") == 2
     assert "eps (β-DQN) changes; nocount (β-DQN) stays; the target period stays" in out
-    assert out.count("NOT the rule: 200 resamples") == 2 and (tmp_path / "readings.txt").read_text() == out
+    assert out.count("NOT the rule: 200 resamples") == 6 and (tmp_path / "readings.txt").read_text() == out
+    assert out.count("every run of the reading below every default run on:") == 1  # nocount's, on all five
+    assert "default run on: Asterix, Breakout, Freeway, Seaquest, SpaceInvaders" in out
     # DQN's target4k against its own default flags: the same scores, so the same IQM over DQN's mean (1.0 here)
     assert "IQM over DQN's default-flag mean: reading 1.000 [" in out
     ahead["dqn", "target4k"] = 5.0
@@ -576,7 +579,7 @@ def test_a_rule_that_cannot_be_computed_leaves_stage_2b_empty_and_the_others_run
     said = runner.stage_1b_rule.__wrapped__()  # (uncached)
     assert said == "FileNotFoundError: results/minatar-departure/1b/x/runs.csv"
     monkeypatch.setattr(runner, "stage_1b_rule", lambda: said)
-    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: None)
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots, check=None: None)
     assert runner.cells("2b") == [] and said in runner.waiting("2b")
     assert runner.every_cell() == runner.cells("1") + runner.cells("1b-beta") + runner.cells("2a")
 
@@ -586,7 +589,7 @@ def test_stage_2b_waits_for_stage_2as_choices_and_the_rule_reads_the_clones_reco
     import shutil
 
     monkeypatch.setattr(runner, "stage_1b_rule", lambda: True)
-    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots: None)
+    monkeypatch.setattr(runner.rates, "chosen", lambda game, method, roots, check=None: None)
     assert runner.cells("2b") == [] and "waits for stage 2a's choices" in runner.waiting("2b")
     # a record the clone holds and main does not counts; one both hold counts once
     record = ROOT / "results/minatar-departure/1b/asterix-beta-s0"
@@ -611,15 +614,38 @@ def test_stage_2a_report_refuses_a_run_off_the_plan_in_one_line(tmp_path, monkey
     assert err == f"search.py: error: {record}: lr is 0.0003, not 0.0001\n" and not (tmp_path / "search.txt").exists()
 
 
-def test_the_calibrations_bootstrap_is_rliables():
-    """calibration.py's numpy resampling gives rliable's lower bound of P(X > Y) (to resampling noise) on one
-    dataset, ties included; and with every score equal it never fires."""
+def test_the_calibrations_bootstrap_is_rliables_and_its_exact_rate_is_the_simulated_one():
+    """calibration.py: its numpy resampling gives rliable's lower bound of P(X > Y) on a dataset where resampling
+    the two sides together would not (0.70, not 0.37); the exact rate under the idealised null equals the share of
+    simulated datasets whose lower bound lies above 0.5; a game where X holds every top rank gives U = 9 always."""
     from beta_dqn.reporting import stats
 
     calibration = _load("calibration")
-    rng = np.random.default_rng(3)
-    x, y = rng.normal(0.5, 1, size=(3, 5)).round(1), rng.normal(0, 1, size=(3, 5)).round(1)
+    y = np.array([[0.0] * 3, [1.0] * 3, [2.0] * 3])
+    x = y + 0.1
     ours = calibration.lower_bounds(x, y, 20_000, np.random.default_rng(0))
     theirs = stats.improvement(x, y, reps=3_000, seed=0)[1]
-    assert abs(ours - theirs) < 0.02 and 0.3 < ours < 0.7
-    assert calibration.lower_bounds(np.ones((3, 5)), np.ones((3, 5)), 500, rng) == 0.5
+    assert abs(ours - theirs) < 0.02 and abs(ours - 10 / 27) < 0.02
+    assert list(calibration.u_distribution((3, 4, 5))) == [0.0] * 9 + [1.0]
+    exact = calibration.exact_rate(3, reps=None)
+    rng = np.random.default_rng(7)
+    n = 3_000
+    fired = sum(calibration.lower_bounds(rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), 4_000, rng) > 0.5
+                for _ in range(n))
+    assert 0.03 < exact < 0.07 and abs(fired / n - exact) < 4 * np.sqrt(exact * (1 - exact) / n)
+    assert calibration.exact_rate(5) == pytest.approx(0.0450, abs=5e-4)  # PLAN.md's figure
+
+
+def test_stage_2b_report_checks_the_records_behind_each_choice(monkeypatch, capsys, tmp_path):
+    """A stage-2a record off the plan (here DQN's run under β-DQN's name) would move a chosen rate: readings.py stops
+    on it in one line, as search.py does."""
+    import shutil
+
+    readings = _load("readings")
+    monkeypatch.setattr(readings, "ROOT", tmp_path)
+    monkeypatch.setattr(readings.verdict, "stage_2b_runs", lambda homes=None: True)
+    record = "results/minatar-departure/2a/asterix-beta-lr3e-4-s0"
+    shutil.copytree(ROOT / record.replace("-beta-", "-dqn-"), tmp_path / record)
+    assert readings.main(reps=200) == 2
+    assert capsys.readouterr().err == f"readings.py: error: {record}: its method is dqn, not beta_dqn\n"
+    assert readings.main(["--reps", "5"]) == 2 and "--reps 5: give 100 to" in capsys.readouterr().err

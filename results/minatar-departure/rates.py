@@ -28,13 +28,16 @@ def record(game: str, method: str, seed: int, rate: str) -> Path:
     return Path(f"results/table1-protocol/{game.lower()}-dqn-s{seed}")
 
 
-def final_score(path: Path, roots) -> Fraction | None:
+def final_score(path: Path, roots, check=None) -> Fraction | None:
     """A record's final score, exactly: its run's last evaluation (the record's copy of `evals.csv`, unrounded,
     where `runs.csv` rounds to 4 places), a mean of `eval_episodes` whole MinAtar returns, so k / episodes. From
-    the first of `roots` that holds the record; None where none does."""
+    the first of `roots` that holds the record; None where none does. `check(path, root)`, where given, sees the
+    record first (the reports' check against the plan: `verdict.checker`; it raises where the run departs)."""
     for root in roots:
         if not (root / path / "runs.csv").is_file():
             continue
+        if check is not None:
+            check(path, root)
         (run,) = sorted((root / path).glob("runs/*/evals.csv"))
         with open(run, newline="") as f:
             last = list(csv.DictReader(f))[-1]
@@ -47,21 +50,22 @@ def final_score(path: Path, roots) -> Fraction | None:
     return None
 
 
-def means(game: str, method: str, roots) -> dict[str, Fraction] | None:
+def means(game: str, method: str, roots, check=None) -> dict[str, Fraction] | None:
     """The mean final score over seeds 0-2 at each rate, or None until all nine runs are recorded."""
     found = {}
     for rate in RATES:
-        scores = [final_score(record(game, method, s, rate), roots) for s in range(3)]
+        scores = [final_score(record(game, method, s, rate), roots, check) for s in range(3)]
         if any(x is None for x in scores):
             return None
         found[rate] = sum(scores, Fraction(0)) / 3
     return found
 
 
-def chosen(game: str, method: str, roots) -> str | None:
+def chosen(game: str, method: str, roots, check=None) -> str | None:
     """PLAN.md's choice: the rate with the highest mean final score over seeds 0-2; where two means are exactly
-    equal, the game's default among them, else the larger rate. None until its nine runs are recorded."""
-    found = means(game, method, roots)
+    equal, the game's default among them, else the larger rate. None until its nine runs are recorded. (The runner
+    schedules by it unchecked; the reports pass `check`.)"""
+    found = means(game, method, roots, check)
     if found is None:
         return None
     best = max(found.values())

@@ -38,19 +38,17 @@ def say(text: str = "") -> None:
     _lines.append(text)
 
 
-ALGO = {"beta": "beta_dqn", "dqn": "dqn"}
-_checked: set[Path] = set()
+_check = None  # verdict.checker, made when a report starts
 
 
 def final(game: str, method: str, seed: int, rate: str) -> Fraction | None:
     """A run's final score, exactly (None while unrecorded), once its record is checked against the plan."""
-    path = rates.record(game, method, seed, rate)
-    for root in ROOTS:
-        if (root / path / "runs.csv").is_file() and root / path not in _checked:
-            verdict.check_record(path, root, ALGO[method], f"MinAtar/{game}", seed, verdict.at_1m(rate),
-                                 verdict.study_commit())
-            _checked.add(root / path)
-    return rates.final_score(path, ROOTS)
+    return rates.final_score(rates.record(game, method, seed, rate), ROOTS, _check)
+
+
+def choice(game: str, method: str) -> str | None:
+    """PLAN.md's choice of the method's rate (`rates.chosen`), on checked records."""
+    return rates.chosen(game, method, ROOTS, _check)
 
 
 def scores(game: str, method: str, rate: str, seeds) -> list[Fraction] | None:
@@ -65,7 +63,7 @@ def mean(xs) -> Fraction:
 
 def default_changes(game: str) -> tuple[str | None, str]:
     """PLAN.md's rule for the game's default rate: the new rate (None: no change) and why."""
-    chosen = {m: rates.chosen(game, m, ROOTS) for m in METHODS}
+    chosen = {m: choice(game, m) for m in METHODS}
     if None in chosen.values():
         return None, "waits for both methods' choices"
     if chosen["beta"] != chosen["dqn"] or chosen["beta"] == rates.default(game):
@@ -91,7 +89,7 @@ def row(game: str, method: str) -> tuple[str, str | None]:
         done = [x for x in got if x is not None]
         mark = "*" if rate == rates.default(game) else " "
         cells.append(f"{float(mean(done)):7.2f}{mark}" if len(done) == 3 else f"{len(done)}/3 runs{mark}")
-    chosen = rates.chosen(game, method, ROOTS)
+    chosen = choice(game, method)
     held = scores(game, method, chosen, (3, 4)) if chosen else None
     if chosen is None:
         tail = "waits for its 9 runs"
@@ -129,7 +127,9 @@ def main(reps: int = 2000) -> int:
 
 
 def report(reps: int) -> int:
+    global _check
     _lines.clear()
+    _check = verdict.checker(verdict.study_commit())
     say("Stage 2a: mean final score over seeds 0-2 at each rate (* the game's default rate: β-DQN's runs from "
         "stage 1a, DQN's from Table 1's serial column), the rate chosen by PLAN.md's rule, and at the chosen rate "
         "the held-out seeds 3-4 (the reported score) beside the default rate's seeds 3-4, and seeds 0-4 "

@@ -28,6 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # (run as a script from anywhere)
+sys.path.insert(1, str(Path(__file__).resolve().parent))  # rates.py, beside this file
 
 from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 from beta_dqn.reporting import stats  # noqa: E402
@@ -46,6 +47,7 @@ PLAN = {"runtime": "serial", "actors": 4, "envs_per_actor": 4, "arm_exchange": "
         "eps_decay_steps": STEPS // 5, "bandit_returns": "raw", "beta_epsilon": False}
 
 
+GAMES_2A = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
 DQN_COLUMN = "f7c4e83e63f001085fcaed50285fbbc7de86d808"  # Table 1's serial DQN column, reused by stages 2a and 2b
 
 
@@ -71,6 +73,31 @@ def check_record(path: Path, root: Path, algo: str, env: str, seed: int, plan: d
         raise ReportError(f"{path}: {why}")
 
 
+SHORT = {"beta": "beta_dqn", "dqn": "dqn"}  # the study's records name a method so (run.py's cells)
+
+
+def checker(commit: str):
+    """`rates.final_score`'s check for the reports: a stage-2a record (or one it reuses: stage 1a's, Table 1's DQN
+    column's) holds its game's, method's and seed's run on the plan's flags at its rate (`check_record`), its name
+    read as `rates.record` writes it; each record once."""
+    import rates  # beside this file (its directory is on the path: see above)
+
+    seen: set[Path] = set()
+
+    def check(path: Path, root: Path) -> None:
+        if root / path in seen:
+            return
+        named = re.fullmatch(r"([a-z]+)-(beta|dqn)(?:-lr([0-9.e-]+))?-s([0-9]+)", Path(path).name)
+        game = next((g for g in GAMES_2A if named and g.lower() == named[1]), None)
+        if named is None or game is None:
+            raise ReportError(f"{path}: not a record of stage 2a's runs (<game>-<method>[-lr<rate>]-s<seed>)")
+        rate = named[3] or rates.default(game)
+        check_record(path, root, SHORT[named[2]], f"MinAtar/{game}", int(named[4]), at_1m(rate), commit)
+        seen.add(root / path)
+
+    return check
+
+
 @functools.cache
 def study_commit() -> str:
     """The commit that added PLAN.md (PLAN.md: the study's commit), abbreviated as a run's summary has it."""
@@ -88,7 +115,8 @@ def collect(homes=(HERE,)) -> dict[tuple[str, str, int], object]:
     main does not yet)."""
     found: dict[str, Path] = {}
     for home in homes:
-        for record in sorted(p.parent for p in (Path(home) / "1b").glob("*/runs.csv")):
+        for record in sorted(p.parent for p in (Path(home) / "1b").glob("[!.]*/runs.csv")):  # (not a copy's
+            # partial directory, `.<name>.part-<pid>`, a killed runner may leave)
             found.setdefault(record.name, record)
     roots = [found[name] for name in sorted(found)]
     runs, _ = load_all(*roots) if roots else ([], [])
