@@ -3,6 +3,7 @@ decides on exact fractions (a bound of exactly 0.5 is not above it) and refuses 
 
 import importlib.util
 import json
+import math
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -202,6 +203,9 @@ def test_the_rule_reads_beta_against_dqn_the_right_way_round(verdict, capsys, mo
     assert f"P(β-DQN > DQN) = {1.0 if beta_ahead else 0.0:.4f}" in out
     assert ("is the budget" in out) == beta_ahead and ("stage 2b runs" in out) != beta_ahead
     assert "NOT the verdict: 200 resamples" in out
+    ahead, behind = ("β-DQN", "DQN") if beta_ahead else ("DQN", "β-DQN")
+    assert f"every {ahead} run above every {behind} run on: Asterix, Breakout, Seaquest" in out
+    assert f"every {behind} run above" not in out
 
 
 def test_a_run_off_the_plan_is_named(verdict):
@@ -616,8 +620,10 @@ def test_stage_2a_report_refuses_a_run_off_the_plan_in_one_line(tmp_path, monkey
 
 def test_the_calibrations_bootstrap_is_rliables_and_its_exact_rate_is_the_simulated_one():
     """calibration.py: its numpy resampling gives rliable's lower bound of P(X > Y) on a dataset where resampling
-    the two sides together would not (0.70, not 0.37); the exact rate under the idealised null equals the share of
-    simulated datasets whose lower bound lies above 0.5; a game where X holds every top rank gives U = 9 always."""
+    the two sides together would not (0.70, not 0.37); its grouping of datasets gives what every dataset one by one
+    gives; its rule for numpy's percentile is numpy's; and the exact rate agrees with simulated datasets."""
+    import itertools
+
     from beta_dqn.reporting import stats
 
     calibration = _load("calibration")
@@ -626,14 +632,27 @@ def test_the_calibrations_bootstrap_is_rliables_and_its_exact_rate_is_the_simula
     ours = calibration.lower_bounds(x, y, 20_000, np.random.default_rng(0))
     theirs = stats.improvement(x, y, reps=3_000, seed=0)[1]
     assert abs(ours - theirs) < 0.02 and abs(ours - 10 / 27) < 0.02
-    assert list(calibration.u_distribution((3, 4, 5))) == [0.0] * 9 + [1.0]
-    exact = calibration.exact_rate(3, reps=None)
+    u = calibration.u_distribution((2, 4, 5))  # X's ranks 2, 4, 5 of 0-5: U = 0 only when every draw is rank 2
+    assert u[0] * 729 == pytest.approx(1) and u[:5].sum() * 729 == pytest.approx(13)
+    # every dataset of 3 games, one by one, against the grouped computation
+    dists = [calibration.u_distribution(split) for split in calibration.splits()]
+    below = []
+    for combo in itertools.product(dists, repeat=3):
+        dist = np.convolve(np.convolve(combo[0], combo[1]), combo[2])
+        below.append(dist[:14].sum())  # P below 0.5: at most 13 of the 27 pairs
+    assert calibration.exact_rate(3, None) == pytest.approx(np.mean(np.array(below) < 0.025), abs=1e-12)
+    assert calibration.exact_rate(5) == pytest.approx(0.0449903, abs=1e-7)  # PLAN.md's 0.0450
+    assert calibration.exact_rate(3) == pytest.approx(0.0506297, abs=1e-7)  # PLAN.md's 0.0506
+    # numpy's percentile over 50,000 resamples of a P on 45ths: 1,250 below 0.5 leaves it above, 1,251 do not
+    for below_count, above in ((1_250, True), (1_251, False)):
+        sample = np.array([22 / 45] * below_count + [23 / 45] * (50_000 - below_count))
+        assert (np.percentile(sample, 2.5) > 0.5) == above
+    assert math.floor(0.025 * 49_999) + (0.025 * 49_999 % 1 > 0.5) == 1_250
     rng = np.random.default_rng(7)
     n = 3_000
     fired = sum(calibration.lower_bounds(rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), 4_000, rng) > 0.5
                 for _ in range(n))
-    assert 0.03 < exact < 0.07 and abs(fired / n - exact) < 4 * np.sqrt(exact * (1 - exact) / n)
-    assert calibration.exact_rate(5) == pytest.approx(0.0450, abs=5e-4)  # PLAN.md's figure
+    assert abs(fired / n - calibration.exact_rate(3, 4_000)) < 4 * np.sqrt(0.05 * 0.95 / n)
 
 
 def test_stage_2b_report_checks_the_records_behind_each_choice(monkeypatch, capsys, tmp_path):
@@ -649,3 +668,18 @@ def test_stage_2b_report_checks_the_records_behind_each_choice(monkeypatch, caps
     assert readings.main(reps=200) == 2
     assert capsys.readouterr().err == f"readings.py: error: {record}: its method is dqn, not beta_dqn\n"
     assert readings.main(["--reps", "5"]) == 2 and "--reps 5: give 100 to" in capsys.readouterr().err
+
+
+def test_the_reports_check_names_a_record_it_cannot_place_and_the_runner_survives_one_it_cannot_read(runner, verdict,
+                                                                                                   tmp_path,
+                                                                                                   monkeypatch):
+    check = verdict.checker("0" * 40)
+    for name in ("results/minatar-departure/2a/pong-dqn-lr1e-4-s0", "results/minatar-departure/2a/asterix-dqn-s0"):
+        with pytest.raises(verdict.ReportError, match="not a record of stage 2a's runs|not where stage 2a's"):
+            check(Path(name), tmp_path)
+
+    def unreadable(*args, **kwargs):
+        raise ValueError("results/minatar-departure/2a/x: the last return_mean is no mean of 30 whole returns")
+
+    monkeypatch.setattr(runner.rates, "chosen", unreadable)
+    assert runner.choice("Asterix", "dqn") is None and runner.held_out("Asterix", "dqn") == []

@@ -46,7 +46,7 @@ def u_distribution(ranks: tuple[int, ...]) -> np.ndarray:
     return counts / counts.sum()
 
 
-def below_half(games: int, reps: int | None) -> tuple[list[float], list[float]]:
+def below_half(games: int) -> tuple[list[float], list[float]]:
     """Over every dataset of `games` games (grouped by their games' split kinds, with their weights): the chance
     that a resampled P lies below 0.5 (it never equals it: 9 × games pairs is odd for an odd number of games)."""
     kinds = Counter(tuple(u_distribution(s).round(12)) for s in splits())  # splits alike up to U's distribution
@@ -65,18 +65,20 @@ def below_half(games: int, reps: int | None) -> tuple[list[float], list[float]]:
 
 
 def exact_rate(games: int, reps: int | None = REPS) -> float:
-    """The chance, under the idealised null, that the rule's lower bound lies above 0.5: with `reps` resamples (at
-    most floor(0.025 (reps - 1)) + 1 of them below 0.5: numpy's linear percentile then lies between the two values
-    of P nearest 0.5 and, weighted 0.975 to the upper one, above it), or with unlimited resamples (None: the chance
-    below 0.5 under 0.025)."""
+    """The chance, under the idealised null, that the rule's lower bound lies above 0.5: with `reps` resamples, or
+    with unlimited resamples (None: the chance of a resampled P below 0.5 under 0.025). numpy's linear percentile
+    sits at h = 0.025 (reps - 1) of the sorted resamples: above 0.5 where at most floor(h) of them are below it, and
+    where floor(h) + 1 are, between the values of P on either side of 0.5, above it when h's fraction is over 1/2
+    (P's values are symmetric about 0.5; that the two nearest it are the ones drawn there is assumed)."""
     if games % 2 == 0:
         raise ValueError(f"--games {games}: give an odd number (with an even one P can equal 0.5 exactly)")
-    weights, chances = below_half(games, reps)
+    weights, chances = below_half(games)
     if reps is None:
         return float(sum(w for w, q in zip(weights, chances, strict=True) if q < 0.025))
     from scipy.stats import binom
 
-    allowed = math.floor(0.025 * (reps - 1)) + 1
+    h = 0.025 * (reps - 1)
+    allowed = math.floor(h) + (h - math.floor(h) > 0.5)
     return float(sum(w * binom.cdf(allowed, reps, q) for w, q in zip(weights, chances, strict=True)))
 
 
@@ -121,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2000, help="the family's resamples a test (default 2,000)")
     parser.add_argument("--seed", type=int, default=1, help="the family's generator seed (default 1)")
     args = parser.parse_args(argv)
-    if args.games is not None and (args.games < 1 or args.games % 2 == 0):
-        print(f"calibration.py: error: --games {args.games}: give an odd number, 1 or more", file=sys.stderr)
+    if args.games is not None and (args.games not in range(1, 10, 2)):
+        print(f"calibration.py: error: --games {args.games}: give an odd number from 1 to 9", file=sys.stderr)
         return 2
     if args.datasets < 1 or args.reps < 100:
         print(f"calibration.py: error: --datasets {args.datasets} --reps {args.reps}: give 1 or more datasets and "

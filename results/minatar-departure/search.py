@@ -38,17 +38,24 @@ def say(text: str = "") -> None:
     _lines.append(text)
 
 
-_check = None  # verdict.checker, made when a report starts
+_check = None  # verdict.checker, made on first use (a report starts a new one)
+
+
+def check(path: Path, root: Path) -> None:
+    global _check
+    if _check is None:
+        _check = verdict.checker(verdict.study_commit())
+    _check(path, root)
 
 
 def final(game: str, method: str, seed: int, rate: str) -> Fraction | None:
     """A run's final score, exactly (None while unrecorded), once its record is checked against the plan."""
-    return rates.final_score(rates.record(game, method, seed, rate), ROOTS, _check)
+    return rates.final_score(rates.record(game, method, seed, rate), ROOTS, check)
 
 
 def choice(game: str, method: str) -> str | None:
     """PLAN.md's choice of the method's rate (`rates.chosen`), on checked records."""
-    return rates.chosen(game, method, ROOTS, _check)
+    return rates.chosen(game, method, ROOTS, check)
 
 
 def scores(game: str, method: str, rate: str, seeds) -> list[Fraction] | None:
@@ -129,7 +136,7 @@ def main(reps: int = 2000) -> int:
 def report(reps: int) -> int:
     global _check
     _lines.clear()
-    _check = verdict.checker(verdict.study_commit())
+    _check = None  # (records may have changed since the last report)
     say("Stage 2a: mean final score over seeds 0-2 at each rate (* the game's default rate: β-DQN's runs from "
         "stage 1a, DQN's from Table 1's serial column), the rate chosen by PLAN.md's rule, and at the chosen rate "
         "the held-out seeds 3-4 (the reported score) beside the default rate's seeds 3-4, and seeds 0-4 "

@@ -92,6 +92,8 @@ def checker(commit: str):
         if named is None or game is None:
             raise ReportError(f"{path}: not a record of stage 2a's runs (<game>-<method>[-lr<rate>]-s<seed>)")
         rate = named[3] or rates.default(game)
+        if rates.record(game, named[2], int(named[4]), rate) != Path(path):
+            raise ReportError(f"{path}: not where stage 2a's records of {game} {named[2]} at {rate} are kept")
         check_record(path, root, SHORT[named[2]], f"MinAtar/{game}", int(named[4]), at_1m(rate), commit)
         seen.add(root / path)
 
@@ -255,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
           f"stratified bootstrap, {args.reps:,} resamples, seed 0; exact: {p}, [{low}, {high}]; rliable's floats "
           f"{floats[0]:.6f} [{floats[1]:.6f}, {floats[2]:.6f}])")
     print(f"rule: {decide(low)}{note}")
+    for winner, loser, (p_, q_) in (("β-DQN", "DQN", (x, y)), ("DQN", "β-DQN", (y, x))):
+        swept = [g.removeprefix("MinAtar/") for i, g in enumerate(GAMES)
+                 if (p_[:, i][:, None] > q_[:, i][None, :]).all()]
+        if swept:  # P averages the games: a game one side wins in every pair narrows nothing (PLAN.md's note)
+            print(f"every {winner} run above every {loser} run on: {', '.join(swept)}")
     print()
     beside(runs, args.reps)
     return 0
