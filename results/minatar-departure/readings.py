@@ -39,7 +39,7 @@ SEEDS = runner.READING_SEEDS
 REPS = verdict.REPS
 ROOT = verdict.ROOT  # main: the committed records
 TEXT = HERE / "readings.txt"
-ALGO = {"beta": "beta_dqn", "dqn": "dqn"}
+ALGO = verdict.SHORT  # the records' method names, as the runner's cells have them
 NAME = {"beta": "β-DQN", "dqn": "DQN"}
 FIELD = {"--beta-epsilon": ("beta_epsilon", True), "--target-update": ("target_update", 4000),
          "--count-mode": ("count_mode", "off")}  # each reading's flag as config.json has it
