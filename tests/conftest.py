@@ -38,6 +38,7 @@ class ClusterStarted(Exception):
 def two_cpu_machine(monkeypatch):
     """This machine as the checks made before a Ray cluster starts see it: 2 CPUs for a cluster started here
     (none for one joined); what would then make the cluster raises ClusterStarted. Returns that class."""
+    import beta_dqn.driver.cluster
     import beta_dqn.driver.pack
     import beta_dqn.driver.preflight
     import beta_dqn.driver.run
@@ -48,7 +49,7 @@ def two_cpu_machine(monkeypatch):
         raise ClusterStarted
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    for module in (beta_dqn.driver.runtime, beta_dqn.driver.preflight, beta_dqn.launcher.grid_runs):
+    for module in (beta_dqn.driver.cluster, beta_dqn.driver.preflight, beta_dqn.launcher.grid_runs):
         monkeypatch.setattr(module, "cluster_to_start", lambda address="": None if address else 2)
     for module, name in ((beta_dqn.driver.run, "make_backend"), (beta_dqn.driver.pack, "make_backend"),
                          (beta_dqn.driver.runtime, "RayBackend"),

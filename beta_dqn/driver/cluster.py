@@ -1,5 +1,6 @@
 """The run's Ray cluster: joining a running one (`join_cluster`: an address that does not answer, a token refused, each
-one line), starting one on this machine (`cluster_to_start`: its CPUs; `ClusterStartError`: its start timed out),
+one line), starting one on this machine (`start_local_cluster`; `cluster_to_start`: its CPUs; `ClusterStartError`: its
+start timed out),
 what every worker of it is given (`worker_runtime_env`), and the reaper that ends what is left of a cluster started here
 once this process is gone (`start_reaper`). `beta_dqn.driver.runtime.RayBackend` uses them; this module does not import
 Ray (`join_cluster` is handed it).
@@ -7,6 +8,7 @@ Ray (`join_cluster` is handed it).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -180,6 +182,52 @@ def start_reaper():
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         return None  # best effort: without it, Ray's agents end on their own, later
+
+
+# Ray's settings for a cluster that a run starts on this machine: no workers started ahead of the actors that ask
+# for them. Ray starts one per CPU when its node comes up and more when the driver connects; a run's actors take
+# workers of their own runtime environment, so on 2 cores 2 of a Ray run's 9 worker processes sat unused, importing
+# Ray beside the actors' own start (bench/ray_start.py measures the start with and without these)
+LOCAL_SYSTEM_CONFIG = {"enable_worker_prestart": False, "prestart_worker_first_driver": False}
+
+
+@contextlib.contextmanager
+def _any_free_agent_port(ray):
+    """While it lasts, a node that `ray.init` starts has its dashboard agent listen on a port the system picks.
+    `ray.init` gives it no argument for it, and its default, 52365, is one port for the whole machine: a second
+    cluster here (another run's, a test session's) tries it 6 times over 3.4 s, logs a traceback and goes on
+    without it, and Ray's startup waits that long. Ray's own `cluster_utils` picks any port the same way (None, as
+    here). Where Ray's parameters no longer take the name, nothing changes."""
+    params = ray._private.parameter.RayParams
+    init = params.__init__
+    if "dashboard_agent_listen_port" not in init.__code__.co_varnames:
+        yield
+        return
+
+    def any_port(self, *args, dashboard_agent_listen_port=None, **kwargs):
+        init(self, *args, dashboard_agent_listen_port=dashboard_agent_listen_port, **kwargs)
+
+    params.__init__ = any_port
+    try:
+        yield
+    finally:
+        params.__init__ = init
+
+
+def start_local_cluster(ray, runtime_env: dict) -> None:
+    """Start a Ray cluster of this machine alone (its CPUs: `cluster_to_start`) and join it. Ray's own INFO lines
+    ("Started a local Ray instance") stay off the terminal; its startup timeout is one line (`ClusterStartError`)."""
+    try:
+        with _any_free_agent_port(ray):
+            # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
+            ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
+                     dashboard_host="127.0.0.1", log_to_driver=False, runtime_env=runtime_env,
+                     logging_level=logging.WARNING, _system_config=LOCAL_SYSTEM_CONFIG)
+    except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
+        error = ClusterStartError.of(e)
+        if error is e:
+            raise
+        raise error from None
 
 
 class ClusterStartError(RuntimeError):

@@ -15,7 +15,6 @@ takes SIGTERM as Ctrl-C.
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 import sys
@@ -28,10 +27,9 @@ from actors.evaluator import Evaluator, EvaluatorSettings
 from beta_dqn.configuration.flags import Config, ConfigError, method_settings, replay_backend, settings
 from beta_dqn.driver.cluster import (
     THIS_MACHINE_VAR,
-    ClusterStartError,
-    cluster_to_start,
     drop_token_notice,
     join_cluster,
+    start_local_cluster,
     start_reaper,
     worker_runtime_env,
 )
@@ -196,18 +194,7 @@ class RayBackend:
             if address:
                 join_cluster(ray, address, envs, wrappers)
             else:
-                # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
-                # Ray's own INFO lines ("Started a local Ray instance") stay off the terminal
-                try:
-                    ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
-                             dashboard_host="127.0.0.1", log_to_driver=False,
-                             runtime_env=worker_runtime_env(envs, wrappers, **{THIS_MACHINE_VAR: "1"}),
-                             logging_level=logging.WARNING)
-                except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
-                    error = ClusterStartError.of(e)
-                    if error is e:
-                        raise
-                    raise error from None
+                start_local_cluster(ray, worker_runtime_env(envs, wrappers, **{THIS_MACHINE_VAR: "1"}))
                 self.reaper = start_reaper()
         self.total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
 

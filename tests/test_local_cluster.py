@@ -1,0 +1,54 @@
+"""The Ray cluster a run starts on this machine: its dashboard agent takes a port the system picks, not Ray's one
+port for the whole machine (52365), and Ray starts no worker ahead of the actors that ask for one."""
+
+import errno
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# in a process of its own (a cluster per process): the backend a Ray run makes, one actor on it, and where the
+# cluster wrote its logs
+START = """
+import json, sys
+import ray
+from beta_dqn.driver.runtime import RayBackend
+
+class Echo:
+    def echo(self, x):
+        return x
+
+backend = RayBackend()
+echo = backend.make(Echo)
+assert backend.get(backend.call(echo, "echo", 7)) == 7
+print(json.dumps({"logs": ray._private.worker.global_worker.node.get_logs_dir_path()}))
+ray.shutdown()
+"""
+
+
+@pytest.mark.integration
+def test_a_second_cluster_on_the_machine_takes_a_free_agent_port_and_starts_only_the_workers_asked_for():
+    held = socket.socket()
+    try:  # the port Ray's agents take by default, held as another cluster here would (or already held)
+        held.bind(("0.0.0.0", 52365))
+        held.listen()
+    except OSError as e:
+        assert e.errno == errno.EADDRINUSE, e
+    try:
+        done = subprocess.run([sys.executable, "-c", START], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        held.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    logs = Path(json.loads(done.stdout.strip().splitlines()[-1])["logs"])
+    agent = (logs / "dashboard_agent.log").read_text()
+    assert "Dashboard agent grpc address" in agent, agent[-2000:]  # the agent came up, and bound at once
+    assert "Failed to bind" not in agent and "failed to bind" not in agent, agent[-2000:]
+    # one worker process: the actor's (Ray's default starts one per CPU as the node comes up, and more as the
+    # driver connects, whether or not an actor takes them)
+    workers = sorted(p.name for p in logs.glob("python-core-worker-*.log"))
+    assert len(workers) == 1, workers
