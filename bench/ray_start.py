@@ -52,8 +52,8 @@ SETTINGS = {"ray": "Ray's own (workers started ahead, agent port 52365)",
             "project": "the project's (start_local_cluster)"}
 
 
-def one_run(setting: str, work: Path) -> dict:
-    out = work / f"run-{setting}"
+def one_run(setting: str, work: Path, repeat: int) -> dict:
+    out = work / f"run-{setting}-{repeat}"
     sessions = set(Path(tempfile.gettempdir(), "ray").glob("session_2*"))
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", DRIVER, setting, *FLAGS, "--out", str(out)], cwd=ROOT,
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as work:
             for i in range(args.repeats):
                 for setting in (("ray", "project") if i % 2 == 0 else ("project", "ray")):
-                    runs.append(one_run(setting, Path(work)))
+                    runs.append(one_run(setting, Path(work), i))
                     print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     finally:
         if held is not None:
