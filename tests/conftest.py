@@ -9,12 +9,14 @@ os.environ.setdefault("WANDB_SILENT", "true")
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for the whole session, with a temp dir of its own."""
+    """One local Ray cluster for the whole session, with a temp dir of its own, started as a run starts its own
+    (`beta_dqn.driver.cluster.start_local_cluster`)."""
     import ray
 
+    from beta_dqn.driver.cluster import start_local_cluster
+
     temp_dir = tempfile.mkdtemp(prefix="ray-test-")
-    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
-             _temp_dir=temp_dir, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    start_local_cluster(ray, {"env_vars": {"OMP_NUM_THREADS": "1"}}, num_cpus=4, _temp_dir=temp_dir)
     yield ray
     ray.shutdown()
 

@@ -199,7 +199,8 @@ def test_ray_up_launches_onprem_yaml_over_ssh_runs_a_grid_across_both_and_tears_
         code, text = on_head(grid)
         assert code == 0 and "grid g1: 2 of 2 runs done" in text, text[-3000:]
         # a client without the token is refused: asked once, by Ray's own client of the cluster's GCS (a run's
-        # join asks 20 times, a second apart, before it says so in its one line: tests/test_ray_auth.py)
+        # join asks 20 times, a second apart, before it says so in its one line, with no traceback: that line is
+        # tested on a local token cluster only, tests/test_ray_auth.py, not on this one)
         refused_code, refused = on_head(
             f"env -u RAY_AUTH_MODE HOME=/tmp/ray python -c \"from ray._raylet import GcsClient; "
             f"GcsClient(address='{m['head']['ip']}:6379')\"")

@@ -9,6 +9,7 @@ Ray (`join_cluster` is handed it).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import signal
@@ -197,10 +198,11 @@ def _any_free_agent_port(ray):
     `ray.init` gives it no argument for it, and its default, 52365, is one port for the whole machine: a second
     cluster here (another run's, a test session's) tries it 6 times over 3.4 s, logs a traceback and goes on
     without it, and Ray's startup waits that long. Ray's own `cluster_utils` picks any port the same way (None, as
-    here). Where Ray's parameters no longer take the name, nothing changes."""
+    here). Where Ray's parameters no longer take the name, nothing changes. (Not for two threads at once: one
+    process starts one cluster, in `ray.init`.)"""
     params = ray._private.parameter.RayParams
     init = params.__init__
-    if "dashboard_agent_listen_port" not in init.__code__.co_varnames:
+    if "dashboard_agent_listen_port" not in inspect.signature(init).parameters:
         yield
         return
 
@@ -214,15 +216,16 @@ def _any_free_agent_port(ray):
         params.__init__ = init
 
 
-def start_local_cluster(ray, runtime_env: dict) -> None:
-    """Start a Ray cluster of this machine alone (its CPUs: `cluster_to_start`) and join it. Ray's own INFO lines
-    ("Started a local Ray instance") stay off the terminal; its startup timeout is one line (`ClusterStartError`)."""
+def start_local_cluster(ray, runtime_env: dict, num_cpus: int | None = None, **init) -> None:
+    """Start a Ray cluster of this machine alone (its CPUs: `num_cpus`, else `cluster_to_start`'s) and join it.
+    Ray's own INFO lines ("Started a local Ray instance") stay off the terminal; its startup timeout is one line
+    (`ClusterStartError`). `init`: more of `ray.init`'s arguments (the test suite's cluster: a temp dir of its own)."""
     try:
         with _any_free_agent_port(ray):
             # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
-            ray.init(address="local", num_cpus=cluster_to_start(), include_dashboard=False,
+            ray.init(address="local", num_cpus=num_cpus or cluster_to_start(), include_dashboard=False,
                      dashboard_host="127.0.0.1", log_to_driver=False, runtime_env=runtime_env,
-                     logging_level=logging.WARNING, _system_config=LOCAL_SYSTEM_CONFIG)
+                     logging_level=logging.WARNING, _system_config=LOCAL_SYSTEM_CONFIG, **init)
     except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
         error = ClusterStartError.of(e)
         if error is e:
