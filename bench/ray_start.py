@@ -71,6 +71,7 @@ def one_run(setting: str, work: Path, repeat: int) -> dict:
 
 def hold_agent_port() -> tuple[socket.socket | None, str]:
     held = socket.socket()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (a port only in TIME_WAIT is not held)
     try:
         held.bind(("0.0.0.0", AGENT_PORT))
         held.listen()

@@ -9,8 +9,8 @@ os.environ.setdefault("WANDB_SILENT", "true")
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for the whole session, with a temp dir of its own, started as a run starts its own
-    (`beta_dqn.driver.cluster.start_local_cluster`)."""
+    """One local Ray cluster for the whole session, with a temp dir of its own, under the Ray settings a run's own
+    cluster has (`beta_dqn.driver.cluster.start_local_cluster`; not a run's worker variables or reaper)."""
     import ray
 
     from beta_dqn.driver.cluster import start_local_cluster

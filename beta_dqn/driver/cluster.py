@@ -223,8 +223,8 @@ def start_local_cluster(ray, runtime_env: dict, num_cpus: int | None = None, **i
     try:
         with _any_free_agent_port(ray):
             # "local" always starts a fresh cluster (a stale ray_current_cluster file is ignored)
-            ray.init(address="local", num_cpus=num_cpus or cluster_to_start(), include_dashboard=False,
-                     dashboard_host="127.0.0.1", log_to_driver=False, runtime_env=runtime_env,
+            ray.init(address="local", num_cpus=cluster_to_start() if num_cpus is None else num_cpus,
+                     include_dashboard=False, dashboard_host="127.0.0.1", log_to_driver=False, runtime_env=runtime_env,
                      logging_level=logging.WARNING, _system_config=LOCAL_SYSTEM_CONFIG, **init)
     except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for it
         error = ClusterStartError.of(e)
