@@ -38,15 +38,13 @@ FLAGS = ["--env", "CliffWalk", "--runtime", "ray", "--actors", "4", "--total-ste
          "400", "--eval-every", "1200", "--eval-episodes", "2", "--wandb", "disabled", "--progress", "false"]
 # the run, in a process of its own; with Ray's settings the project's two are undone first
 DRIVER = """
-import contextlib, json, sys
-import ray
+import contextlib, sys
 import beta_dqn.driver.cluster as cluster
 if sys.argv[1] == "ray":
     cluster.LOCAL_SYSTEM_CONFIG = {}
     cluster._any_free_agent_port = lambda ray: contextlib.nullcontext()
 from beta_dqn.launcher.main import main
-status = main(sys.argv[2:])
-sys.exit(status)
+sys.exit(main(sys.argv[2:]))
 """
 SETTINGS = {"ray": "Ray's own (workers started ahead, agent port 52365)",
             "project": "the project's (start_local_cluster)"}
