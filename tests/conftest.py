@@ -1,3 +1,4 @@
+import fcntl
 import os
 import tempfile
 
@@ -21,6 +22,23 @@ def ray_cluster():
     ray.shutdown()
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (the README's test command: `-n 2`), before its workers start: Ray's token file. The
+    first Ray cluster started on a machine writes `~/.ray/auth_token` (Ray 2.60 turns token authentication on)
+    with a plain write; two workers starting their first clusters at once could each write one and a cluster
+    could then read the other's. Written once here, in the controller, so no worker writes it."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        try:
+            from ray._private.authentication.authentication_token_setup import (
+                _get_default_token_path,
+                generate_and_save_token,
+            )
+        except ImportError:  # another Ray: it writes its own token as it always does
+            return
+        if not _get_default_token_path().exists():
+            generate_and_save_token()
+
+
 def pytest_collection_modifyitems(config, items):
     """A test on the session's Ray cluster is marked `integration`, so that `-m "not integration"` (the unit and
     learning tiers) starts no cluster: checked as the suite is collected, before any test runs. (Tests that start
@@ -30,6 +48,22 @@ def pytest_collection_modifyitems(config, items):
     if unmarked:
         raise pytest.UsageError(f"tests on the ray_cluster fixture must be marked @pytest.mark.integration: "
                                 f"{', '.join(unmarked)}")
+
+
+@pytest.fixture(autouse=True)
+def one_at_a_time_on_rays_default_ports(request, tmp_path_factory):
+    """Under pytest-xdist (the README's test command: `-n 2`), the tests marked `ray_default_ports` run one at a
+    time across the workers: they start Ray nodes on Ray's fixed ports for the machine (`ray start --head`'s client
+    server 10001 and dashboard agent 52365, a `cluster_utils` head's, Tune's own cluster's), or hold one on purpose
+    (tests/test_local_cluster.py). The lock is a file in the run's temp root, which the workers share, taken before
+    the test's other fixtures (a cluster it starts). Every other Ray start in the suite takes free ports, as a
+    run's (`start_local_cluster`) does, or runs in a network namespace of its own (tests/test_ray_up.py)."""
+    if not request.node.get_closest_marker("ray_default_ports") or "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    with open(tmp_path_factory.getbasetemp().parent / "ray-default-ports.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # released as the file closes
 
 
 class ClusterStarted(Exception):

@@ -370,7 +370,7 @@ def test_the_readme_is_short_and_starts_with_its_two_commands():
     assert blocks[0].startswith("python3 -m venv .venv && . .venv/bin/activate && bash deploy/install.sh && ")
     assert "beta-dqn-train" in blocks[0]  # the console script (`python -m learner.main` is the same)
     assert blocks[1] == ("python3 -m venv .venv && . .venv/bin/activate && bash deploy/install.sh --test && "
-                         "python -m pytest -q --durations=15")
+                         "python -m pytest -q -n 2 --durations=15")
     assert blocks[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")  # CI runs the README's test command
     for target in re.findall(r"\]\(([^)#]+)", text):  # its links lead somewhere
         assert (ROOT / target).exists(), target

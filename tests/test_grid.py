@@ -289,6 +289,7 @@ def two_node_grid(out: Path, *extra: str) -> tuple[dict, dict]:
 
 
 @pytest.mark.integration
+@pytest.mark.ray_default_ports
 def test_a_grid_on_two_nodes_places_learners_by_resource_and_actors_on_both(tmp_path):
     """Two Ray nodes on this machine: the head has the `learner` resource (as deploy/*.yaml give the GPU
     head), the other only CPUs. Learners land on the head; the actors that do not fit there go to the other."""
@@ -303,6 +304,7 @@ def test_a_grid_on_two_nodes_places_learners_by_resource_and_actors_on_both(tmp_
 
 
 @pytest.mark.integration
+@pytest.mark.ray_default_ports
 def test_redis_local_replay_works_across_two_nodes(tmp_path):
     """`--replay redis-local` on a cluster: each run's servers listen on its learner node's cluster address
     (not loopback), and its actors on the other node insert into them; the runs finish."""

@@ -34,6 +34,7 @@ ray.shutdown()
 
 
 @pytest.mark.integration
+@pytest.mark.ray_default_ports
 def test_a_second_cluster_on_the_machine_takes_a_free_agent_port_and_starts_only_the_workers_asked_for():
     held = socket.socket()
     held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (a port only in TIME_WAIT is not held)

@@ -93,6 +93,7 @@ def _answers(port: int) -> bool:
 
 
 @pytest.mark.integration
+@pytest.mark.ray_default_ports
 def test_a_token_cluster_refuses_a_client_without_its_token_in_one_line_and_runs_with_it(token_cluster, tmp_path):
     (tmp_path / "elsewhere").mkdir()
     out = tmp_path / "run"
