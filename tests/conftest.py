@@ -26,7 +26,8 @@ def pytest_configure(config):
     """Under pytest-xdist (the README's test command: `-n 2`), before its workers start: Ray's token file. The
     first Ray cluster started on a machine writes `~/.ray/auth_token` (Ray 2.60 turns token authentication on)
     with a plain write; two workers starting their first clusters at once could each write one and a cluster
-    could then read the other's. Written once here, in the controller, so no worker writes it."""
+    could then read the other's. Written once here, in the controller, so no worker writes it (with `-n`, even where
+    the tests chosen start no cluster: Ray then turns token authentication on for a later `ray start` here too)."""
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         try:
             from ray._private.authentication.authentication_token_setup import (
