@@ -55,7 +55,7 @@ def pytest_collection_modifyitems(config, items):
 def one_at_a_time_on_rays_default_ports(request, tmp_path_factory):
     """Under pytest-xdist (the README's test command: `-n 2`), the tests marked `ray_default_ports` run one at a
     time across the workers: they start Ray nodes on Ray's fixed ports for the machine (`ray start --head`'s client
-    server 10001 and dashboard agent 52365, a `cluster_utils` head's, Tune's own cluster's), or hold one on purpose
+    server 10001 and dashboard agent 52365, a `cluster_utils` head's), or hold one on purpose
     (tests/test_local_cluster.py). The lock is a file in the run's temp root, which the workers share, taken before
     the test's other fixtures (a cluster it starts). Every other Ray start in the suite takes free ports, as a
     run's (`start_local_cluster`) does, or runs in a network namespace of its own (tests/test_ray_up.py)."""

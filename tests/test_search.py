@@ -225,7 +225,8 @@ class StopTheSlowLearner(FIFOScheduler):
         return TrialScheduler.STOP if lr == 1e-6 else TrialScheduler.CONTINUE
 
 seen = []
-ray.init(address="local")  # a cluster of its own (Tune's own start would join one a `ray_current_cluster` file names)
+from beta_dqn.driver.cluster import start_local_cluster
+start_local_cluster(ray, {})  # fresh, as a search's (Tune's own start joins what ray_current_cluster names)
 common = {"env": "CliffWalk", "algo": "dqn", "seed": 0, "learning_starts": 200, "eval_every": 1000,
           "eval_episodes": 2, "actors": 1, "envs_per_actor": 1}
 # the trial to be stopped is long (it cannot end before the STOP reaches it, however loaded the machine)
@@ -238,7 +239,6 @@ print(json.dumps({"seen": seen, "best": best(tuner.fit())}))
 
 
 @pytest.mark.integration
-@pytest.mark.ray_default_ports
 def test_a_scheduler_stops_a_trial_on_its_runs_evaluations_and_its_run_with_it(tmp_path):
     """A trial reports each evaluation as its run writes it: a scheduler (here one that stops lr 1e-6 at its first
     report) stops it mid-run, its run's process ends with it, unfinished; `best` counts it as stopped, not scored."""
