@@ -29,6 +29,7 @@ from actors.envs import env_spec, make_env  # noqa: E402
 from bench.machine import machine, write_result  # noqa: E402
 from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
 from beta_dqn.configuration.flags import Config, resolve, settings  # noqa: E402
+from beta_dqn.driver.cluster import start_local_cluster  # noqa: E402
 from beta_dqn.driver.run import Run  # noqa: E402
 from replay_service.buffer import ReplayBuffer, make_packer  # noqa: E402
 from replay_service.client import concat, split_batch  # noqa: E402
@@ -78,8 +79,8 @@ def micro(args, kind: str, shards: int) -> dict:
                 counts = split_batch(sizes, 32, rng)
                 concat(ray.get([handles[s].sample.remote(int(k)) for s, k in enumerate(counts) if k > 0]))
             sample_s = time.perf_counter() - t
-            one = ReplayBuffer(1, packer.packed_shape, packer.packed_dtype.name)
-            bytes_per = sum(getattr(one, f).nbytes for f in ("obs", "next_obs", "action", "reward", "terminated"))
+            one = ReplayBuffer(1, packer.packed_shape, packer.packed_dtype.name)  # one slot: what it allocates
+            bytes_per = sum(column.nbytes for column in one.columns.values())
             for h in handles:
                 ray.kill(h)
         else:
@@ -127,7 +128,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     info = machine()
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    start_local_cluster(ray, {}, num_cpus=os.cpu_count())  # free ports, as a run's cluster
     try:
         rows = [micro(args, kind, shards) for kind, shards in CONFIGS]
     finally:
