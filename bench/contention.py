@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.breakdown import learner_rows  # noqa: E402
-from bench.machine import machine, write_result  # noqa: E402
+from bench.machine import check_ranges, machine, write_result  # noqa: E402
 from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
 from beta_dqn.configuration.flags import Config, resolve  # noqa: E402
 from beta_dqn.driver.run import Run  # noqa: E402
@@ -170,9 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     algos = [a for a in args.algos.split(",") if a]
     if not algos or any(a not in ("dqn", "beta_dqn") for a in algos):
         p.error(f"--algos {args.algos!r}: give dqn, beta_dqn or both")
-    if not 2_000 <= args.steps <= 10_000_000 or not 1 <= args.warmup <= 1_000_000 or not 1 <= args.window <= 600:
-        p.error(f"--steps {args.steps} (2,000 to 10,000,000), --warmup {args.warmup} (1 to 1,000,000) or "
-                f"--window {args.window} (1 to 600) out of range")
+    check_ranges(p, ("--steps", args.steps, 2_000, 10_000_000), ("--warmup", args.warmup, 1, 1_000_000),
+                 ("--window", args.window, 1, 600))
     cores = len(os.sched_getaffinity(0))
     if cores < 2:
         p.error(f"this process may use {cores} core; the pinned variant needs 2 or more")

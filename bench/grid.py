@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine, run_main, write_result  # noqa: E402
+from bench.machine import check_ranges, machine, run_main, write_result  # noqa: E402
 from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
 from beta_dqn.configuration.flags import Config, resolve  # noqa: E402
 from beta_dqn.driver.run import Run  # noqa: E402
@@ -146,8 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--algos {args.algos!r}: give dqn, beta_dqn or both")
     if not modes or any(m not in MODES for m in modes):
         p.error(f"--modes {args.modes!r}: give some of {', '.join(MODES)}")
-    if not 1 <= args.runs <= 64 or not 1_000 <= args.steps <= 10_000_000:
-        p.error(f"--runs {args.runs} (1 to 64) or --steps {args.steps} (1,000 to 10,000,000) out of range")
+    check_ranges(p, ("--runs", args.runs, 1, 64), ("--steps", args.steps, 1_000, 10_000_000))
     info, cores, t0 = machine(), os.cpu_count() or 1, time.perf_counter()
     result = {"env": args.env, "runs": args.runs, "steps": args.steps, "warmup": WARMUP, "cores": cores,
               "machine": info,

@@ -137,8 +137,8 @@ def test_bad_input_exits_2_with_one_line(argv, message, capfd):
 
 
 @pytest.mark.parametrize("prog,command", [
-    *((f"bench/{name}.py", [f"bench/{name}.py"]) for name in ("arithmetic", "breakdown", "cost", "packed", "replay",
-                                                                 "throughput")),
+    *((f"bench/{name}.py", [f"bench/{name}.py"]) for name in ("arithmetic", "breakdown", "contention", "cost", "grid",
+                                                                 "packed", "replay", "throughput")),
     ("python -m learner.report", ["-m", "learner.report", "."]),
 ])
 def test_every_command_says_a_mistake_in_one_line_with_status_2(prog, command):
@@ -146,6 +146,14 @@ def test_every_command_says_a_mistake_in_one_line_with_status_2(prog, command):
                           timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"{prog}: error: unrecognized arguments: --no-such-flag"]
+
+
+def test_a_bench_names_its_flags_out_of_range_and_no_other():
+    proc = subprocess.run([sys.executable, "bench/contention.py", "--steps", "500", "--warmup", "0", "--window", "5"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["bench/contention.py: error: out of range: --steps 500 (allowed: "
+                                                "2,000 to 10,000,000); --warmup 0 (allowed: 1 to 1,000,000)"]
 
 
 RAY_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(INFO|WARNING) \w+\.py:\d+ -- ")
