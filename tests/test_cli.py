@@ -156,6 +156,26 @@ def test_a_bench_names_its_flags_out_of_range_and_no_other():
                                                 "2,000 to 10,000,000); --warmup 0 (allowed: 1 to 1,000,000)"]
 
 
+STUDY_SCRIPTS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "results").rglob("*.py")
+                       if 'if __name__ == "__main__":' in p.read_text())
+
+
+@pytest.mark.parametrize("script", STUDY_SCRIPTS)
+def test_every_study_script_reads_its_command_line_before_it_does_anything(script):
+    """--help is its usage and a flag it does not know one line with status 2, and neither writes a file beside
+    it (a report script that took no arguments once rewrote its figures and tables on --help)."""
+    here = ROOT / script
+    before = {p: p.stat().st_mtime_ns for p in here.parent.rglob("*") if p.is_file()}
+    shown = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: "), shown.stdout[:500] + shown.stderr[-500:]
+    bad = subprocess.run([sys.executable, script, "--no-such-flag"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2
+    (line,) = bad.stderr.strip().splitlines()
+    assert line.endswith("error: unrecognized arguments: --no-such-flag"), line
+    assert {p: p.stat().st_mtime_ns for p in here.parent.rglob("*") if p.is_file()} == before
+
+
 RAY_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(INFO|WARNING) \w+\.py:\d+ -- ")
 
 

@@ -14,6 +14,7 @@ aggregate needs every task at the column's full seeds."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import sys
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "results"))
 from study_grid import host  # noqa: E402 - a run's CPU and kernels as its summary names them
+
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 
 HERE = Path("results/baselines-minigrid")
 TASKS = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "LavaCrossing-Easy", "LavaCrossing-Hard")
@@ -232,4 +235,6 @@ def _figure(taus, curves: dict, intervals: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
+    OneLineParser(prog="python results/baselines-minigrid/table.py", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
     sys.exit(main())

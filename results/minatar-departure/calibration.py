@@ -26,6 +26,8 @@ from collections import Counter
 
 import numpy as np
 
+from beta_dqn.configuration.errors import OneLineParser
+
 SEEDS = 3  # runs a method a game, both rules
 REPS = 50_000  # the rules' resamples (PLAN.md)
 
@@ -115,8 +117,8 @@ def family_rate(datasets: int, reps: int, seed: int, games: int = 5) -> tuple[fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python results/minatar-departure/calibration.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="python results/minatar-departure/calibration.py", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=None, help="one rule, over this many games (odd); default: "
                                                                 "3 (stage 1b) and 5 (stage 2b), and the family")
     parser.add_argument("--datasets", type=int, default=4000, help="the family's simulated datasets (default 4,000)")

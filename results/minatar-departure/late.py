@@ -15,11 +15,14 @@ averaged per bin (over those that have it); stage 1a's runs (1M, default rate) a
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from beta_dqn.configuration.errors import OneLineParser
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "late"
@@ -125,4 +128,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    OneLineParser(prog="python results/minatar-departure/late.py", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
     sys.exit(main())

@@ -15,6 +15,7 @@ rate, and its commit, the study's or Table 1's DQN column's for its reused runs)
 
 from __future__ import annotations
 
+import argparse
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -25,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rates  # noqa: E402 - the stage's rates, records and choice
 import verdict  # noqa: E402 - the plan's flags and the check of a record against them
+
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 
 GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
 METHODS = {"beta": "β-DQN", "dqn": "DQN"}
@@ -164,4 +167,6 @@ def report(reps: int) -> int:
 
 
 if __name__ == "__main__":
+    OneLineParser(prog="python results/minatar-departure/search.py", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
     sys.exit(main())

@@ -13,6 +13,7 @@ evaluation."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import importlib.util
 import re
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run  # noqa: E402 - the study's cells
 
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 from beta_dqn.reporting.stats import holm  # noqa: E402
 
 
@@ -128,4 +130,6 @@ def by_evaluation(reps: int = 2000) -> None:
 
 
 if __name__ == "__main__":
+    OneLineParser(prog="python results/minatar-departure/table1.py", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
     sys.exit(main())
