@@ -7,6 +7,7 @@ seed 0 (fewer where the episode ends first: the last frame before its end)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from actors.envs import families, make_env  # noqa: E402  (the checkout's, not an installed copy)
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 
 STEPS = 12
 FOLDER = ROOT / "docs" / "img" / "envs"
@@ -56,4 +58,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    OneLineParser(prog="python docs/frames.py", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
     main()

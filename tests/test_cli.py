@@ -156,12 +156,12 @@ def test_a_bench_names_its_flags_out_of_range_and_no_other():
                                                 "2,000 to 10,000,000); --warmup 0 (allowed: 1 to 1,000,000)"]
 
 
-STUDY_SCRIPTS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "results").rglob("*.py")
-                       if 'if __name__ == "__main__":' in p.read_text())
+SCRIPTS = sorted(p.relative_to(ROOT).as_posix() for folder in ("results", "docs") for p in (ROOT / folder).rglob("*.py")
+                 if 'if __name__ == "__main__":' in p.read_text())  # the studies' and the docs' own (bench/: above)
 
 
-@pytest.mark.parametrize("script", STUDY_SCRIPTS)
-def test_every_study_script_reads_its_command_line_before_it_does_anything(script):
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_reads_its_command_line_before_it_does_anything(script):
     """--help is its usage and a flag it does not know one line with status 2, and neither writes a file beside
     it (a report script that took no arguments once rewrote its figures and tables on --help)."""
     here = ROOT / script
