@@ -49,12 +49,13 @@ def test_a_new_run_refuses_a_directory_that_holds_one(finished, tmp_path, capsys
     before = snapshot(out)
     capsys.readouterr()
     line = one_line(capsys, main([*SHORT, "--seed", "5", "--out", str(out)]))
-    assert str(out) in line and "it is finished: give another --out" in line and "--overwrite true" in line
+    assert f"{out} already holds a run (summary.json): it is finished: give another --out" in line
+    assert "--overwrite true" in line
     assert snapshot(out) == before
     (out / "summary.json").unlink()  # stopped after a checkpoint: it can be continued
     before = snapshot(out)
     line = one_line(capsys, main([*SHORT, "--seed", "5", "--out", str(out)]))
-    assert f"continue it with --resume {out}, or replace it with --overwrite true" in line
+    assert f"(checkpoint.pt): continue it with --resume {out}, or replace it with --overwrite true" in line
     assert snapshot(out) == before
 
 

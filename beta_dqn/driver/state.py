@@ -198,13 +198,13 @@ def check_run_dir(out: Path, resuming: bool, overwrite: bool) -> list[str]:
                                  "into another name's file (remove it, or give another --out)")
     held = [name for name in RUN_FILES if (out / name).exists()]
     if held and not resuming and not overwrite:
-        if (out / "summary.json").exists():
-            advice = "it is finished: give another --out, or replace it with --overwrite true"
+        if (out / "summary.json").exists():  # named: the file that says what the run is
+            named, advice = "summary.json", "it is finished: give another --out, or replace it with --overwrite true"
         elif (out / "checkpoint.pt").exists():
-            advice = f"continue it with --resume {out}, or replace it with --overwrite true"
+            named, advice = "checkpoint.pt", f"continue it with --resume {out}, or replace it with --overwrite true"
         else:  # nothing to resume from: it stopped before its first checkpoint
-            advice = "it has no checkpoint to continue from: replace it with --overwrite true"
-        raise ConfigError("out", f"{out} already holds a run ({held[0]}): {advice}")
+            named, advice = held[0], "it has no checkpoint to continue from: replace it with --overwrite true"
+        raise ConfigError("out", f"{out} already holds a run ({named}): {advice}")
     if held and not resuming and overwrite and not (out / RECORD).is_file() and not _a_run_of_ours(out):
         raise ConfigError("out", f"{out} holds a config.json that is not a run's of this program (no env, algo, seed "
                                  "and run_id in it): --overwrite removes this program's runs only; give another --out")
