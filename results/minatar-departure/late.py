@@ -25,9 +25,12 @@ import numpy as np
 from beta_dqn.configuration.errors import OneLineParser
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import rates  # noqa: E402 - the study's games, beside this file
+
 OUT = HERE / "late"
 BIN = 100_000
-GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+GAMES = rates.GAMES
 GROUPS = {"cov": "arms_cov", "cor": "arms_cor", "cor0": "arms_cor0"}  # the window's group shares, as logged
 FIELDS = ("cov", "cor", "cor0", "bonus", "beta_entropy", "mask_drops_argmax", "q_mean")
 

@@ -9,6 +9,7 @@ import json
 from fractions import Fraction
 from pathlib import Path
 
+GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")  # the study's five MinAtar games
 RATES = ("3e-4", "1e-4", "3e-5")  # as --lr takes them
 RECORDS = Path("results/minatar-departure")
 

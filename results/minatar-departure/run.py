@@ -39,7 +39,7 @@ RECORDS = Path("results/minatar-departure")
 RUNS = grids.RUNS
 RESUMES = grids.RESUMES
 
-MINATAR = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+MINATAR = rates.GAMES
 MINIGRID = ("DoorKey", "Unlock", "SimpleCrossing-Easy", "SimpleCrossing-Hard", "LavaCrossing-Easy",
             "LavaCrossing-Hard")
 DEPARTING = ("Asterix", "Breakout", "Seaquest")  # stage 1b: where our β-DQN is at 41-57% of the paper's

@@ -29,7 +29,7 @@ import verdict  # noqa: E402 - the plan's flags and the check of a record agains
 
 from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 
-GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+GAMES = rates.GAMES
 METHODS = {"beta": "β-DQN", "dqn": "DQN"}
 TEXT = Path("results/minatar-departure/search.txt")
 ROOTS = (ROOT,)

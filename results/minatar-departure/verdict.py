@@ -47,7 +47,6 @@ PLAN = {"runtime": "serial", "actors": 4, "envs_per_actor": 4, "arm_exchange": "
         "eps_decay_steps": STEPS // 5, "bandit_returns": "raw", "beta_epsilon": False}
 
 
-GAMES_2A = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
 DQN_COLUMN = "f7c4e83e63f001085fcaed50285fbbc7de86d808"  # Table 1's serial DQN column, reused by stages 2a and 2b
 
 
@@ -88,7 +87,7 @@ def checker(commit: str):
         if root / path in seen:
             return
         named = re.fullmatch(r"([a-z]+)-(beta|dqn)(?:-lr([0-9.e-]+))?-s([0-9]+)", Path(path).name)
-        game = next((g for g in GAMES_2A if named and g.lower() == named[1]), None)
+        game = next((g for g in rates.GAMES if named and g.lower() == named[1]), None)
         if named is None or game is None:
             raise ReportError(f"{path}: not a record of stage 2a's runs (<game>-<method>[-lr<rate>]-s<seed>)")
         rate = named[3] or rates.default(game)
