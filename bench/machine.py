@@ -79,7 +79,7 @@ def write_result(out: Path, result: dict) -> None:
 def check_ranges(parser, *bounds: tuple[str, float, float, float]) -> None:
     """The parser's one-line error for the flags whose values are outside their bounds, `(flag, value, low,
     high)` each: it names each such flag, its value and what is allowed, and no other flag."""
-    bad = [f"{flag} {value:g} (allowed: {low:,} to {high:,})" for flag, value, low, high in bounds
+    bad = [f"{flag} {value} (allowed: {low:,} to {high:,})" for flag, value, low, high in bounds
            if not low <= value <= high]
     if bad:
         parser.error(f"out of range: {'; '.join(bad)}")

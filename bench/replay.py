@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from actors.envs import env_spec, make_env  # noqa: E402
-from bench.machine import machine, write_result  # noqa: E402
+from bench.machine import check_ranges, machine, write_result  # noqa: E402
 from beta_dqn.configuration.errors import OneLineParser, run_script  # noqa: E402
 from beta_dqn.configuration.flags import Config, resolve, settings  # noqa: E402
 from beta_dqn.driver.cluster import start_local_cluster  # noqa: E402
@@ -126,6 +126,9 @@ def main(argv=None) -> int:
     p.add_argument("--run-steps", type=int, default=15_000, help="steady-state steps of each 32-actor run; 0: none")
     p.add_argument("--out", default="")
     args = p.parse_args(argv)
+    # (4 chunks at least: each of 4 Redis shards holds one chunk of the replay sized to them)
+    check_ranges(p, ("--chunks", args.chunks, 4, 100_000), ("--batches", args.batches, 1, 1_000_000),
+                 ("--run-steps", args.run_steps, 0, 10_000_000))
 
     info = machine()
     start_local_cluster(ray, {}, num_cpus=os.cpu_count())  # free ports, as a run's cluster

@@ -23,10 +23,12 @@ import itertools
 import math
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
-from beta_dqn.configuration.errors import OneLineParser
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # (the checkout's beta_dqn, run from anywhere)
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 
 SEEDS = 3  # runs a method a game, both rules
 REPS = 50_000  # the rules' resamples (PLAN.md)
@@ -125,13 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2000, help="the family's resamples a test (default 2,000)")
     parser.add_argument("--seed", type=int, default=1, help="the family's generator seed (default 1)")
     args = parser.parse_args(argv)
-    if args.games is not None and (args.games not in range(1, 10, 2)):
-        print(f"calibration.py: error: --games {args.games}: give an odd number from 1 to 9", file=sys.stderr)
-        return 2
-    if args.datasets < 1 or args.reps < 100:
-        print(f"calibration.py: error: --datasets {args.datasets} --reps {args.reps}: give 1 or more datasets and "
-              "100 or more resamples", file=sys.stderr)
-        return 2
+    bad = [f"--games {args.games} (allowed: 1, 3, 5, 7 or 9)"] if args.games not in (None, 1, 3, 5, 7, 9) else []
+    bad += [f"--datasets {args.datasets} (allowed: 1 or more)"] if args.datasets < 1 else []
+    bad += [f"--reps {args.reps} (allowed: 100 or more)"] if args.reps < 100 else []
+    if bad:
+        parser.error("; ".join(bad))
     for games in ([args.games] if args.games else [3, 5]):
         print(f"{games} games × {SEEDS} seeds a side, no difference: the lower bound above 0.5 with probability "
               f"{exact_rate(games):.4f} ({REPS:,} resamples), {exact_rate(games, None):.4f} (unlimited); "

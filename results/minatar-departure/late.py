@@ -22,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from beta_dqn.configuration.errors import OneLineParser
-
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))  # (the checkout's beta_dqn, run as a script from anywhere)
+sys.path.insert(1, str(HERE))
 import rates  # noqa: E402 - the study's games, beside this file
+
+from beta_dqn.configuration.errors import OneLineParser  # noqa: E402
 
 OUT = HERE / "late"
 BIN = 100_000
