@@ -683,3 +683,26 @@ def test_the_reports_check_names_a_record_it_cannot_place_and_the_runner_survive
 
     monkeypatch.setattr(runner.rates, "chosen", unreadable)
     assert runner.choice("Asterix", "dqn") is None and runner.held_out("Asterix", "dqn") == []
+
+
+def test_the_late_sections_run_table_is_the_records(tmp_path):
+    """docs/reproducing.md's table of stage 1b's 5M runs is what late.py computes from the committed records, row for
+    row; and a row's figures are the ones its caption names (1M, the best at its earliest tie, 5M; the means over
+    (1M, 2M] and (4M, 5M]; the bins ending at 1M, 2M and 5M)."""
+    late = _load("late")
+    docs = (STUDY.parents[1] / "docs" / "reproducing.md").read_text()
+    start = docs.index(late.RUNS_HEAD.splitlines()[0])
+    assert docs[start:docs.index("\n\n", start)] == late.runs_table("1b"), (
+        "docs/reproducing.md's late table is not stage 1b's records: paste the first table that "
+        "`python results/minatar-departure/late.py` prints")
+    run = tmp_path / "seaquest-dqn-s2" / "runs" / "r"
+    run.mkdir(parents=True)
+    scores = {n * 100_000: 1.0 for n in range(1, 51)} | {1_000_000: 3.0, 1_500_000: 9.0, 4_200_000: 9.0,
+                                                       5_000_000: 2.0}
+    (run / "evals.csv").write_text("env_steps,return_mean,return_std\n"
+                                   + "".join(f"{end},{v},0\n" for end, v in scores.items()))
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in (
+        {"env_steps": 1_950_000, "q_mean": 4.0}, {"env_steps": 2_000_000, "q_mean": 5.0},
+        {"env_steps": 4_999_999, "q_mean": 7.3})))
+    assert late.run_row(run.parents[1]) == ("| Seaquest, DQN, 2 | 3.00 / 9.00 (1.5M) / 2.00 | 1.80 / 1.90 | 14.66 "
+                                            "| — → — | — | 4.5 → 7.3 |")

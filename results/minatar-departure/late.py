@@ -5,7 +5,7 @@ of next states whose argmax of Q the in-sample mask leaves out, and the mean Q(s
 DQN's where the study's DQN runs log it (stage 1b's; Table 1's DQN column kept no `q_mean`; stage 2a's DQN runs,
 at other rates, are not read here).
 
-    python results/minatar-departure/late.py            # a table per game; figures in results/minatar-departure/late/
+    python results/minatar-departure/late.py            # stage 1b's runs, then a table per game; figures in late/
 
 A record keeps its run's `metrics.jsonl` thinned: a merged line carries its last line's diagnostics (10-second means
 over the updates of that line), so a bin's figure is the mean of such samples, not of every update. The window's
@@ -16,6 +16,7 @@ averaged per bin (over those that have it); stage 1a's runs (1M, default rate) a
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
@@ -34,6 +35,14 @@ BIN = 100_000
 GAMES = rates.GAMES
 GROUPS = {"cov": "arms_cov", "cor": "arms_cor", "cor0": "arms_cor0"}  # the window's group shares, as logged
 FIELDS = ("cov", "cor", "cor0", "bonus", "beta_entropy", "mask_drops_argmax", "q_mean")
+METHODS = {"beta": "β-DQN", "dqn": "DQN"}  # a record's name's method, as the docs write it
+# the paper's Table 1 at 5M (its MinAtar rows, the DQN and β-DQN columns)
+PAPER_5M = {"Asterix": {"dqn": 22.78, "beta": 39.09}, "Breakout": {"dqn": 16.69, "beta": 29.04},
+            "Freeway": {"dqn": 60.78, "beta": 62.56}, "Seaquest": {"dqn": 14.66, "beta": 33.23},
+            "SpaceInvaders": {"dqn": 67.28, "beta": 98.28}}
+RUNS_HEAD = ("| game, method, seed | score at 1M / best (at) / 5M | mean of the evaluations at 1.1–2M / 4.1–5M | "
+             "paper's score at 5M | β entropy at 1M → 5M | mask drops argmax at 5M | Q at 2M → 5M |\n"
+             "| --- | --- | --- | --- | --- | --- | --- |")
 
 
 def lines(record: Path) -> list[dict]:
@@ -85,6 +94,44 @@ def table(stage: str, game: str) -> str:
     return "\n".join([head, *rows])
 
 
+def evaluations(record: Path) -> dict[int, float]:
+    """The record's evaluations: env steps -> mean return over its episodes."""
+    (path,) = sorted(record.glob("runs/*/evals.csv"))
+    with path.open() as f:
+        return {int(row["env_steps"]): float(row["return_mean"]) for row in csv.DictReader(f)}
+
+
+def run_row(record: Path) -> str:
+    """One 5M record as a row of docs/reproducing.md's late table: its game, method and seed; its evaluations at 1M,
+    at their best (the earliest of ties) and at 5M; their means over (1M, 2M] and (4M, 5M]; the paper's score for
+    the method at 5M; β's entropy in the bins ending at 1M and 5M; the mask's share at 5M; Q at 2M and 5M."""
+    game, method, seed = record.name.rsplit("-", 2)
+    game = next(g for g in GAMES if g.lower() == game)
+    scores, bins = evaluations(record), per_bin(lines(record))
+    best = max(scores, key=lambda end: (scores[end], -end))
+
+    def mean(first: int, last: int) -> str:
+        return f"{np.mean([v for end, v in scores.items() if first < end <= last]):.2f}"
+
+    def at(field: str, *ends: int, digits: int = 2) -> str:
+        return " → ".join(f"{bins[field][end]:.{digits}f}" if end in bins[field] else "—" for end in ends)
+
+    return (f"| {game}, {METHODS[method]}, {seed.removeprefix('s')} | {scores[1_000_000]:.2f} / {scores[best]:.2f} "
+            f"({best / 1e6:g}M) / {scores[5_000_000]:.2f} | {mean(1_000_000, 2_000_000)} / "
+            f"{mean(4_000_000, 5_000_000)} | {PAPER_5M[game][method]:.2f} | {at('beta_entropy', 1_000_000, 5_000_000)} "
+            f"| {at('mask_drops_argmax', 5_000_000)} | {at('q_mean', 2_000_000, 5_000_000, digits=1)} |")
+
+
+def runs_table(stage: str = "1b") -> str:
+    """Every recorded 5M run of the stage, one row each (`run_row`), β-DQN's first, by game and seed."""
+    records = [r for r in (HERE / stage).glob("*-s[0-9]") if (r / "runs.csv").is_file()]
+    order = {m: i for i, m in enumerate(("beta", "dqn"))}
+    records.sort(key=lambda r: (order[r.name.rsplit("-", 2)[1]], r.name))
+    if not records:
+        return ""
+    return "\n".join([RUNS_HEAD, *map(run_row, records)])
+
+
 def figure(stage: str, game: str) -> Path | None:
     import matplotlib
 
@@ -122,6 +169,9 @@ def figure(stage: str, game: str) -> Path | None:
 
 
 def main() -> int:
+    text = runs_table("1b")
+    if text:
+        print(f"Stage 1b's runs to 5M, one row each (docs/reproducing.md's late section)\n{text}\n")
     for stage in ("1a", "1b"):
         for game in GAMES:
             text = table(stage, game)
