@@ -706,3 +706,4 @@ def test_the_late_sections_run_table_is_the_records(tmp_path):
         {"env_steps": 4_999_999, "q_mean": 7.3})))
     assert late.run_row(run.parents[1]) == ("| Seaquest, DQN, 2 | 3.00 / 9.00 (1.5M) / 2.00 | 1.80 / 1.90 | 14.66 "
                                             "| — → — | — | 4.5 → 7.3 |")
+    assert late.range_row(run.parents[1]) == "| seaquest-dqn-s2 | — | — | — | — | — | — | 7.300–7.300 |"  # after 2M

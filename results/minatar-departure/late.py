@@ -122,14 +122,40 @@ def run_row(record: Path) -> str:
             f"| {at('mask_drops_argmax', 5_000_000)} | {at('q_mean', 2_000_000, 5_000_000, digits=1)} |")
 
 
+def records(stage: str) -> list[Path]:
+    """The stage's recorded runs, β-DQN's first, by game and seed."""
+    order = {m: i for i, m in enumerate(METHODS)}
+    found = [r for r in (HERE / stage).glob("*-s[0-9]") if (r / "runs.csv").is_file()]
+    return sorted(found, key=lambda r: (order[r.name.rsplit("-", 2)[1]], r.name))
+
+
 def runs_table(stage: str = "1b") -> str:
-    """Every recorded 5M run of the stage, one row each (`run_row`), β-DQN's first, by game and seed."""
-    records = [r for r in (HERE / stage).glob("*-s[0-9]") if (r / "runs.csv").is_file()]
-    order = {m: i for i, m in enumerate(("beta", "dqn"))}
-    records.sort(key=lambda r: (order[r.name.rsplit("-", 2)[1]], r.name))
-    if not records:
-        return ""
-    return "\n".join([RUNS_HEAD, *map(run_row, records)])
+    """Every recorded 5M run of the stage, one row each (`run_row`)."""
+    found = records(stage)
+    return "\n".join([RUNS_HEAD, *map(run_row, found)]) if found else ""
+
+
+def ranges_table(stage: str = "1b") -> str:
+    """Each record's ranges after 1M (`range_row`), in `runs_table`'s order."""
+    found = records(stage)
+    head = ("| record | π_cov | bonus B | π_cor (α>0) | π_cor(0) at most (at) | β entropy | mask drops argmax "
+            "| Q after 2M |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+    return "\n".join([head, *map(range_row, found)]) if found else ""
+
+
+def range_row(record: Path) -> str:
+    """One record's ranges over its bins after 1M (Q: after 2M), the figures docs/reproducing.md's prose quotes."""
+    game, method, seed = record.name.rsplit("-", 2)
+    bins = per_bin(lines(record))
+
+    def span(field: str, after: int = 1_000_000) -> str:
+        values = [v for end, v in bins[field].items() if end > after]
+        return f"{min(values):.3f}–{max(values):.3f}" if values else "—"
+
+    top = max(((v, -end) for end, v in bins["cor0"].items() if end > 1_000_000), default=None)
+    peak = f"{top[0]:.2f} ({-top[1] / 1e6:g}M)" if top else "—"
+    return (f"| {record.name} | {span('cov')} | {span('bonus')} | {span('cor')} | {peak} | {span('beta_entropy')} | "
+            f"{span('mask_drops_argmax')} | {span('q_mean', 2_000_000)} |")
 
 
 def figure(stage: str, game: str) -> Path | None:
@@ -172,6 +198,7 @@ def main() -> int:
     text = runs_table("1b")
     if text:
         print(f"Stage 1b's runs to 5M, one row each (docs/reproducing.md's late section)\n{text}\n")
+        print(f"Their ranges over the bins after 1M (Q: after 2M)\n{ranges_table('1b')}\n")
     for stage in ("1a", "1b"):
         for game in GAMES:
             text = table(stage, game)
