@@ -27,7 +27,6 @@ table and writes JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -116,8 +115,7 @@ def ours(seed: int, steps: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = OneLineParser(prog="bench/cleanrl.py", description=__doc__,
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser.script("bench/cleanrl.py", __doc__)
     p.add_argument("--cleanrl", required=True, help="a checkout of vwxyzjn/cleanrl")
     p.add_argument("--cleanrl-python", default=sys.executable, help="an interpreter with CleanRL's requirements")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")

@@ -20,7 +20,6 @@ own daemons by name), as cores in use. The update alone comes from `bench/breakd
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -158,8 +157,7 @@ def one(env: str, algo: str, steps: int, warmup: int, variant: str, window: floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = OneLineParser(prog="bench/contention.py", description=__doc__,
-                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser.script("bench/contention.py", __doc__)
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--algos", default="dqn,beta_dqn", help="comma-separated: dqn, beta_dqn")
     p.add_argument("--steps", type=int, default=30_000, help="env steps of each run after its warm-up")

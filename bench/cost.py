@@ -16,7 +16,6 @@ paper's row and writes JSON with the machine and every run.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -51,7 +50,7 @@ def one_run(args, algo: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = OneLineParser(prog="bench/cost.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser.script("bench/cost.py", __doc__)
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--algos", default=",".join(ALGOS), help="comma-separated; dqn is always included")
     p.add_argument("--steps", type=int, default=20_000, help="env steps measured after the warm-up")

@@ -30,7 +30,6 @@ Prints a table and writes JSON under bench/results/ with the machine, the versio
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -132,7 +131,7 @@ def one_ray_run(env: str, algo: str, steps: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = OneLineParser(prog="bench/grid.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser.script("bench/grid.py", __doc__)
     p.add_argument("--env", default="MinAtar/Breakout")
     p.add_argument("--algos", default="dqn,beta_dqn", help="comma-separated: dqn, beta_dqn")
     p.add_argument("--runs", type=int, default=4, help="runs in each grid (seeds 0..runs-1; at least 1)")

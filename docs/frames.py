@@ -7,7 +7,6 @@ seed 0 (fewer where the episode ends first: the last frame before its end)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -58,6 +57,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    OneLineParser(prog="python docs/frames.py", description=__doc__,
-                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
+    OneLineParser.script("python docs/frames.py", __doc__).parse_args()  # --help; no options
     main()

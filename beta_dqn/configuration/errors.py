@@ -39,6 +39,11 @@ class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and status `USER_ERROR`; a flag it does not know is given the
     closest one it does (`did you mean`)."""
 
+    @classmethod
+    def script(cls, prog: str, doc: str | None) -> OneLineParser:
+        """A script's parser: its docstring (`doc`) is `--help`'s description, line breaks as written."""
+        return cls(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
     def error(self, message: str) -> typing.NoReturn:
         if message.startswith("unrecognized arguments: "):
             known = [s for s in self._option_string_actions if s.startswith("--")]

@@ -14,7 +14,6 @@ aggregate needs every task at the column's full seeds."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import sys
@@ -235,6 +234,5 @@ def _figure(taus, curves: dict, intervals: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
-    OneLineParser(prog="python results/baselines-minigrid/table.py", description=__doc__,
-                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
+    OneLineParser.script("python results/baselines-minigrid/table.py", __doc__).parse_args()  # --help; no options
     sys.exit(main())

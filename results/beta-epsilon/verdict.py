@@ -143,8 +143,7 @@ def decide(low: Fraction, high: Fraction, stage: int) -> tuple[str, str]:
 
 def arguments(argv: list[str] | None) -> argparse.Namespace | None:
     """The command line (None, said on stderr, when --reps is out of range)."""
-    parser = OneLineParser(prog="python results/beta-epsilon/verdict.py", description=__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser.script("python results/beta-epsilon/verdict.py", __doc__)
     parser.add_argument("--reps", type=int, default=REPS,
                         help=f"bootstrap resamples (default {REPS:,}, the preregistered count; fewer for a quick "
                              "look, and the output then says it is not the verdict)")

@@ -18,7 +18,6 @@ pass) is simulated (`family_rate`, rliable's resampling written out in numpy: `l
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 import sys
@@ -119,8 +118,7 @@ def family_rate(datasets: int, reps: int, seed: int, games: int = 5) -> tuple[fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python results/minatar-departure/calibration.py", description=__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser.script("python results/minatar-departure/calibration.py", __doc__)
     parser.add_argument("--games", type=int, default=None, help="one rule, over this many games (odd); default: "
                                                                 "3 (stage 1b) and 5 (stage 2b), and the family")
     parser.add_argument("--datasets", type=int, default=4000, help="the family's simulated datasets (default 4,000)")

@@ -15,7 +15,6 @@ averaged per bin (over those that have it); stage 1a's runs (1M, default rate) a
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import sys
@@ -209,6 +208,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    OneLineParser(prog="python results/minatar-departure/late.py", description=__doc__,
-                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
+    OneLineParser.script("python results/minatar-departure/late.py", __doc__).parse_args()  # --help; no options
     sys.exit(main())

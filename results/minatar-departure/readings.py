@@ -171,8 +171,7 @@ def report(reps: int) -> int:
 def main(argv: list[str] | None = None, reps: int | None = None) -> int:
     """The command line (`--reps`); tests give `reps` directly."""
     if reps is None:
-        parser = verdict.OneLineParser(prog="python results/minatar-departure/readings.py", description=__doc__,
-                                       formatter_class=verdict.argparse.RawDescriptionHelpFormatter)
+        parser = verdict.OneLineParser.script("python results/minatar-departure/readings.py", __doc__)
         parser.add_argument("--reps", type=int, default=REPS,
                             help=f"bootstrap resamples (default {REPS:,}, the preregistered count; fewer for a quick "
                                  "look, and the output then says it is not the rule)")

@@ -15,7 +15,6 @@ rate, and its commit, the study's or Table 1's DQN column's for its reused runs)
 
 from __future__ import annotations
 
-import argparse
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -167,6 +166,5 @@ def report(reps: int) -> int:
 
 
 if __name__ == "__main__":
-    OneLineParser(prog="python results/minatar-departure/search.py", description=__doc__,
-                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
+    OneLineParser.script("python results/minatar-departure/search.py", __doc__).parse_args()  # --help; no options
     sys.exit(main())

@@ -13,7 +13,6 @@ evaluation."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import importlib.util
 import re
@@ -130,6 +129,5 @@ def by_evaluation(reps: int = 2000) -> None:
 
 
 if __name__ == "__main__":
-    OneLineParser(prog="python results/minatar-departure/table1.py", description=__doc__,
-                  formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # --help; no options
+    OneLineParser.script("python results/minatar-departure/table1.py", __doc__).parse_args()  # --help; no options
     sys.exit(main())

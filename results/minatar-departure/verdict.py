@@ -15,7 +15,6 @@ not read, or a run off the plan.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import re
 import subprocess
@@ -229,8 +228,7 @@ def beside(runs, reps: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python results/minatar-departure/verdict.py", description=__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser.script("python results/minatar-departure/verdict.py", __doc__)
     parser.add_argument("--reps", type=int, default=REPS,
                         help=f"bootstrap resamples (default {REPS:,}, the preregistered count; fewer for a quick "
                              "look, and the output then says it is not the verdict)")
