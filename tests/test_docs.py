@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -340,6 +341,31 @@ def test_paths_the_pages_name_exist():
             if not (ROOT / "bench" / "results" / ref).is_file():
                 missing.append(f"benchmarks.md: bench/results/{ref}")
     assert not missing, f"the pages name paths that are not in the tree: {missing}"
+
+
+def test_benchmarks_page_lists_every_committed_result_under_its_date_and_machine():
+    """docs/benchmarks.md's table names every file (or folder) in bench/results/, and its list by date puts each
+    under the date and machine its JSON records."""
+    text, results = page("benchmarks.md"), ROOT / "bench" / "results"
+    table = "\n".join(line for line in text.splitlines() if line.startswith("| `bench/"))
+    bullets = re.findall(r"^- (\d{4}-\d\d-\d\d), ([^:]+): (.*?)(?=^- |^$)", text, re.M | re.S)
+    listed: dict[str, tuple[str, str]] = {}
+    for date, machine, names in bullets:
+        for name in re.findall(r"`([\w./-]+(?:\.json|/))`", names):
+            files = sorted((results / name).glob("*.json")) if name.endswith("/") else [results / name]
+            listed.update({str(f.relative_to(results)): (date, machine) for f in files})
+    kinds = {"2-core AMD EPYC": "AMD EPYC", "2-core Intel Xeon": "Intel(R) Xeon(R) Processor",
+             "the H200": "NVIDIA H200"}
+    wrong = []
+    for f in sorted(results.rglob("*.json")):
+        name, recorded = str(f.relative_to(results)), json.loads(f.read_text())["machine"]
+        if f"`{name.split('/')[0]}{'/' if '/' in name else ''}`" not in table:
+            wrong.append(f"{name}: not in the table")
+        date, machine = listed.get(name, ("", ""))
+        if (date, kinds.get(machine)) != (recorded["date"], recorded["gpu"] or recorded["cpu"]):
+            wrong.append(f"{name}: listed under {date or 'no date'}, {machine or 'no machine'}; its JSON: "
+                         f"{recorded['date']}, {recorded['gpu'] or recorded['cpu']}")
+    assert not wrong, wrong
 
 
 def config_flags() -> list[str]:
