@@ -685,25 +685,52 @@ def test_the_reports_check_names_a_record_it_cannot_place_and_the_runner_survive
     assert runner.choice("Asterix", "dqn") is None and runner.held_out("Asterix", "dqn") == []
 
 
-def test_the_late_sections_run_table_is_the_records(tmp_path):
-    """docs/reproducing.md's table of stage 1b's 5M runs is what late.py computes from the committed records, row for
-    row; and a row's figures are the ones its caption names (1M, the best at its earliest tie, 5M; the means over
-    (1M, 2M] and (4M, 5M]; the bins ending at 1M, 2M and 5M)."""
+def test_the_late_sections_run_table_is_the_records(tmp_path, monkeypatch):
+    """docs/reproducing.md's table of stage 1b's 5M runs is what late.py computes from the records in the tree, row
+    for row; and a row's figures are the ones its caption names (1M, the best at its earliest tie, 5M; the means over
+    (1M, 2M] and (4M, 5M]; the bins ending at 1M, 2M and 5M), its ranges run from the bin ending at 1M (Q: 2M), a
+    figure a record lacks is "—", and β-DQN's rows come first, by game and seed."""
     late = _load("late")
-    docs = (STUDY.parents[1] / "docs" / "reproducing.md").read_text()
-    start = docs.index(late.RUNS_HEAD.splitlines()[0])
+    docs = (ROOT / "docs" / "reproducing.md").read_text()
+    head = late.RUNS_HEAD.splitlines()[0]
+    assert head in docs, "docs/reproducing.md has no late table headed as late.py prints it"
+    start = docs.index(head)
     assert docs[start:docs.index("\n\n", start)] == late.runs_table("1b"), (
         "docs/reproducing.md's late table is not stage 1b's records: paste the first table that "
         "`python results/minatar-departure/late.py` prints")
-    run = tmp_path / "seaquest-dqn-s2" / "runs" / "r"
-    run.mkdir(parents=True)
-    scores = {n * 100_000: 1.0 for n in range(1, 51)} | {1_000_000: 3.0, 1_500_000: 9.0, 4_200_000: 9.0,
-                                                       5_000_000: 2.0}
-    (run / "evals.csv").write_text("env_steps,return_mean,return_std\n"
-                                   + "".join(f"{end},{v},0\n" for end, v in scores.items()))
-    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in (
-        {"env_steps": 1_950_000, "q_mean": 4.0}, {"env_steps": 2_000_000, "q_mean": 5.0},
-        {"env_steps": 4_999_999, "q_mean": 7.3})))
-    assert late.run_row(run.parents[1]) == ("| Seaquest, DQN, 2 | 3.00 / 9.00 (1.5M) / 2.00 | 1.80 / 1.90 | 14.66 "
-                                            "| — → — | — | 4.5 → 7.3 |")
-    assert late.range_row(run.parents[1]) == "| seaquest-dqn-s2 | — | — | — | — | — | — | 7.300–7.300 |"  # after 2M
+
+    def record(name: str, scores: dict[int, float], rows: list[dict]) -> Path:
+        run = tmp_path / "1b" / name / "runs" / "r"
+        run.mkdir(parents=True)
+        (run.parents[1] / "runs.csv").write_text("")
+        (run / "evals.csv").write_text("env_steps,return_mean,return_std\n"
+                                       + "".join(f"{end},{v},0\n" for end, v in scores.items()))
+        (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+        return run.parents[1]
+
+    flat = {n * 100_000: 1.0 for n in range(1, 51)}
+    dqn = record("seaquest-dqn-s2", flat | {1_000_000: 3.0, 1_500_000: 9.0, 4_200_000: 9.0, 5_000_000: 2.0},
+                 [{"env_steps": 1_950_000, "q_mean": 4.0}, {"env_steps": 2_000_000, "q_mean": 5.0},
+                  {"env_steps": 4_999_999, "q_mean": 7.3}])
+    assert late.run_row(dqn) == ("| Seaquest, DQN, 2 | 3.00 / 9.00 (1.5M) / 2.00 | 1.80 / 1.90 | 14.66 | — → — | — "
+                                 "| 4.5 → 7.3 |")
+    assert late.range_row(dqn) == "| seaquest-dqn-s2 | — | — | — | — | — | — | 4.500–7.300 |"  # from the 2M bin
+
+    def beta_line(steps: int, cor0: float, entropy: float, mask: float) -> dict:
+        return {"env_steps": steps, "arm_proportions": [0.5, 0.5], "arm_bonus": [0.1, 0.3], "arms_cov": 0.01,
+                "arms_cor": 0.99 - cor0, "arms_cor0": cor0, "beta_entropy": entropy, "mask_drops_argmax": mask,
+                "q_mean": 2.0}
+
+    beta = record("asterix-beta-s0", {n * 100_000: 1.0 for n in range(1, 41)},  # stopped at 4M: no 5M, no last mean
+                  [beta_line(950_000, 0.9, 0.9, 0.5), beta_line(1_000_000, 0.4, 0.8, 0.1),
+                   beta_line(3_000_000, 0.65, 0.6, 0.3), beta_line(4_000_000, 0.2, 0.5, 0.2)])
+    assert late.run_row(beta) == ("| Asterix, β-DQN, 0 | 1.00 / 1.00 (0.1M) / — | 1.00 / — | 39.09 | 0.85 → — | — "
+                                  "| — → — |")
+    # the 950k line is in the 1M bin with the 1M line: their means; π_cor(0)'s tie at 1M and 3M goes to 1M
+    assert late.range_row(beta) == ("| asterix-beta-s0 | 0.010–0.010 | 0.200–0.200 | 0.340–0.790 | 0.65 (1M) | "
+                                    "0.500–0.850 | 0.200–0.300 | 2.000–2.000 |")
+    monkeypatch.setattr(late, "HERE", tmp_path)
+    record("breakout-dqn-s0", flat, [])
+    record("breakout-beta-s1", flat, [])
+    assert [r.name for r in late.records("1b")] == ["asterix-beta-s0", "breakout-beta-s1", "breakout-dqn-s0",
+                                                     "seaquest-dqn-s2"]

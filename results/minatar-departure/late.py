@@ -5,7 +5,7 @@ of next states whose argmax of Q the in-sample mask leaves out, and the mean Q(s
 DQN's where the study's DQN runs log it (stage 1b's; Table 1's DQN column kept no `q_mean`; stage 2a's DQN runs,
 at other rates, are not read here).
 
-    python results/minatar-departure/late.py            # stage 1b's runs, then a table per game; figures in late/
+    python results/minatar-departure/late.py   # stage 1b's runs, a table per game; figures: late/ beside it
 
 A record keeps its run's `metrics.jsonl` thinned: a merged line carries its last line's diagnostics (10-second means
 over the updates of that line), so a bin's figure is the mean of such samples, not of every update. The window's
@@ -103,26 +103,47 @@ def evaluations(record: Path) -> dict[int, float]:
 def run_row(record: Path) -> str:
     """One 5M record as a row of docs/reproducing.md's late table: its game, method and seed; its evaluations at 1M,
     at their best (the earliest of ties) and at 5M; their means over (1M, 2M] and (4M, 5M]; the paper's score for
-    the method at 5M; β's entropy in the bins ending at 1M and 5M; the mask's share at 5M; Q at 2M and 5M."""
+    the method at 5M; β's entropy in the bins ending at 1M and 5M; the mask's share at 5M; Q at 2M and 5M. A figure
+    the record lacks (an evaluation, a window, a field DQN does not log) is "—"."""
     game, method, seed = record.name.rsplit("-", 2)
     game = next(g for g in GAMES if g.lower() == game)
     scores, bins = evaluations(record), per_bin(lines(record))
     best = max(scores, key=lambda end: (scores[end], -end))
 
+    def score(end: int) -> str:
+        return f"{scores[end]:.2f}" if end in scores else "—"
+
     def mean(first: int, last: int) -> str:
-        return f"{np.mean([v for end, v in scores.items() if first < end <= last]):.2f}"
+        window = [v for end, v in scores.items() if first < end <= last]
+        return f"{np.mean(window):.2f}" if window else "—"
 
     def at(field: str, *ends: int, digits: int = 2) -> str:
         return " → ".join(f"{bins[field][end]:.{digits}f}" if end in bins[field] else "—" for end in ends)
 
-    return (f"| {game}, {METHODS[method]}, {seed.removeprefix('s')} | {scores[1_000_000]:.2f} / {scores[best]:.2f} "
-            f"({best / 1e6:g}M) / {scores[5_000_000]:.2f} | {mean(1_000_000, 2_000_000)} / "
+    return (f"| {game}, {METHODS[method]}, {seed.removeprefix('s')} | {score(1_000_000)} / {score(best)} "
+            f"({best / 1e6:g}M) / {score(5_000_000)} | {mean(1_000_000, 2_000_000)} / "
             f"{mean(4_000_000, 5_000_000)} | {PAPER_5M[game][method]:.2f} | {at('beta_entropy', 1_000_000, 5_000_000)} "
             f"| {at('mask_drops_argmax', 5_000_000)} | {at('q_mean', 2_000_000, 5_000_000, digits=1)} |")
 
 
+def range_row(record: Path) -> str:
+    """One record's ranges over its bins from the one ending at 1M (Q: at 2M) to 5M, the table's endpoints
+    included: the figures docs/reproducing.md's prose quotes; π_cor(0)'s largest share with its bin (the earliest
+    of ties)."""
+    bins = per_bin(lines(record))
+
+    def span(field: str, first: int = 1_000_000) -> str:
+        values = [v for end, v in bins[field].items() if end >= first]
+        return f"{min(values):.3f}–{max(values):.3f}" if values else "—"
+
+    top = max(((v, -end) for end, v in bins["cor0"].items() if end >= 1_000_000), default=None)
+    peak = f"{top[0]:.2f} ({-top[1] / 1e6:g}M)" if top else "—"
+    return (f"| {record.name} | {span('cov')} | {span('bonus')} | {span('cor')} | {peak} | {span('beta_entropy')} | "
+            f"{span('mask_drops_argmax')} | {span('q_mean', 2_000_000)} |")
+
+
 def records(stage: str) -> list[Path]:
-    """The stage's recorded runs, β-DQN's first, by game and seed."""
+    """The stage's records in the tree (committed or just landed), β-DQN's first, by game and seed."""
     order = {m: i for i, m in enumerate(METHODS)}
     found = [r for r in (HERE / stage).glob("*-s[0-9]") if (r / "runs.csv").is_file()]
     return sorted(found, key=lambda r: (order[r.name.rsplit("-", 2)[1]], r.name))
@@ -135,26 +156,11 @@ def runs_table(stage: str = "1b") -> str:
 
 
 def ranges_table(stage: str = "1b") -> str:
-    """Each record's ranges after 1M (`range_row`), in `runs_table`'s order."""
+    """Each record's ranges from 1M (`range_row`), in `runs_table`'s order."""
     found = records(stage)
     head = ("| record | π_cov | bonus B | π_cor (α>0) | π_cor(0) at most (at) | β entropy | mask drops argmax "
-            "| Q after 2M |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+            "| Q from 2M |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
     return "\n".join([head, *map(range_row, found)]) if found else ""
-
-
-def range_row(record: Path) -> str:
-    """One record's ranges over its bins after 1M (Q: after 2M), the figures docs/reproducing.md's prose quotes."""
-    game, method, seed = record.name.rsplit("-", 2)
-    bins = per_bin(lines(record))
-
-    def span(field: str, after: int = 1_000_000) -> str:
-        values = [v for end, v in bins[field].items() if end > after]
-        return f"{min(values):.3f}–{max(values):.3f}" if values else "—"
-
-    top = max(((v, -end) for end, v in bins["cor0"].items() if end > 1_000_000), default=None)
-    peak = f"{top[0]:.2f} ({-top[1] / 1e6:g}M)" if top else "—"
-    return (f"| {record.name} | {span('cov')} | {span('bonus')} | {span('cor')} | {peak} | {span('beta_entropy')} | "
-            f"{span('mask_drops_argmax')} | {span('q_mean', 2_000_000)} |")
 
 
 def figure(stage: str, game: str) -> Path | None:
@@ -197,7 +203,7 @@ def main() -> int:
     text = runs_table("1b")
     if text:
         print(f"Stage 1b's runs to 5M, one row each (docs/reproducing.md's late section)\n{text}\n")
-        print(f"Their ranges over the bins after 1M (Q: after 2M)\n{ranges_table('1b')}\n")
+        print(f"Their ranges over the bins from 1M to 5M (Q: from 2M)\n{ranges_table('1b')}\n")
     for stage in ("1a", "1b"):
         for game in GAMES:
             text = table(stage, game)
