@@ -61,8 +61,9 @@ def run_main(prog: str, what: str, args: list[str]) -> tuple[subprocess.Complete
 
 def write_json(out: Path, result: dict) -> None:
     """A bench's JSON, whole or not at all and never through a link (`beta_dqn.files.write_atomically`),
-    its folder made; a failure to write is one line naming the file and the cause (SystemExit). Paths under the
-    checkout in its `command` are written relative to it (a committed result names no machine's folders)."""
+    its folder made; a failure to write is one line naming the file and the cause (SystemExit). Absolute paths
+    under the checkout in its `command` are written relative to it (others, such as a lent machine's output folder,
+    are as given: rename them before committing the result, with a `sitting` note, as bench/results/ does)."""
     if isinstance(result.get("command"), str):
         result = {**result, "command": result["command"].replace(f"{ROOT}{os.sep}", "")}
     text = json.dumps(result, indent=2) + "\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,15 +35,16 @@ def test_cost_measures_all_six_methods_against_dqn(tmp_path):
     assert set(record["cost_percent"]) == set(METHODS) and record["cost_percent"]["dqn"] == 100.0
     assert all(positive(record["cost_percent"][m]) and positive(record["env_steps_per_s"][m]) for m in METHODS)
     assert sorted(run["algo"] for run in record["runs"]) == sorted(METHODS)
-    assert all(f"| {m} |" in stdout for m in METHODS)
+    assert all(f"\n| {m} |" in stdout for m in METHODS)
 
 
 def test_breakdown_times_the_updates_and_the_actors(tmp_path):
-    record, stdout = bench("breakdown.py", tmp_path / "breakdown.json", "--updates", "5", "--actor-seconds", "0.2")
+    record, stdout = bench("breakdown.py", tmp_path / "breakdown.json", "--updates", "5", "--actor-seconds", "0.2",
+                           "--device", "cpu")
     assert {row["algo"] for row in record["learner"]} >= {"dqn", "beta_dqn"}
     assert all(positive(row["update_ms"]) for row in record["learner"])
     assert record["actor"] and all(positive(row["env_steps_per_s"]) for row in record["actor"])
-    assert "dqn |" in stdout
+    assert "\ndqn |" in stdout and "\nbeta_dqn |" in stdout
 
 
 def test_packed_times_the_learner_alone_at_each_pack_size(tmp_path):
@@ -61,3 +63,12 @@ def test_a_results_command_names_paths_under_the_checkout_relative_to_it(tmp_pat
     write_json(out, {"command": f"python bench/cost.py --out {ROOT}/bench/results/x.json --repo {tmp_path}"})
     written = json.loads(out.read_text())["command"]
     assert written == f"python bench/cost.py --out bench/results/x.json --repo {tmp_path}"
+
+
+def test_no_committed_result_names_a_machines_folder():
+    """Every command in bench/results/ names its paths relative to the checkout or under /tmp (a throwaway folder),
+    never a machine's home or checkout."""
+    named = {str(f.relative_to(ROOT)): json.loads(f.read_text()).get("command", "")
+             for f in sorted((ROOT / "bench" / "results").rglob("*.json"))}
+    bad = {f: c for f, c in named.items() if re.search(r"(?<![\w.])/(?!tmp/)[\w.-]+/", c)}
+    assert not bad, bad
