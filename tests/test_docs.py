@@ -353,7 +353,10 @@ def test_benchmarks_page_lists_every_committed_result_under_its_date_and_machine
     for date, machine, names in bullets:
         for name in re.findall(r"`([\w./-]+(?:\.json|/))`", names):
             files = sorted((results / name).glob("*.json")) if name.endswith("/") else [results / name]
-            listed.update({str(f.relative_to(results)): (date, machine) for f in files})
+            for f in files:
+                assert f.is_file(), f"benchmarks.md lists {name}, which bench/results/ does not have"
+                assert str(f.relative_to(results)) not in listed, f"benchmarks.md lists {name} twice"
+                listed[str(f.relative_to(results))] = (date, machine)
     kinds = {"2-core AMD EPYC": "AMD EPYC", "2-core Intel Xeon": "Intel(R) Xeon(R) Processor",
              "the H200": "NVIDIA H200"}
     wrong = []

@@ -39,7 +39,6 @@ their directories are gone; the figures and the meta-controller's rows are drawn
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -407,8 +406,7 @@ def write_runs_csv(runs: list, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="python -m learner.report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser.script("python -m learner.report", __doc__)
     parser.add_argument("runs_dir", nargs="+",
                         help="a directory of runs (a grid's, or any tree of run directories), or a report's directory "
                              "(runs.csv and study.json: its recorded runs); several make one report")
