@@ -15,7 +15,6 @@ averaged per bin (over those that have it); stage 1a's runs (1M, default rate) a
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from pathlib import Path
@@ -93,13 +92,6 @@ def table(stage: str, game: str) -> str:
     return "\n".join([head, *rows])
 
 
-def evaluations(record: Path) -> dict[int, float]:
-    """The record's evaluations: env steps -> mean return over its episodes."""
-    (path,) = sorted(record.glob("runs/*/evals.csv"))
-    with path.open() as f:
-        return {int(row["env_steps"]): float(row["return_mean"]) for row in csv.DictReader(f)}
-
-
 def run_row(record: Path) -> str:
     """One 5M record as a row of docs/reproducing.md's late table: its game, method and seed; its evaluations at 1M,
     at their best (the earliest of ties) and at 5M; their means over (1M, 2M] and (4M, 5M]; the paper's score for
@@ -107,7 +99,7 @@ def run_row(record: Path) -> str:
     the record lacks (an evaluation, a window, a field DQN does not log) is "—"."""
     game, method, seed = record.name.rsplit("-", 2)
     game = next(g for g in GAMES if g.lower() == game)
-    scores, bins = evaluations(record), per_bin(lines(record))
+    scores, bins = rates.curve(record), per_bin(lines(record))
     best = max(scores, key=lambda end: (scores[end], -end))
 
     def score(end: int) -> str:

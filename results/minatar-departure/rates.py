@@ -29,6 +29,13 @@ def record(game: str, method: str, seed: int, rate: str) -> Path:
     return Path(f"results/table1-protocol/{game.lower()}-dqn-s{seed}")
 
 
+def curve(record: Path) -> dict[int, float]:
+    """A record's evaluations, from its copy of `evals.csv`: env steps -> the mean return over its episodes."""
+    (path,) = sorted(record.glob("runs/*/evals.csv"))
+    with open(path, newline="") as f:
+        return {int(row["env_steps"]): float(row["return_mean"]) for row in csv.DictReader(f)}
+
+
 def final_score(path: Path, roots, check=None) -> Fraction | None:
     """A record's final score, exactly: its run's last evaluation (the record's copy of `evals.csv`, unrounded,
     where `runs.csv` rounds to 4 places), a mean of `eval_episodes` whole MinAtar returns, so k / episodes. From

@@ -106,19 +106,14 @@ def main() -> int:
     return 0
 
 
-def _curve(record: Path) -> dict[int, float]:
-    (path,) = sorted((ROOT / record).glob("runs/*/evals.csv"))
-    with open(path, newline="") as f:
-        return {int(row["env_steps"]): float(row["return_mean"]) for row in csv.DictReader(f)}
-
-
 def by_evaluation(reps: int = 2000) -> None:
     """P(β-DQN serial > DQN serial) at each evaluation, averaged over the five MinAtar games, with its 95%
     stratified bootstrap interval: does the serial column lose its lead as training goes on, as the Ray one did?"""
     from beta_dqn.reporting.stats import improvement
 
-    beta = {(g, s): _curve(run.RECORDS / f"1a/{g.lower()}-beta-s{s}") for g in run.MINATAR for s in range(5)}
-    dqn = {(g, s): _curve(Path(f"results/table1-protocol/{g.lower()}-dqn-s{s}")) for g in run.MINATAR
+    curve = run.rates.curve
+    beta = {(g, s): curve(ROOT / run.RECORDS / f"1a/{g.lower()}-beta-s{s}") for g in run.MINATAR for s in range(5)}
+    dqn = {(g, s): curve(ROOT / f"results/table1-protocol/{g.lower()}-dqn-s{s}") for g in run.MINATAR
            for s in range(5)}
     say(f"\nP(β-DQN serial > DQN serial) on MinAtar at each evaluation, five games, seeds 0-4 ({reps} resamples):")
     for step in range(100_000, 1_000_001, 100_000):
